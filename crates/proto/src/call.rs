@@ -1,0 +1,107 @@
+//! One tool call and its answer.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Timestamp;
+
+/// A tool call on its way to the broker: which session, which call, which tool, and the
+/// arguments exactly as the model wrote them (JSON text, unparsed: the broker parses them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRequest {
+    /// The broker session this call belongs to.
+    pub session: String,
+    /// The call's number within its session; the same number sent again gets the same answer.
+    pub call_id: u64,
+    /// The tool the broker decides on (for `call_tool`, the target tool, never `call_tool`).
+    pub tool: String,
+    /// The arguments as JSON text.
+    pub arguments: String,
+}
+
+/// The confidentiality label of a result; a session's taint is the highest class it has seen.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Anyone may see it.
+    #[default]
+    Public,
+    /// The owner's own data.
+    Private,
+    /// Data that must not leave the machine.
+    Secret,
+}
+
+impl Class {
+    /// The name used in grant files and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Public => "public",
+            Class::Private => "private",
+            Class::Secret => "secret",
+        }
+    }
+}
+
+/// Why the broker refused a call. Each reason has one model-facing sentence
+/// (`loopd::tools::denial_text`), so this enum is deliberately exhaustive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenyReason {
+    /// No grant covers the call.
+    NoGrant,
+    /// The grant that covers the call has expired.
+    GrantExpired,
+    /// The session has seen data of a higher class than the grant allows.
+    TaintTooHigh,
+    /// A deny grant covers the call.
+    DeniedByGrant,
+    /// The owner said no.
+    ApprovalRefused,
+    /// The owner did not answer in time.
+    ApprovalExpired,
+    /// The arguments do not fit the tool.
+    InvalidArguments,
+    /// The grant files have a problem, so no grant is loaded.
+    GrantsInvalid,
+    /// The decision could not be written to the audit log.
+    AuditUnavailable,
+    /// The session's state in the broker cannot be read.
+    StateUnreadable,
+}
+
+/// What the broker answers to a [`ToolRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolResponse {
+    /// The tool ran; `content` is what the model sees.
+    Result {
+        /// The rendered result text.
+        content: String,
+        /// The confidentiality label of the content.
+        class: Class,
+        /// Whether the content came from outside the owner's control.
+        untrusted: bool,
+        /// Whether the content was cut to fit a cap.
+        truncated: bool,
+    },
+    /// The tool could not run or failed; the message says why.
+    Failed {
+        /// What went wrong, for the model.
+        message: String,
+    },
+    /// The broker refused the call.
+    Denied {
+        /// Why.
+        reason: DenyReason,
+    },
+    /// The call waits for the owner's answer; a final response follows on the same connection.
+    PendingApproval {
+        /// The approval's number, as the owner sees it.
+        approval: u64,
+        /// When the request lapses unanswered.
+        expires: Timestamp,
+    },
+}

@@ -1,0 +1,22 @@
+//! boxmaker's wire types: what an agent's tool call is, what can come back, and the frames that
+//! carry them over a Unix socket.
+//!
+//! Every crate names these types; none of them does I/O beyond the frame codec, which reads and
+//! writes any `std::io::Read`/`Write` the caller hands it.
+//!
+//! Conventions (the design brief's "Wire"): enums are internally tagged with `"type"` in
+//! snake_case, a [`Timestamp`] is written as RFC 3339 UTC with milliseconds, and a frame is a
+//! 4-byte big-endian length followed by a JSON body of at most [`MAX_FRAME`] bytes.
+
+mod call;
+mod frame;
+mod schema;
+mod timestamp;
+
+pub use call::{Class, DenyReason, ToolRequest, ToolResponse};
+pub use frame::{
+    AgentFrame, BrokerFrame, FrameError, MAX_FRAME, PROTOCOL_VERSION, Resume, decode_frame,
+    encode_frame, read_frame, write_frame,
+};
+pub use schema::ToolSchema;
+pub use timestamp::{Timestamp, TimestampError};
