@@ -1,1 +1,16 @@
-pub fn x() {}
+//! Test support for boxmaker (dev-only; never in a shipped binary): a scripted
+//! OpenAI-compatible HTTP server, a finder for the daemons' binaries, and temporary folders.
+
+mod binaries;
+mod script_server;
+
+pub use binaries::{BinaryError, binary};
+pub use script_server::ScriptServer;
+
+/// A fresh temporary folder, removed when the value is dropped.
+pub fn temp_dir() -> tempfile::TempDir {
+    match tempfile::Builder::new().prefix("boxmaker-test-").tempdir() {
+        Ok(dir) => dir,
+        Err(error) => panic!("cannot create a temporary folder: {error}"),
+    }
+}

@@ -1,0 +1,399 @@
+//! `loopd chat`: a conversation at the terminal, from standard input, or from a script, against
+//! a model server or a script player, through an explicitly chosen port.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use crate::llama::{LlamaClient, LlamaConfig, Model};
+use crate::script::{Script, ScriptError, ScriptModel};
+use crate::session::{self, Session, SessionError, SessionIds};
+use crate::tools::{FakeTools, Registry, ToolPort, denial_text};
+use crate::turn::{Limits, Runtime, TurnEvent, run_turn};
+
+/// The system prompt of a new session unless one is given.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an assistant working on the owner's machine. \
+Your tools array has clock, find_tool and call_tool. Every other tool is found with find_tool \
+(search by keywords) and called with call_tool (its name and an arguments object). Each call is \
+decided by the owner's grants; when one is denied, say so and do not retry it unchanged.";
+
+/// The demo script, bundled so `loopd demo` needs no file.
+pub const DEMO_SCRIPT: &str = include_str!("../scripts/demo.json");
+
+/// Where the model's answers come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelSource {
+    /// An OpenAI-compatible server at this base URL.
+    Server(String),
+    /// A script file, played in process.
+    ScriptFile(PathBuf),
+    /// The bundled demo script.
+    Demo,
+}
+
+impl ModelSource {
+    /// Reads `--model`: `script:FILE` or a URL.
+    pub fn parse(text: &str) -> Result<ModelSource, String> {
+        if let Some(path) = text.strip_prefix("script:") {
+            if path.is_empty() {
+                return Err("--model script: needs a file, as in script:demo.json".to_string());
+            }
+            return Ok(ModelSource::ScriptFile(PathBuf::from(path)));
+        }
+        if text.starts_with("http://") || text.starts_with("https://") {
+            return Ok(ModelSource::Server(text.to_string()));
+        }
+        Err(format!(
+            "--model {text:?} is neither an http(s) URL nor script:FILE"
+        ))
+    }
+}
+
+/// Which port tool calls go through. There is no default: a missing port is an error, never a
+/// silent fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// [`FakeTools`]: `echo` answers, everything else is denied.
+    Fake,
+}
+
+impl PortKind {
+    /// Reads `--port`.
+    pub fn parse(text: &str) -> Result<PortKind, String> {
+        match text {
+            "fake" => Ok(PortKind::Fake),
+            other => Err(format!(
+                "--port {other:?} is not available; the only port so far is \"fake\""
+            )),
+        }
+    }
+}
+
+/// Everything `loopd chat` is told.
+#[derive(Debug, Clone)]
+pub struct ChatOptions {
+    /// The model.
+    pub model: ModelSource,
+    /// The HTTP client's settings (the base URL is taken from `model`).
+    pub llama: LlamaConfig,
+    /// The port.
+    pub port: PortKind,
+    /// Messages given on the command line; when empty, the script's or standard input's.
+    pub messages: Vec<String>,
+    /// The sessions folder; `None` uses the XDG default.
+    pub state_dir: Option<PathBuf>,
+    /// A session to continue.
+    pub session: Option<String>,
+    /// Placeholder values for scripts (`workspace` and `home` have defaults).
+    pub vars: BTreeMap<String, String>,
+    /// The system prompt of a new session.
+    pub system_prompt: String,
+    /// Print events as JSON lines instead of text.
+    pub json: bool,
+    /// The turn limits.
+    pub limits: Limits,
+}
+
+/// Why `loopd chat` could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    /// The script could not be loaded.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    /// The session could not be created or opened.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// No sessions folder is known.
+    #[error("no sessions folder: set XDG_STATE_HOME or HOME, or pass --state-dir")]
+    NoStateDir,
+    /// Writing the output or reading the input failed.
+    #[error("terminal: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// How a chat ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatSummary {
+    /// The session's id.
+    pub session: String,
+    /// The session's folder.
+    pub dir: PathBuf,
+    /// Turns that ended with an answer.
+    pub done: usize,
+    /// Turns that failed.
+    pub failed: usize,
+}
+
+/// Runs the chat: each message is a turn; `input` is read only when neither `messages` nor the
+/// script gives any (with a prompt when `interactive`).
+pub fn run_chat(
+    options: &ChatOptions,
+    input: &mut dyn BufRead,
+    interactive: bool,
+    out: &mut dyn Write,
+) -> Result<ChatSummary, ChatError> {
+    let vars = placeholder_values(&options.vars);
+    let (model, script_messages): (Box<dyn Model>, Vec<String>) = match &options.model {
+        ModelSource::Server(url) => {
+            let config = LlamaConfig {
+                base_url: url.clone(),
+                ..options.llama.clone()
+            };
+            (Box::new(LlamaClient::new(config)), Vec::new())
+        }
+        ModelSource::ScriptFile(path) => {
+            let script = Script::load(path, &vars)?;
+            let users = script.user_messages();
+            let name = path.display().to_string();
+            (Box::new(ScriptModel::new(script, &name)), users)
+        }
+        ModelSource::Demo => {
+            let script =
+                Script::parse(DEMO_SCRIPT, &vars).map_err(|detail| ScriptError::Invalid {
+                    path: "demo".to_string(),
+                    detail,
+                })?;
+            let users = script.user_messages();
+            (Box::new(ScriptModel::new(script, "demo")), users)
+        }
+    };
+    let (port, registry): (Box<dyn ToolPort>, Registry) = match options.port {
+        PortKind::Fake => (Box::new(FakeTools::new()), Registry::demo()),
+    };
+    let root = match &options.state_dir {
+        Some(dir) => dir.clone(),
+        None => session::default_root().ok_or(ChatError::NoStateDir)?,
+    };
+    let mut session = open_session(&root, options, &registry)?;
+    let rt = Runtime {
+        model: model.as_ref(),
+        port: port.as_ref(),
+        registry: &registry,
+        limits: options.limits,
+    };
+    let mut summary = ChatSummary {
+        session: session.ids().id.clone(),
+        dir: session.dir().to_path_buf(),
+        done: 0,
+        failed: 0,
+    };
+    let given = if options.messages.is_empty() {
+        script_messages
+    } else {
+        options.messages.clone()
+    };
+    let mut printer = Printer::new(out, options.json);
+    if given.is_empty() {
+        loop {
+            if interactive {
+                printer.prompt()?;
+            }
+            let mut line = String::new();
+            if input.read_line(&mut line)? == 0 {
+                break;
+            }
+            let text = line.trim_end_matches(['\n', '\r']);
+            if text.trim().is_empty() {
+                continue;
+            }
+            one_turn(
+                &rt,
+                &mut session,
+                text,
+                &mut printer,
+                &mut summary,
+                !interactive,
+            )?;
+        }
+    } else {
+        for text in &given {
+            one_turn(&rt, &mut session, text, &mut printer, &mut summary, true)?;
+        }
+    }
+    printer.end(&summary)?;
+    Ok(summary)
+}
+
+fn one_turn(
+    rt: &Runtime<'_>,
+    session: &mut Session,
+    text: &str,
+    printer: &mut Printer<'_>,
+    summary: &mut ChatSummary,
+    echo_user: bool,
+) -> Result<(), ChatError> {
+    if echo_user {
+        printer.user(text)?;
+    }
+    let mut failure: Option<io::Error> = None;
+    let result = run_turn(rt, session, text, &mut |event| {
+        if failure.is_none()
+            && let Err(e) = printer.event(event)
+        {
+            failure = Some(e);
+        }
+    });
+    if let Some(e) = failure {
+        return Err(ChatError::Io(e));
+    }
+    match result {
+        Ok(_) => summary.done += 1,
+        Err(_) => summary.failed += 1,
+    }
+    Ok(())
+}
+
+fn open_session(
+    root: &Path,
+    options: &ChatOptions,
+    registry: &Registry,
+) -> Result<Session, ChatError> {
+    match &options.session {
+        Some(id) => Ok(Session::open(root, id)?),
+        None => {
+            let ids = SessionIds {
+                id: session::local_id(),
+                resume_token: None,
+            };
+            Ok(Session::create(
+                root,
+                ids,
+                &options.system_prompt,
+                &registry.core_schemas(),
+            )?)
+        }
+    }
+}
+
+/// `workspace` (the current folder) and `home`, overridden by `given`.
+fn placeholder_values(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut values = BTreeMap::new();
+    if let Ok(dir) = std::env::current_dir() {
+        values.insert("workspace".to_string(), dir.display().to_string());
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        values.insert(
+            "home".to_string(),
+            PathBuf::from(home).display().to_string(),
+        );
+    }
+    values.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+    values
+}
+
+/// Writes events for a person (text) or a program (JSON lines).
+struct Printer<'a> {
+    out: &'a mut dyn Write,
+    json: bool,
+    streaming: bool,
+}
+
+impl<'a> Printer<'a> {
+    fn new(out: &'a mut dyn Write, json: bool) -> Printer<'a> {
+        Printer {
+            out,
+            json,
+            streaming: false,
+        }
+    }
+
+    fn prompt(&mut self) -> io::Result<()> {
+        write!(self.out, "you> ")?;
+        self.out.flush()
+    }
+
+    fn user(&mut self, text: &str) -> io::Result<()> {
+        if self.json {
+            let line = serde_json::json!({"type": "user", "text": text});
+            return writeln!(self.out, "{line}");
+        }
+        writeln!(self.out, "you> {text}")
+    }
+
+    fn event(&mut self, event: &TurnEvent) -> io::Result<()> {
+        if self.json {
+            if matches!(event, TurnEvent::TextDelta { .. }) {
+                return Ok(());
+            }
+            let line = serde_json::to_string(event).map_err(io::Error::other)?;
+            writeln!(self.out, "{line}")?;
+            return self.out.flush();
+        }
+        match event {
+            TurnEvent::TextDelta { text } => {
+                if !self.streaming {
+                    write!(self.out, "assistant> ")?;
+                    self.streaming = true;
+                }
+                write!(self.out, "{text}")?;
+            }
+            TurnEvent::AssistantText { .. } => self.end_stream()?,
+            TurnEvent::ToolCallStarted { name, arguments } => {
+                self.end_stream()?;
+                writeln!(self.out, "  call   {name} {arguments}")?;
+            }
+            TurnEvent::ApprovalPending {
+                approval,
+                tool,
+                expires,
+            } => writeln!(
+                self.out,
+                "  wait   approval {approval} for {tool}, until {expires}"
+            )?,
+            TurnEvent::ToolDenied { name, reason } => {
+                writeln!(self.out, "  denied {name}: {}", denial_text(*reason))?
+            }
+            TurnEvent::ToolResult {
+                content, truncated, ..
+            } => {
+                let mut lines = content.lines();
+                let first = lines.next().unwrap_or("");
+                let more = lines.count();
+                let first: String = first.chars().take(160).collect();
+                write!(self.out, "  result {first}")?;
+                if more > 0 {
+                    write!(self.out, " (+{more} lines)")?;
+                }
+                if *truncated {
+                    write!(self.out, " [truncated]")?;
+                }
+                writeln!(self.out)?;
+            }
+            TurnEvent::TurnDone { .. } => self.end_stream()?,
+            TurnEvent::TurnFailed { error } => {
+                self.end_stream()?;
+                writeln!(self.out, "! turn failed: {error}")?;
+            }
+        }
+        self.out.flush()
+    }
+
+    fn end_stream(&mut self) -> io::Result<()> {
+        if self.streaming {
+            writeln!(self.out)?;
+            self.streaming = false;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, summary: &ChatSummary) -> io::Result<()> {
+        if self.json {
+            let line = serde_json::json!({
+                "type": "chat_end",
+                "session": summary.session,
+                "dir": summary.dir.display().to_string(),
+                "done": summary.done,
+                "failed": summary.failed,
+            });
+            return writeln!(self.out, "{line}");
+        }
+        writeln!(
+            self.out,
+            "-- session {} in {}: {} turn(s) answered, {} failed",
+            summary.session,
+            summary.dir.display(),
+            summary.done,
+            summary.failed
+        )
+    }
+}

@@ -1,0 +1,153 @@
+//! A client for OpenAI-compatible chat completions with tools: llama.cpp's `llama-server`,
+//! llama-cpp-python's server, Ollama, vLLM.
+//!
+//! What it sends (`POST {base}/chat/completions`, `Content-Type: application/json`, and
+//! `Authorization: Bearer …` when a key is set): `model`, `messages`, `tools` (each
+//! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` when a turn
+//! forces one, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
+//! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
+//!
+//! What it reads: `choices[0].message.content` and `.tool_calls[]` (`id`,
+//! `function.name`, `function.arguments` as a string or an object) and
+//! `choices[0].finish_reason`; when streaming, Server-Sent Events `data:` lines whose
+//! `choices[0].delta` carries `content` pieces and `tool_calls[]` pieces by `index`, up to
+//! `data: [DONE]`. An `error` object in a body or an event is the server's error.
+
+mod client;
+mod message;
+mod stream;
+
+pub use client::{LlamaClient, LlamaConfig};
+pub use message::{Message, Role, ToolCall};
+pub use proto::ToolSchema;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+/// What the model is asked for: the conversation and tools as raw JSON fragments, so that a
+/// session's prefix is replayed byte for byte.
+#[derive(Debug, Clone)]
+pub struct ChatRequest<'a> {
+    /// Each message's JSON, in order (the system message first).
+    pub messages: Vec<&'a RawValue>,
+    /// The `tools` array's JSON.
+    pub tools: &'a RawValue,
+    /// `"none"` when the turn allows no more tool calls; `None` leaves the server's default.
+    pub tool_choice: Option<&'static str>,
+}
+
+/// The body loopd POSTs: the client's settings around a [`ChatRequest`].
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: &'a [&'a RawValue],
+    tools: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+/// The exact JSON body for `request` under `config`.
+pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> String {
+    let body = Body {
+        model: &config.model_name,
+        messages: &request.messages,
+        tools: request.tools,
+        tool_choice: request.tool_choice,
+        stream: config.stream,
+        max_tokens: config.max_tokens,
+        temperature: config.temperature,
+    };
+    serde_json::to_string(&body).unwrap_or_default()
+}
+
+/// The `tools` array for `schemas`, in the wire form `{"type":"function","function":…}`.
+pub fn tools_json(schemas: &[ToolSchema]) -> String {
+    #[derive(Serialize)]
+    struct Wrapped<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: &'a ToolSchema,
+    }
+    let wrapped: Vec<Wrapped<'_>> = schemas
+        .iter()
+        .map(|function| Wrapped {
+            kind: "function",
+            function,
+        })
+        .collect();
+    serde_json::to_string(&wrapped).unwrap_or_else(|_| "[]".to_string())
+}
+
+/// The model's answer for one request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reply {
+    /// The text (empty when the model only called tools).
+    pub content: String,
+    /// The tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped (`stop`, `tool_calls`, `length`, …), when the server says.
+    pub finish_reason: Option<String>,
+}
+
+/// Something that answers chat requests: the HTTP client, or loopd's script player.
+pub trait Model: Send + Sync {
+    /// Answers `request`, calling `on_text` with each piece of text as it arrives.
+    fn complete(
+        &self,
+        request: &ChatRequest<'_>,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Reply, LlamaError>;
+}
+
+/// Why the model gave no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlamaError {
+    /// Nothing listens at the address, or it cannot be reached.
+    #[error("the model server at {url} cannot be reached: {cause}")]
+    Unreachable {
+        /// The URL tried.
+        url: String,
+        /// What the connection attempt reported.
+        cause: String,
+    },
+    /// The server took longer than the configured timeout.
+    #[error("the model server at {url} did not answer within {seconds:.1} s")]
+    Timeout {
+        /// The URL tried.
+        url: String,
+        /// The timeout.
+        seconds: f64,
+    },
+    /// The server answered with an HTTP error status.
+    #[error("the model server at {url} answered HTTP {status}: {body}")]
+    Status {
+        /// The URL tried.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The server reported an error inside a successful response.
+    #[error("the model server reported an error: {0}")]
+    Server(String),
+    /// The answer is not an OpenAI-compatible chat completion.
+    #[error("the model server's answer is not a chat completion: {0}")]
+    Malformed(String),
+    /// The connection failed in another way.
+    #[error("the request to the model server at {url} failed: {cause}")]
+    Transport {
+        /// The URL tried.
+        url: String,
+        /// What failed.
+        cause: String,
+    },
+    /// The script player has no answer for this request.
+    #[error("the script has no reply for this request: {0}")]
+    Script(String),
+}

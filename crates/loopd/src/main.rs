@@ -1,0 +1,194 @@
+//! The `loopd` binary: `loopd chat` and `loopd demo`.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use loopd::chat::{ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
+use loopd::llama::LlamaConfig;
+use loopd::turn::Limits;
+
+/// boxmaker's agent loop: runs a conversation against an OpenAI-compatible model and sends
+/// every tool call through a port.
+#[derive(Parser)]
+#[command(name = "loopd", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Chat: messages from --message, from the script, or from standard input (the terminal).
+    Chat(Box<ChatArgs>),
+    /// Play the bundled demo: find a tool, call it, meet a denial, ask the clock.
+    Demo(DemoArgs),
+}
+
+#[derive(Args)]
+struct ChatArgs {
+    /// The model: an OpenAI-compatible base URL, or script:FILE to play a script.
+    #[arg(long, default_value = "http://127.0.0.1:8080/v1")]
+    model: String,
+    /// Where tool calls go. Required: "fake" (echo answers, everything else is denied).
+    #[arg(long)]
+    port: String,
+    /// A message to send; repeat for several turns.
+    #[arg(long = "message", short = 'm')]
+    messages: Vec<String>,
+    /// A file whose text is the system prompt of a new session.
+    #[arg(long)]
+    system: Option<PathBuf>,
+    /// Continue this session instead of starting one.
+    #[arg(long)]
+    session: Option<String>,
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The `model` field sent to the server.
+    #[arg(long, default_value = "default")]
+    model_name: String,
+    /// Seconds one model request may take.
+    #[arg(long, default_value_t = 300.0)]
+    timeout: f64,
+    /// Ask for whole answers instead of streamed ones.
+    #[arg(long)]
+    no_stream: bool,
+    /// max_tokens for each request.
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// temperature for each request.
+    #[arg(long)]
+    temperature: Option<f64>,
+    /// The environment variable holding the server's API key (sent as a bearer token).
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// Model requests per turn.
+    #[arg(long, default_value_t = Limits::default().max_rounds)]
+    max_rounds: usize,
+    /// Tool calls per turn.
+    #[arg(long, default_value_t = Limits::default().max_tool_calls)]
+    max_tool_calls: usize,
+    /// Bytes of a tool result the model sees.
+    #[arg(long, default_value_t = Limits::default().result_cap)]
+    result_cap: usize,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct CommonArgs {
+    /// The sessions folder (default: $XDG_STATE_HOME/boxmaker/sessions).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// A script placeholder value, as NAME=VALUE (workspace and home have defaults).
+    #[arg(long = "var", value_parser = parse_var)]
+    vars: Vec<(String, String)>,
+    /// Print events as JSON lines.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_var(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!("{text:?} is not NAME=VALUE")),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let options = match cli.command {
+        Command::Chat(args) => chat_options(*args),
+        Command::Demo(args) => Ok(demo_options(args)),
+    };
+    let options = match options {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("loopd: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let stdin = std::io::stdin();
+    let interactive = stdin.is_terminal();
+    let mut input = stdin.lock();
+    let mut out = std::io::stdout().lock();
+    match run_chat(&options, &mut input, interactive, &mut out) {
+        Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("loopd: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
+    let model = ModelSource::parse(&args.model)?;
+    let port = PortKind::parse(&args.port)?;
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
+        return Err(format!(
+            "--timeout {} must be between 0 and 86400 seconds",
+            args.timeout
+        ));
+    }
+    if args.max_rounds == 0 || args.result_cap == 0 {
+        return Err("--max-rounds and --result-cap must be at least 1".to_string());
+    }
+    let system_prompt = match &args.system {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --system {}: {e}", path.display()))?,
+        None => DEFAULT_SYSTEM_PROMPT.to_string(),
+    };
+    let api_key = match &args.api_key_env {
+        Some(name) => {
+            Some(std::env::var(name).map_err(|_| format!("--api-key-env: {name} is not set"))?)
+        }
+        None => None,
+    };
+    Ok(ChatOptions {
+        model,
+        llama: LlamaConfig {
+            model_name: args.model_name,
+            stream: !args.no_stream,
+            timeout: Duration::from_secs_f64(args.timeout),
+            max_tokens: args.max_tokens,
+            temperature: args.temperature,
+            api_key,
+            ..LlamaConfig::default()
+        },
+        port,
+        messages: args.messages,
+        state_dir: args.common.state_dir,
+        session: args.session,
+        vars: args.common.vars.into_iter().collect::<BTreeMap<_, _>>(),
+        system_prompt,
+        json: args.common.json,
+        limits: Limits {
+            max_rounds: args.max_rounds,
+            max_tool_calls: args.max_tool_calls,
+            result_cap: args.result_cap,
+        },
+    })
+}
+
+fn demo_options(args: DemoArgs) -> ChatOptions {
+    ChatOptions {
+        model: ModelSource::Demo,
+        llama: LlamaConfig::default(),
+        port: PortKind::Fake,
+        messages: Vec::new(),
+        state_dir: args.common.state_dir,
+        session: None,
+        vars: args.common.vars.into_iter().collect(),
+        system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+        json: args.common.json,
+        limits: Limits::default(),
+    }
+}

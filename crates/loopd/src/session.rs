@@ -1,0 +1,374 @@
+//! A conversation on disk: `$XDG_STATE_HOME/boxmaker/sessions/<id>/` holds `session.json`
+//! (the broker session id and resume token), `baseline.json` (the system message and the tools
+//! array, written once and replayed as raw bytes) and `messages.jsonl` (append-only).
+//!
+//! Every file is mode 0600 and the folder 0700. Because the baseline and every message line are
+//! replayed byte for byte, nothing that changes later (the registry, this crate's serializers)
+//! can alter a byte of an existing session's request prefix, and a server's prompt cache stays
+//! valid.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::llama::{ChatRequest, Message, Role, ToolCall, ToolSchema, tools_json};
+
+/// The file with the session's ids.
+pub const SESSION_FILE: &str = "session.json";
+/// The file with the system message and tools array.
+pub const BASELINE_FILE: &str = "baseline.json";
+/// The file with every later message, one JSON object per line.
+pub const MESSAGES_FILE: &str = "messages.jsonl";
+
+/// The ids of a conversation's broker session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionIds {
+    /// The session id (issued by the broker; by loopd for the fake port).
+    pub id: String,
+    /// The token that resumes the broker session, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_token: Option<String>,
+}
+
+/// Why a session could not be created, opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// A session id that cannot be a folder name.
+    #[error("invalid session id {0:?}: use letters, digits, '-' and '_' (at most 64)")]
+    BadId(String),
+    /// `create` found the session already there.
+    #[error("session {0} already exists")]
+    Exists(String),
+    /// `open` found no such session.
+    #[error("no session {id} in {root}")]
+    Missing {
+        /// The id asked for.
+        id: String,
+        /// The sessions folder searched.
+        root: String,
+    },
+    /// A file of the session is damaged.
+    #[error("{path}: {detail}")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// What is wrong, with the line when there is one.
+        detail: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// An open conversation: its ids, its baseline, and its messages as raw JSON.
+#[derive(Debug)]
+pub struct Session {
+    dir: PathBuf,
+    ids: SessionIds,
+    system: Box<RawValue>,
+    tools: Box<RawValue>,
+    messages: Vec<Box<RawValue>>,
+    tool_calls: u64,
+    log: File,
+}
+
+/// `baseline.json` as it is read back: the raw bytes of each part.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BaselineRaw {
+    system: Box<RawValue>,
+    tools: Box<RawValue>,
+}
+
+impl Session {
+    /// Creates the session `ids.id` under `root` with this system prompt and tools array.
+    pub fn create(
+        root: &Path,
+        ids: SessionIds,
+        system_prompt: &str,
+        tools: &[ToolSchema],
+    ) -> Result<Session, SessionError> {
+        check_id(&ids.id)?;
+        make_private_dir(root)?;
+        let dir = root.join(&ids.id);
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(SessionError::Exists(ids.id));
+            }
+            Err(e) => return Err(io_error(&dir, e)),
+        }
+        let system = serde_json::to_string(&Message::system(system_prompt)).unwrap_or_default();
+        let baseline = format!("{{\"system\":{system},\"tools\":{}}}\n", tools_json(tools));
+        write_once(&dir.join(BASELINE_FILE), baseline.as_bytes())?;
+        let ids_json = serde_json::to_string(&ids).unwrap_or_default();
+        write_once(&dir.join(SESSION_FILE), ids_json.as_bytes())?;
+        Session::open(root, &ids.id)
+    }
+
+    /// Opens the session `id` under `root`. A torn last line in `messages.jsonl` (a crash in the
+    /// middle of a write) is cut off; any other damage is an error naming the line.
+    pub fn open(root: &Path, id: &str) -> Result<Session, SessionError> {
+        check_id(id)?;
+        let dir = root.join(id);
+        if !dir.is_dir() {
+            return Err(SessionError::Missing {
+                id: id.to_string(),
+                root: root.display().to_string(),
+            });
+        }
+        let ids: SessionIds = read_json(&dir.join(SESSION_FILE))?;
+        if ids.id != id {
+            return Err(damaged(
+                &dir.join(SESSION_FILE),
+                format!("names session {:?}, not {id:?}", ids.id),
+            ));
+        }
+        let baseline: BaselineRaw = read_json(&dir.join(BASELINE_FILE))?;
+        let path = dir.join(MESSAGES_FILE);
+        let messages = read_messages(&path)?;
+        let tool_calls = count_tool_calls(&messages);
+        let log = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        Ok(Session {
+            dir,
+            ids,
+            system: baseline.system,
+            tools: baseline.tools,
+            messages,
+            tool_calls,
+            log,
+        })
+    }
+
+    /// The session's ids.
+    pub fn ids(&self) -> &SessionIds {
+        &self.ids
+    }
+
+    /// The session's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends `message` to `messages.jsonl` (written and synced before it counts) and to the
+    /// conversation. Returns the message's JSON as it will be replayed.
+    pub fn append(&mut self, message: &Message) -> Result<(), SessionError> {
+        let json = serde_json::to_string(message).unwrap_or_default();
+        let raw = RawValue::from_string(json.clone())
+            .map_err(|e| damaged(&self.dir.join(MESSAGES_FILE), format!("cannot encode: {e}")))?;
+        let mut line = json.into_bytes();
+        line.push(b'\n');
+        let path = self.dir.join(MESSAGES_FILE);
+        self.log
+            .write_all(&line)
+            .and_then(|()| self.log.sync_data())
+            .map_err(|e| io_error(&path, e))?;
+        self.tool_calls += message.tool_calls.len() as u64;
+        self.messages.push(raw);
+        Ok(())
+    }
+
+    /// How many tool calls the model has made in this session; the next call's id is one more.
+    pub fn tool_calls_so_far(&self) -> u64 {
+        self.tool_calls
+    }
+
+    /// How many messages follow the baseline.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether no message follows the baseline yet.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The request for the conversation so far: the system message, every message, the tools.
+    pub fn request(&self, tool_choice: Option<&'static str>) -> ChatRequest<'_> {
+        let mut messages: Vec<&RawValue> = Vec::with_capacity(self.messages.len() + 1);
+        messages.push(&self.system);
+        messages.extend(self.messages.iter().map(|m| &**m));
+        ChatRequest {
+            messages,
+            tools: &self.tools,
+            tool_choice,
+        }
+    }
+
+    /// The tool calls of the last assistant message that have no tool result yet, in order
+    /// (left by a crash between a call and its result), with their session-wide numbers.
+    pub fn unanswered_calls(&self) -> Vec<(u64, ToolCall)> {
+        let parsed: Vec<Option<Message>> = self
+            .messages
+            .iter()
+            .map(|raw| serde_json::from_str(raw.get()).ok())
+            .collect();
+        let Some(last) = parsed
+            .iter()
+            .rposition(|m| m.as_ref().is_some_and(|m| m.role == Role::Assistant))
+        else {
+            return Vec::new();
+        };
+        let Some(Some(assistant)) = parsed.get(last) else {
+            return Vec::new();
+        };
+        let answered: Vec<String> = parsed
+            .iter()
+            .skip(last + 1)
+            .flatten()
+            .filter_map(|m| m.tool_call_id.clone())
+            .collect();
+        let first_number = self.tool_calls - assistant.tool_calls.len() as u64 + 1;
+        assistant
+            .tool_calls
+            .iter()
+            .enumerate()
+            .filter(|(_, call)| !answered.contains(&call.id))
+            .map(|(i, call)| (first_number + i as u64, call.clone()))
+            .collect()
+    }
+}
+
+fn check_id(id: &str) -> Result<(), SessionError> {
+    let valid = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(SessionError::BadId(id.to_string()))
+    }
+}
+
+fn make_private_dir(dir: &Path) -> Result<(), SessionError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io_error(dir, e))
+}
+
+/// Writes `bytes` to `path` once: through a temporary file and a hard link, so that the file
+/// is either absent or whole, and an existing one is never replaced.
+fn write_once(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    let temp = path.with_extension("tmp");
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::hard_link(&temp, path)
+    })();
+    let _ = fs::remove_file(&temp);
+    result.map_err(|e| io_error(path, e))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SessionError> {
+    let text = fs::read_to_string(path).map_err(|e| io_error(path, e))?;
+    serde_json::from_str(&text).map_err(|e| damaged(path, e.to_string()))
+}
+
+fn read_messages(path: &Path) -> Result<Vec<Box<RawValue>>, SessionError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(path, e)),
+    };
+    let complete = text.ends_with('\n') || text.is_empty();
+    let mut lines: Vec<&str> = text.lines().collect();
+    if !complete {
+        // The last line was being written when the process stopped: it never counted.
+        lines.pop();
+        let keep = text.rfind('\n').map_or(0, |at| at + 1);
+        cut_to(path, keep as u64)?;
+    }
+    let mut messages = Vec::with_capacity(lines.len());
+    for (number, line) in lines.iter().enumerate() {
+        let check: Result<Message, _> = serde_json::from_str(line);
+        let raw = check
+            .map_err(|e| e.to_string())
+            .and_then(|_| RawValue::from_string((*line).to_string()).map_err(|e| e.to_string()))
+            .map_err(|e| damaged(path, format!("line {}: {e}", number + 1)))?;
+        messages.push(raw);
+    }
+    Ok(messages)
+}
+
+fn cut_to(path: &Path, len: u64) -> Result<(), SessionError> {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_len(len).and_then(|()| file.sync_all()))
+        .map_err(|e| io_error(path, e))
+}
+
+fn count_tool_calls(messages: &[Box<RawValue>]) -> u64 {
+    messages
+        .iter()
+        .filter_map(|raw| serde_json::from_str::<Message>(raw.get()).ok())
+        .map(|m| m.tool_calls.len() as u64)
+        .sum()
+}
+
+fn io_error(path: &Path, source: io::Error) -> SessionError {
+    SessionError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn damaged(path: &Path, detail: String) -> SessionError {
+    SessionError::Damaged {
+        path: path.display().to_string(),
+        detail,
+    }
+}
+
+/// The sessions folder: `$XDG_STATE_HOME/boxmaker/sessions`, else
+/// `$HOME/.local/state/boxmaker/sessions`.
+pub fn default_root() -> Option<PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| PathBuf::from(home).join(".local/state"))
+        })?;
+    Some(state.join("boxmaker").join("sessions"))
+}
+
+/// A fresh local session id (`local-` and 16 hex digits), for ports that issue none.
+pub fn local_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = (nanos as u64 ^ u64::from(std::process::id())).to_be_bytes();
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("local-{hex}")
+}

@@ -1,0 +1,350 @@
+//! Tools as loopd sees them (seeds M2b/03 and M3a/16): the seam every call goes through
+//! ([`ToolPort`]), the registry of what exists, the calls loopd answers itself (`clock`,
+//! `find_tool`, `call_tool`'s own errors), the result cap, and [`FakeTools`].
+//!
+//! loopd runs no tool: [`dispatch`] either answers locally or hands the call to the port, whose
+//! far side (the broker) decides. loopd never parses or checks a tool's arguments.
+
+mod rank;
+mod schemas;
+
+use std::sync::Mutex;
+
+use proto::{Class, DenyReason, Timestamp, ToolRequest, ToolResponse};
+
+use crate::llama::ToolSchema;
+
+pub use schemas::{
+    call_tool_schema, clock_schema, echo_schema, find_tool_schema, http_fetch_schema,
+    read_file_schema, shell_schema, write_file_schema,
+};
+
+/// The name of the core tool that searches the registry.
+pub const FIND_TOOL: &str = "find_tool";
+/// The name of the core tool that calls a tool found with `find_tool`.
+pub const CALL_TOOL: &str = "call_tool";
+/// The name of the core tool loopd answers itself with the current time.
+pub const CLOCK: &str = "clock";
+
+/// At most this many tools are listed by one `find_tool` answer.
+pub const FIND_LIMIT: usize = 10;
+
+/// The sentence for a repeated call: same name, same arguments, nothing else in between.
+pub const ALREADY_CALLED: &str = "already called in this turn; the result is above";
+
+/// Where tool calls go to be decided and run: the broker, or a stand-in in tests.
+pub trait ToolPort: Send + Sync {
+    /// Returns the final answer, never `PendingApproval`. If the broker says the call is waiting
+    /// for the owner, the port calls `on_pending` once and goes on waiting.
+    fn call(&self, request: &ToolRequest, on_pending: &mut dyn FnMut(&Pending)) -> ToolResponse;
+}
+
+/// A call waiting for the owner: the approval's number and when it lapses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pending {
+    /// The approval's number, as the owner sees it.
+    pub approval: u64,
+    /// When the approval request expires unanswered.
+    pub expires: Timestamp,
+}
+
+/// One tool the model can learn about; `core` tools are in every request's `tools` array.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// What the model reads.
+    pub schema: ToolSchema,
+    /// Sent in the `tools` array (true) or found through `find_tool` (false).
+    pub core: bool,
+}
+
+/// The tools that exist, in a fixed order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    index: rank::Index,
+}
+
+impl Registry {
+    /// A registry of `entries`, in this order.
+    pub fn new(entries: Vec<Entry>) -> Registry {
+        let index = rank::Index::new(entries.iter().map(|e| &e.schema));
+        Registry { entries, index }
+    }
+
+    /// The test registry: `clock` (core) and `echo`. `echo` exists only in [`FakeTools`] and in
+    /// recorded conversations; a loopd that talks to the broker never uses this registry.
+    pub fn m2b() -> Registry {
+        Registry::new(vec![core(clock_schema()), found(echo_schema())])
+    }
+
+    /// The broker's registry: `clock` (core), then `read_file`, `write_file`, `shell`,
+    /// `http_fetch`.
+    pub fn m3a() -> Registry {
+        Registry::new(vec![
+            core(clock_schema()),
+            found(read_file_schema()),
+            found(write_file_schema()),
+            found(shell_schema()),
+            found(http_fetch_schema()),
+        ])
+    }
+
+    /// The demo's registry: [`Registry::m3a`] and `echo`, which [`FakeTools`] answers.
+    pub fn demo() -> Registry {
+        let mut entries = Registry::m3a().entries;
+        entries.push(found(echo_schema()));
+        Registry::new(entries)
+    }
+
+    /// The `tools` array of every request: the core entries, then `find_tool`, then `call_tool`.
+    pub fn core_schemas(&self) -> Vec<ToolSchema> {
+        let mut schemas: Vec<ToolSchema> = self
+            .entries
+            .iter()
+            .filter(|e| e.core)
+            .map(|e| e.schema.clone())
+            .collect();
+        schemas.push(find_tool_schema());
+        schemas.push(call_tool_schema());
+        schemas
+    }
+
+    /// The entry named `name`.
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.schema.name == name)
+    }
+
+    /// Every entry, in registry order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The schemas whose name or description contains `query`, ignoring case, in registry
+    /// order. An empty query matches nothing.
+    pub fn find(&self, query: &str) -> Vec<&ToolSchema> {
+        if query.is_empty() {
+            return Vec::new();
+        }
+        let needle = query.to_lowercase();
+        self.entries
+            .iter()
+            .map(|e| &e.schema)
+            .filter(|s| {
+                s.name.to_lowercase().contains(&needle)
+                    || s.description.to_lowercase().contains(&needle)
+            })
+            .collect()
+    }
+
+    /// What `find_tool` lists: [`Registry::find`]'s matches first, then the further tools a BM25
+    /// ranking finds, best first; at most `limit`. The second value counts the matches left out.
+    pub fn search(&self, query: &str, limit: usize) -> (Vec<&ToolSchema>, usize) {
+        let mut found = self.find(query);
+        for doc in self.index.rank(query) {
+            if let Some(entry) = self.entries.get(doc)
+                && !found.iter().any(|s| s.name == entry.schema.name)
+            {
+                found.push(&entry.schema);
+            }
+        }
+        let left_out = found.len().saturating_sub(limit);
+        found.truncate(limit);
+        (found, left_out)
+    }
+}
+
+fn core(schema: ToolSchema) -> Entry {
+    Entry { schema, core: true }
+}
+
+fn found(schema: ToolSchema) -> Entry {
+    Entry {
+        schema,
+        core: false,
+    }
+}
+
+/// What loopd does with one tool call from the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dispatch {
+    /// loopd answers it: this text is the tool result.
+    Local(String),
+    /// The port decides: this tool with these arguments (JSON text).
+    Port {
+        /// The tool the broker decides on.
+        tool: String,
+        /// Its arguments as JSON text.
+        arguments: String,
+    },
+}
+
+/// Decides whether loopd answers a call itself or hands it to the port (seed M2b/03's table,
+/// with M3a/16's local `clock`).
+pub fn dispatch(registry: &Registry, name: &str, arguments: &str) -> Dispatch {
+    if name == FIND_TOOL {
+        return Dispatch::Local(find_tool(registry, arguments));
+    }
+    if name == CALL_TOOL {
+        return call_tool(registry, arguments);
+    }
+    if name == CLOCK {
+        return Dispatch::Local(Timestamp::now().to_rfc3339());
+    }
+    Dispatch::Port {
+        tool: name.to_string(),
+        arguments: arguments.to_string(),
+    }
+}
+
+fn find_tool(registry: &Registry, arguments: &str) -> String {
+    const NO_MATCH: &str = "No tool matches.";
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(arguments) else {
+        return NO_MATCH.to_string();
+    };
+    let Some(query) = object.get("query").and_then(|q| q.as_str()) else {
+        return NO_MATCH.to_string();
+    };
+    let (matches, left_out) = registry.search(query, FIND_LIMIT);
+    if matches.is_empty() {
+        return NO_MATCH.to_string();
+    }
+    let mut text = format!("{} tool(s) match:\n", matches.len());
+    for schema in matches {
+        let line = serde_json::to_string(schema).unwrap_or_default();
+        text.push_str(&line);
+        text.push('\n');
+    }
+    if left_out > 0 {
+        text.push_str(&format!(
+            "{left_out} more match; search with more specific words to see them.\n"
+        ));
+    }
+    text.push_str("Call it with call_tool.");
+    text
+}
+
+fn call_tool(registry: &Registry, arguments: &str) -> Dispatch {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(arguments) else {
+        return Dispatch::Local(
+            "call_tool needs a JSON object with \"name\" and \"arguments\".".to_string(),
+        );
+    };
+    let name = object.get("name").and_then(|n| n.as_str()).unwrap_or("");
+    let Some(entry) = registry.get(name) else {
+        return Dispatch::Local(format!(
+            "No tool named \"{name}\". Use find_tool to search for tools."
+        ));
+    };
+    if entry.core {
+        return Dispatch::Local(format!(
+            "\"{name}\" is a core tool: call it directly, not through call_tool."
+        ));
+    }
+    match target_arguments(object.get("arguments")) {
+        Some(arguments) => Dispatch::Port {
+            tool: name.to_string(),
+            arguments,
+        },
+        None => Dispatch::Local(format!(
+            "call_tool needs a JSON object as \"arguments\" for \"{name}\"."
+        )),
+    }
+}
+
+/// The target's arguments as JSON text: an object; an object written as a JSON string (small
+/// models often encode it twice); or nothing at all, which means no arguments.
+fn target_arguments(value: Option<&serde_json::Value>) -> Option<String> {
+    match value {
+        None | Some(serde_json::Value::Null) => Some("{}".to_string()),
+        Some(object @ serde_json::Value::Object(_)) => serde_json::to_string(object).ok(),
+        Some(serde_json::Value::String(text)) => match serde_json::from_str(text) {
+            Ok(object @ serde_json::Value::Object(_)) => serde_json::to_string(&object).ok(),
+            _ => None,
+        },
+        Some(_) => None,
+    }
+}
+
+/// Cuts to at most `cap` bytes on a character boundary and appends "\n[truncated]" if it cut.
+pub fn cap_result(text: &str, cap: usize) -> (String, bool) {
+    if text.len() <= cap {
+        return (text.to_string(), false);
+    }
+    let mut boundary = cap;
+    while !text.is_char_boundary(boundary) {
+        boundary -= 1;
+    }
+    let head = text.get(..boundary).unwrap_or("");
+    (format!("{head}\n[truncated]"), true)
+}
+
+/// The one sentence the model reads for each reason the broker can refuse a call.
+pub fn denial_text(reason: DenyReason) -> &'static str {
+    match reason {
+        DenyReason::NoGrant => "Denied: no grant allows this call.",
+        DenyReason::GrantExpired => "Denied: the grant for this call has expired.",
+        DenyReason::TaintTooHigh => {
+            "Denied: this session has seen data too sensitive for this call."
+        }
+        DenyReason::DeniedByGrant => "Denied: a grant forbids this call.",
+        DenyReason::ApprovalRefused => "Denied: the owner refused this call.",
+        DenyReason::ApprovalExpired => "Denied: the approval request expired without an answer.",
+        DenyReason::InvalidArguments => "Denied: the arguments are not valid for this tool.",
+        DenyReason::GrantsInvalid => {
+            "Denied: the grant files have an error; the owner has been told."
+        }
+        DenyReason::AuditUnavailable => {
+            "Denied: the audit log cannot be written; the owner has been told."
+        }
+        DenyReason::StateUnreadable => {
+            "Denied: this session's broker state is damaged; the owner has been told."
+        }
+    }
+}
+
+/// The in-process stand-in for the broker: `echo` answers its `text`, every other tool is
+/// denied with `NoGrant`, and every request is recorded.
+#[derive(Debug, Default)]
+pub struct FakeTools {
+    calls: Mutex<Vec<ToolRequest>>,
+}
+
+impl FakeTools {
+    /// A stand-in that has seen no call yet.
+    pub fn new() -> Self {
+        FakeTools::default()
+    }
+
+    /// Every request received so far, in order.
+    pub fn calls(&self) -> Vec<ToolRequest> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl ToolPort for FakeTools {
+    fn call(&self, request: &ToolRequest, _on_pending: &mut dyn FnMut(&Pending)) -> ToolResponse {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(request.clone());
+        if request.tool != "echo" {
+            return ToolResponse::Denied {
+                reason: DenyReason::NoGrant,
+            };
+        }
+        let text = serde_json::from_str::<serde_json::Value>(&request.arguments)
+            .ok()
+            .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string));
+        match text {
+            Some(content) => ToolResponse::Result {
+                content,
+                class: Class::Public,
+                untrusted: false,
+                truncated: false,
+            },
+            None => ToolResponse::Failed {
+                message: "echo needs a string argument \"text\"".to_string(),
+            },
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! One turn of a conversation: the person's message in, the model's requests and tool calls,
+//! the final answer out. Every tool call goes through [`dispatch`] and, when it is not answered
+//! locally, through the [`ToolPort`] (seed M3a/16, rule 5).
+
+use proto::{Class, DenyReason, Timestamp, ToolRequest, ToolResponse};
+use serde::Serialize;
+
+use crate::llama::{LlamaError, Message, Model, ToolCall};
+use crate::session::{Session, SessionError};
+use crate::tools::{
+    ALREADY_CALLED, Dispatch, Registry, ToolPort, cap_result, denial_text, dispatch,
+};
+
+/// Limits on one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model requests per turn; a turn that needs more fails with [`TurnError::TooManyRounds`].
+    pub max_rounds: usize,
+    /// Tool calls per turn; calls past it are answered "not run" and the model must answer.
+    pub max_tool_calls: usize,
+    /// Bytes of one tool result the model sees ([`cap_result`]); never below the broker's cap.
+    pub result_cap: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_rounds: 16,
+            max_tool_calls: 32,
+            result_cap: 32 * 1024,
+        }
+    }
+}
+
+/// What a turn needs: the model, the port, the registry and the limits.
+pub struct Runtime<'a> {
+    /// Answers chat requests.
+    pub model: &'a dyn Model,
+    /// Decides and runs tool calls.
+    pub port: &'a dyn ToolPort,
+    /// What `find_tool` searches and `call_tool` accepts.
+    pub registry: &'a Registry,
+    /// The turn's limits.
+    pub limits: Limits,
+}
+
+/// What happens during a turn, for the person watching (terminal, log, owner).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TurnEvent {
+    /// A piece of the model's text as it streams.
+    TextDelta {
+        /// The piece.
+        text: String,
+    },
+    /// The model's whole text for one request (may precede tool calls).
+    AssistantText {
+        /// The text.
+        text: String,
+    },
+    /// The model called a tool.
+    ToolCallStarted {
+        /// The name the model called (`call_tool` for a call through it).
+        name: String,
+        /// The arguments as the model wrote them.
+        arguments: String,
+    },
+    /// The broker is waiting for the owner to approve a call.
+    ApprovalPending {
+        /// The approval's number.
+        approval: u64,
+        /// The tool the broker decides on.
+        tool: String,
+        /// When the approval request expires.
+        expires: Timestamp,
+    },
+    /// The broker refused a call.
+    ToolDenied {
+        /// The tool the broker decided on.
+        name: String,
+        /// Why.
+        reason: DenyReason,
+    },
+    /// A call's result, as the model sees it.
+    ToolResult {
+        /// The name the model called.
+        name: String,
+        /// The text the model sees (capped).
+        content: String,
+        /// The result's label.
+        class: Class,
+        /// Whether it came from outside the owner's control.
+        untrusted: bool,
+        /// Whether loopd's cap cut it.
+        truncated: bool,
+    },
+    /// The turn ended with the model's answer.
+    TurnDone {
+        /// The final text.
+        text: String,
+    },
+    /// The turn ended without an answer.
+    TurnFailed {
+        /// Why, for a person.
+        error: String,
+    },
+}
+
+/// Why a turn ended without an answer. The session stays usable for the next turn.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The model server failed.
+    #[error(transparent)]
+    Model(#[from] LlamaError),
+    /// The session could not be written.
+    #[error("the session could not be saved: {0}")]
+    Session(#[from] SessionError),
+    /// The model kept calling tools past the round limit.
+    #[error(
+        "the turn stopped after {0} model requests without a final answer (raise --max-rounds)"
+    )]
+    TooManyRounds(usize),
+}
+
+/// What one tool call gives the model: the text and its labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutcome {
+    /// The result text (not yet capped).
+    pub text: String,
+    /// Its confidentiality label.
+    pub class: Class,
+    /// Whether it came from outside the owner's control.
+    pub untrusted: bool,
+}
+
+/// Runs one turn: appends `user`, asks the model until it answers without tool calls, and
+/// returns that answer. Events go to `on_event`; `TurnDone` or `TurnFailed` is always last.
+pub fn run_turn(
+    rt: &Runtime<'_>,
+    session: &mut Session,
+    user: &str,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<String, TurnError> {
+    let result = turn(rt, session, user, on_event);
+    match &result {
+        Ok(text) => on_event(&TurnEvent::TurnDone { text: text.clone() }),
+        Err(error) => on_event(&TurnEvent::TurnFailed {
+            error: error.to_string(),
+        }),
+    }
+    result
+}
+
+fn turn(
+    rt: &Runtime<'_>,
+    session: &mut Session,
+    user: &str,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<String, TurnError> {
+    finish_interrupted_calls(rt, session, on_event)?;
+    session.append(&Message::user(user))?;
+    let mut calls_made = 0usize;
+    let mut previous: Option<(String, String)> = None;
+    for _round in 0..rt.limits.max_rounds {
+        let tool_choice = (calls_made >= rt.limits.max_tool_calls).then_some("none");
+        let reply = {
+            let request = session.request(tool_choice);
+            let mut on_text = |text: &str| {
+                on_event(&TurnEvent::TextDelta {
+                    text: text.to_string(),
+                })
+            };
+            rt.model.complete(&request, &mut on_text)?
+        };
+        if !reply.content.is_empty() {
+            on_event(&TurnEvent::AssistantText {
+                text: reply.content.clone(),
+            });
+        }
+        let calls = with_ids(reply.tool_calls, session.tool_calls_so_far());
+        session.append(&Message::assistant(&reply.content, calls.clone()))?;
+        if calls.is_empty() {
+            return Ok(reply.content);
+        }
+        let first_number = session.tool_calls_so_far() - calls.len() as u64 + 1;
+        for (offset, call) in calls.iter().enumerate() {
+            on_event(&TurnEvent::ToolCallStarted {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            let key = (call.name.clone(), normalized(&call.arguments));
+            let outcome = if calls_made >= rt.limits.max_tool_calls {
+                local(format!(
+                    "Not run: this turn has reached its limit of {} tool calls. Answer with what you have.",
+                    rt.limits.max_tool_calls
+                ))
+            } else if previous.as_ref() == Some(&key) {
+                local(ALREADY_CALLED.to_string())
+            } else {
+                let call_id = first_number + offset as u64;
+                checked_call(rt, &session.ids().id, call_id, call, on_event)
+            };
+            calls_made += 1;
+            previous = Some(key);
+            record_result(rt, session, call, outcome, on_event)?;
+        }
+    }
+    Err(TurnError::TooManyRounds(rt.limits.max_rounds))
+}
+
+/// Calls left without a result by a crash are sent again with the same numbers: the broker
+/// answers a number it has seen with the answer it gave, and runs one it has not.
+fn finish_interrupted_calls(
+    rt: &Runtime<'_>,
+    session: &mut Session,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<(), TurnError> {
+    for (call_id, call) in session.unanswered_calls() {
+        let outcome = checked_call(rt, &session.ids().id, call_id, &call, on_event);
+        record_result(rt, session, &call, outcome, on_event)?;
+    }
+    Ok(())
+}
+
+fn record_result(
+    rt: &Runtime<'_>,
+    session: &mut Session,
+    call: &ToolCall,
+    outcome: CallOutcome,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> Result<(), TurnError> {
+    let (content, truncated) = cap_result(&outcome.text, rt.limits.result_cap);
+    on_event(&TurnEvent::ToolResult {
+        name: call.name.clone(),
+        content: content.clone(),
+        class: outcome.class,
+        untrusted: outcome.untrusted,
+        truncated,
+    });
+    session.append(&Message::tool(&call.id, &content))?;
+    Ok(())
+}
+
+/// Gives every call an id (some servers send none), unique within the session.
+fn with_ids(calls: Vec<ToolCall>, calls_before: u64) -> Vec<ToolCall> {
+    calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut call)| {
+            if call.id.is_empty() {
+                call.id = format!("call_{}", calls_before + i as u64 + 1);
+            }
+            call
+        })
+        .collect()
+}
+
+/// Arguments that are JSON compare by value (key order and spaces aside); others as text.
+fn normalized(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .map(|v| sorted(v).to_string())
+        .unwrap_or_else(|_| arguments.to_string())
+}
+
+/// `value` with the keys of every object in sorted order.
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<(String, serde_json::Value)> =
+                map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
+}
+
+fn local(text: String) -> CallOutcome {
+    CallOutcome {
+        text,
+        class: Class::Public,
+        untrusted: false,
+    }
+}
+
+/// Arguments that are not JSON at all never reach [`dispatch`]: the model is told so. Empty
+/// arguments mean none (`{}`), as some servers send them for tools without parameters.
+fn checked_call(
+    rt: &Runtime<'_>,
+    session: &str,
+    call_id: u64,
+    call: &ToolCall,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> CallOutcome {
+    if call.arguments.trim().is_empty() {
+        let call = ToolCall {
+            arguments: "{}".to_string(),
+            ..call.clone()
+        };
+        return run_call(rt, session, call_id, &call, on_event);
+    }
+    if let Err(error) = serde_json::from_str::<serde_json::Value>(&call.arguments) {
+        return local(format!(
+            "The arguments of {} are not valid JSON ({error}). Call it again with a JSON object.",
+            call.name
+        ));
+    }
+    run_call(rt, session, call_id, call, on_event)
+}
+
+/// Runs one tool call: locally when [`dispatch`] says so, otherwise through the port, whose
+/// answer becomes the text the model reads (seed M3a/16, rule 5).
+pub fn run_call(
+    rt: &Runtime<'_>,
+    session: &str,
+    call_id: u64,
+    call: &ToolCall,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> CallOutcome {
+    let (tool, arguments) = match dispatch(rt.registry, &call.name, &call.arguments) {
+        Dispatch::Local(text) => return local(text),
+        Dispatch::Port { tool, arguments } => (tool, arguments),
+    };
+    let request = ToolRequest {
+        session: session.to_string(),
+        call_id,
+        tool,
+        arguments,
+    };
+    let response = rt.port.call(&request, &mut |pending| {
+        on_event(&TurnEvent::ApprovalPending {
+            approval: pending.approval,
+            tool: request.tool.clone(),
+            expires: pending.expires,
+        });
+    });
+    match response {
+        ToolResponse::Result {
+            content,
+            class,
+            untrusted,
+            ..
+        } => CallOutcome {
+            text: content,
+            class,
+            untrusted,
+        },
+        ToolResponse::Failed { message } => local(format!("The tool failed: {message}")),
+        ToolResponse::Denied { reason } => {
+            on_event(&TurnEvent::ToolDenied {
+                name: request.tool.clone(),
+                reason,
+            });
+            local(denial_text(reason).to_string())
+        }
+        ToolResponse::PendingApproval { .. } => {
+            local("The tool failed: the tool broker gave no final answer".to_string())
+        }
+    }
+}
