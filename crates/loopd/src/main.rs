@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use loopd::chat::{ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
+use loopd::chat::{ChatError, ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
 use loopd::llama::LlamaConfig;
 use loopd::turn::Limits;
 
@@ -122,6 +122,8 @@ fn main() -> ExitCode {
     match run_chat(&options, &mut input, interactive, &mut out) {
         Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
+        // The reader of our output went away (`loopd demo | head`): nothing left to say.
+        Err(ChatError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("loopd: {error}");
             ExitCode::from(2)

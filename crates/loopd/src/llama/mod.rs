@@ -37,18 +37,21 @@ pub struct ChatRequest<'a> {
 }
 
 /// The body loopd POSTs: the client's settings around a [`ChatRequest`].
+///
+/// `messages` is the last field, so the body of a session's next request starts with the bytes
+/// of this one up to its closing `]}`.
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
-    messages: &'a [&'a RawValue],
-    tools: &'a RawValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    tools: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    messages: &'a [&'a RawValue],
 }
 
 /// The exact JSON body for `request` under `config`.

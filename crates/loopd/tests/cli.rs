@@ -1,0 +1,326 @@
+//! The `loopd` binary, run as a process: the demo, chat from a script, from standard input and
+//! over HTTP, resuming a session, and the errors a person gets for bad flags and files.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use loopd::script::Script;
+use testkit::ScriptServer;
+
+fn loopd(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopd"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn json_lines(output: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn state(dir: &Path) -> String {
+    dir.join("state").display().to_string()
+}
+
+#[test]
+fn the_demo_finds_calls_meets_a_denial_and_answers() {
+    let dir = testkit::temp_dir();
+    let output = loopd(
+        &[
+            "demo",
+            "--state-dir",
+            &state(dir.path()),
+            "--var",
+            "workspace=/ws",
+        ],
+        "",
+    );
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("call   find_tool {\"query\":\"repeat text\"}"),
+        "{out}"
+    );
+    assert!(
+        out.contains("result Every tool call passes one gate."),
+        "{out}"
+    );
+    assert!(
+        out.contains("denied read_file: Denied: no grant allows this call."),
+        "{out}"
+    );
+    assert!(out.contains("/ws/notes.txt"), "{out}");
+    assert!(out.contains("call   clock {}"), "{out}");
+    assert!(out.contains("3 turn(s) answered, 0 failed"), "{out}");
+}
+
+#[test]
+fn the_demo_in_json_gives_one_event_per_line() {
+    let dir = testkit::temp_dir();
+    let output = loopd(&["demo", "--json", "--state-dir", &state(dir.path())], "");
+    assert!(output.status.success());
+    let events = json_lines(&output);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "turn_done").count(), 3);
+    assert!(events.iter().any(|e| e["type"] == "tool_denied"
+        && e["name"] == "read_file"
+        && e["reason"] == "no_grant"));
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "chat_end");
+    assert!(
+        Path::new(end["dir"].as_str().unwrap())
+            .join("messages.jsonl")
+            .is_file()
+    );
+}
+
+#[test]
+fn chat_without_a_port_is_refused_rather_than_falling_back() {
+    let output = loopd(&["chat", "--model", "script:x.json"], "");
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(err.contains("--port"), "{err}");
+}
+
+#[test]
+fn chat_with_an_unknown_port_or_model_says_what_exists() {
+    let output = loopd(
+        &["chat", "--port", "broker", "--model", "script:x.json"],
+        "",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("the only port so far is \"fake\""));
+    let output = loopd(&["chat", "--port", "fake", "--model", "ftp://x"], "");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output)
+            .1
+            .contains("neither an http(s) URL nor script:FILE")
+    );
+}
+
+#[test]
+fn chat_plays_a_script_file_with_its_own_user_messages_and_placeholders() {
+    let dir = testkit::temp_dir();
+    let script = dir.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"{"turns":[{"user":"echo {word}","replies":[
+            {"call":[{"name":"call_tool","arguments":{"name":"echo","arguments":{"text":"{word}"}}}]},
+            {"say":"said {word}"}]}]}"#,
+    )
+    .unwrap();
+    let model = format!("script:{}", script.display());
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            &model,
+            "--var",
+            "word=bonjour",
+            "--json",
+            "--state-dir",
+            &state(dir.path()),
+        ],
+        "",
+    );
+    assert!(output.status.success(), "{:?}", text(&output));
+    let events = json_lines(&output);
+    assert_eq!(
+        events[0],
+        serde_json::json!({"type":"user","text":"echo bonjour"})
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "tool_result" && e["content"] == "bonjour")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "turn_done" && e["text"] == "said bonjour")
+    );
+}
+
+#[test]
+fn a_bad_script_is_refused_with_its_file_and_place() {
+    let dir = testkit::temp_dir();
+    let script = dir.path().join("bad.json");
+    std::fs::write(&script, r#"{"turns":[{"replies":[{}]}]}"#).unwrap();
+    let model = format!("script:{}", script.display());
+    let output = loopd(&["chat", "--port", "fake", "--model", &model], "");
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        err.contains("bad.json") && err.contains("turn 1 reply 1"),
+        "{err}"
+    );
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            "script:/nonexistent.json",
+        ],
+        "",
+    );
+    assert!(
+        text(&output)
+            .1
+            .contains("cannot read script /nonexistent.json")
+    );
+}
+
+#[test]
+fn chat_reads_messages_from_standard_input_over_http_and_resumes_the_session() {
+    let dir = testkit::temp_dir();
+    let server = ScriptServer::start(
+        Script::parse(
+            r#"{"turns":[{"replies":[{"say":"one"}]},{"replies":[{"say":"two"}]},{"replies":[{"say":"three"}]}]}"#,
+            &Default::default(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let url = server.base_url();
+    let state_dir = state(dir.path());
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            &url,
+            "--json",
+            "--state-dir",
+            &state_dir,
+        ],
+        "first\n\nsecond\n",
+    );
+    assert!(output.status.success(), "{:?}", text(&output));
+    let events = json_lines(&output);
+    let answers: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "turn_done")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers, ["one", "two"]);
+    let session = events.last().unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            &url,
+            "--session",
+            &session,
+            "-m",
+            "third",
+            "--state-dir",
+            &state_dir,
+        ],
+        "",
+    );
+    let (out, err) = text(&output);
+    assert!(output.status.success(), "{out}{err}");
+    assert!(out.contains("assistant> three"), "{out}");
+    let last = server.request_json().pop().unwrap();
+    let users: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["first", "second", "third"]);
+}
+
+#[test]
+fn chat_against_a_server_that_is_down_fails_the_turn_and_exits_1() {
+    let dir = testkit::temp_dir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            &url,
+            "-m",
+            "hello",
+            "--state-dir",
+            &state(dir.path()),
+        ],
+        "",
+    );
+    let (out, _) = text(&output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        out.contains("! turn failed: the model server at") && out.contains("cannot be reached"),
+        "{out}"
+    );
+    assert!(out.contains("0 turn(s) answered, 1 failed"), "{out}");
+}
+
+#[test]
+fn resuming_a_session_that_does_not_exist_is_an_error_not_a_new_session() {
+    let dir = testkit::temp_dir();
+    let script = dir.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"{"turns":[{"user":"hi","replies":[{"say":"x"}]}]}"#,
+    )
+    .unwrap();
+    let model = format!("script:{}", script.display());
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            &model,
+            "--session",
+            "local-missing",
+            "--state-dir",
+            &state(dir.path()),
+        ],
+        "",
+    );
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(err.contains("no session local-missing"), "{err}");
+}
