@@ -169,7 +169,7 @@ pub fn run_chat(
         model: model.as_ref(),
         port: port.as_ref(),
         registry: &registry,
-        limits: options.limits,
+        limits: options.limits.clone(),
     };
     let mut summary = ChatSummary {
         session: session.ids().id.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use loopd::chat::{ChatError, ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
-use loopd::llama::LlamaConfig;
+use loopd::llama::{LlamaConfig, ToolChoice};
 use loopd::turn::Limits;
 
 /// boxmaker's agent loop: runs a conversation against an OpenAI-compatible model and sends
@@ -74,6 +74,10 @@ struct ChatArgs {
     /// Bytes of a tool result the model sees.
     #[arg(long, default_value_t = Limits::default().result_cap)]
     result_cap: usize,
+    /// tool_choice of each turn's first request: auto, none, required, or a tool's name
+    /// (makes a small model start with that tool).
+    #[arg(long)]
+    first_tool_choice: Option<String>,
 }
 
 #[derive(Args)]
@@ -176,6 +180,7 @@ fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
             max_rounds: args.max_rounds,
             max_tool_calls: args.max_tool_calls,
             result_cap: args.result_cap,
+            first_tool_choice: args.first_tool_choice.as_deref().map(ToolChoice::parse),
         },
     })
 }

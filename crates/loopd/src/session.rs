@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::llama::{ChatRequest, Message, Role, ToolCall, ToolSchema, tools_json};
+use crate::llama::{ChatRequest, Message, Role, ToolCall, ToolChoice, ToolSchema, tools_json};
 
 /// The file with the session's ids.
 pub const SESSION_FILE: &str = "session.json";
@@ -199,7 +199,7 @@ impl Session {
     }
 
     /// The request for the conversation so far: the system message, every message, the tools.
-    pub fn request(&self, tool_choice: Option<&'static str>) -> ChatRequest<'_> {
+    pub fn request(&self, tool_choice: Option<ToolChoice>) -> ChatRequest<'_> {
         let mut messages: Vec<&RawValue> = Vec::with_capacity(self.messages.len() + 1);
         messages.push(&self.system);
         messages.extend(self.messages.iter().map(|m| &**m));

@@ -5,14 +5,14 @@
 use proto::{Class, DenyReason, Timestamp, ToolRequest, ToolResponse};
 use serde::Serialize;
 
-use crate::llama::{LlamaError, Message, Model, ToolCall};
+use crate::llama::{LlamaError, Message, Model, ToolCall, ToolChoice};
 use crate::session::{Session, SessionError};
 use crate::tools::{
     ALREADY_CALLED, Dispatch, Registry, ToolPort, cap_result, denial_text, dispatch,
 };
 
 /// Limits on one turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Model requests per turn; a turn that needs more fails with [`TurnError::TooManyRounds`].
     pub max_rounds: usize,
@@ -20,6 +20,9 @@ pub struct Limits {
     pub max_tool_calls: usize,
     /// Bytes of one tool result the model sees ([`cap_result`]); never below the broker's cap.
     pub result_cap: usize,
+    /// The `tool_choice` of each turn's first request (e.g. to make a small model start with a
+    /// tool); later requests leave the server's default.
+    pub first_tool_choice: Option<ToolChoice>,
 }
 
 impl Default for Limits {
@@ -28,6 +31,7 @@ impl Default for Limits {
             max_rounds: 16,
             max_tool_calls: 32,
             result_cap: 32 * 1024,
+            first_tool_choice: None,
         }
     }
 }
@@ -161,8 +165,14 @@ fn turn(
     session.append(&Message::user(user))?;
     let mut calls_made = 0usize;
     let mut previous: Option<(String, String)> = None;
-    for _round in 0..rt.limits.max_rounds {
-        let tool_choice = (calls_made >= rt.limits.max_tool_calls).then_some("none");
+    for round in 0..rt.limits.max_rounds {
+        let tool_choice = if calls_made >= rt.limits.max_tool_calls {
+            Some(ToolChoice::None)
+        } else if round == 0 {
+            rt.limits.first_tool_choice.clone()
+        } else {
+            None
+        };
         let reply = {
             let request = session.request(tool_choice);
             let mut on_text = |text: &str| {

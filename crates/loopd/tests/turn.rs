@@ -479,3 +479,17 @@ fn a_failed_turn_leaves_the_session_usable_for_the_next_one() {
         .collect();
     assert_eq!(users, ["first", "second"]);
 }
+
+#[test]
+fn a_first_tool_choice_forces_the_first_request_of_each_turn_only() {
+    let mut fx = Fixture::new(FIND_THEN_CALL);
+    fx.limits.first_tool_choice = Some(loopd::llama::ToolChoice::parse("find_tool"));
+    fx.turn(&FakeTools::new(), "x").0.unwrap();
+    let requests = fx.server.request_json();
+    assert_eq!(
+        requests[0]["tool_choice"],
+        serde_json::json!({"type":"function","function":{"name":"find_tool"}})
+    );
+    assert!(requests[1].get("tool_choice").is_none());
+    assert!(requests[2].get("tool_choice").is_none());
+}

@@ -177,7 +177,8 @@ fn completion(reply: &Reply) -> Value {
 }
 
 /// The reply as Server-Sent Events: the text in pieces of a few characters, each tool call's
-/// name first and its arguments in two halves, then `[DONE]`.
+/// name first and its arguments in two halves, then `[DONE]`. Like llama-cpp-python, every
+/// piece of a tool call repeats its name.
 fn events(reply: &Reply) -> String {
     let mut out = String::new();
     let mut push = |delta: Value, finish: Option<&str>| {
@@ -203,7 +204,8 @@ fn events(reply: &Reply) -> String {
         let cut = half.map_or(call.arguments.len(), |(at, _)| at);
         for part in [&call.arguments[..cut], &call.arguments[cut..]] {
             push(
-                json!({"tool_calls": [{"index": index, "function": {"arguments": part}}]}),
+                json!({"tool_calls": [{"index": index,
+                                       "function": {"name": call.name, "arguments": part}}]}),
                 None,
             );
         }

@@ -4,7 +4,7 @@
 //! What it sends (`POST {base}/chat/completions`, `Content-Type: application/json`, and
 //! `Authorization: Bearer …` when a key is set): `model`, `messages`, `tools` (each
 //! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` when a turn
-//! forces one, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
+//! restricts or forces calls, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
 //! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
 //!
 //! What it reads: `choices[0].message.content` and `.tool_calls[]` (`id`,
@@ -32,8 +32,8 @@ pub struct ChatRequest<'a> {
     pub messages: Vec<&'a RawValue>,
     /// The `tools` array's JSON.
     pub tools: &'a RawValue,
-    /// `"none"` when the turn allows no more tool calls; `None` leaves the server's default.
-    pub tool_choice: Option<&'static str>,
+    /// `tool_choice`; `None` leaves the server's default.
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// The body loopd POSTs: the client's settings around a [`ChatRequest`].
@@ -50,8 +50,48 @@ struct Body<'a> {
     temperature: Option<f64>,
     tools: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
+    tool_choice: Option<&'a ToolChoice>,
     messages: &'a [&'a RawValue],
+}
+
+/// Which tool calls the model may or must make in one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// `"auto"`: the model decides.
+    Auto,
+    /// `"none"`: no tool calls, an answer.
+    None,
+    /// `"required"`: at least one tool call.
+    Required,
+    /// `{"type":"function","function":{"name":…}}`: this tool.
+    Function(String),
+}
+
+impl ToolChoice {
+    /// Reads `auto`, `none`, `required`, or a tool's name.
+    pub fn parse(text: &str) -> ToolChoice {
+        match text {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            name => ToolChoice::Function(name.to_string()),
+        }
+    }
+}
+
+impl Serialize for ToolChoice {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ToolChoice::Auto => serializer.serialize_str("auto"),
+            ToolChoice::None => serializer.serialize_str("none"),
+            ToolChoice::Required => serializer.serialize_str("required"),
+            ToolChoice::Function(name) => serde_json::json!({
+                "type": "function",
+                "function": { "name": name }
+            })
+            .serialize(serializer),
+        }
+    }
 }
 
 /// The exact JSON body for `request` under `config`.
@@ -60,7 +100,7 @@ pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> String {
         model: &config.model_name,
         messages: &request.messages,
         tools: request.tools,
-        tool_choice: request.tool_choice,
+        tool_choice: request.tool_choice.as_ref(),
         stream: config.stream,
         max_tokens: config.max_tokens,
         temperature: config.temperature,

@@ -146,7 +146,10 @@ impl Assembly {
             call.id = id.to_string();
         }
         if let Some(function) = piece.get("function") {
-            if let Some(name) = function.get("name").and_then(Value::as_str) {
+            // OpenAI sends the name once; llama-cpp-python repeats it whole in every piece.
+            if let Some(name) = function.get("name").and_then(Value::as_str)
+                && call.name != name
+            {
                 call.name.push_str(name);
             }
             match function.get("arguments") {
@@ -250,6 +253,24 @@ mod tests {
         assert_eq!(reply.tool_calls.len(), 2);
         assert_eq!(reply.tool_calls[0].arguments, "{\"text\":1}");
         assert_eq!(reply.tool_calls[1].name, "clock");
+    }
+
+    #[test]
+    fn a_name_repeated_in_every_piece_is_kept_once() {
+        let piece = |args: &str| {
+            format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":0,\"id\":\"x\",\"function\":{{\"name\":\"find_tool\",\"arguments\":{args:?}}}}}]}}}}]}}\n"
+            )
+        };
+        let text = format!(
+            "{}{}{}data: [DONE]\n",
+            piece("{"),
+            piece("\"query\": \"a\""),
+            piece("}")
+        );
+        let reply = stream(&text).unwrap();
+        assert_eq!(reply.tool_calls[0].name, "find_tool");
+        assert_eq!(reply.tool_calls[0].arguments, "{\"query\": \"a\"}");
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Registry {
     entries: Vec<Entry>,
+    /// Each entry's name and description in lower case, for [`Registry::find`].
+    lowered: Vec<(String, String)>,
     index: rank::Index,
 }
 
@@ -68,7 +70,20 @@ impl Registry {
     /// A registry of `entries`, in this order.
     pub fn new(entries: Vec<Entry>) -> Registry {
         let index = rank::Index::new(entries.iter().map(|e| &e.schema));
-        Registry { entries, index }
+        let lowered = entries
+            .iter()
+            .map(|e| {
+                (
+                    e.schema.name.to_lowercase(),
+                    e.schema.description.to_lowercase(),
+                )
+            })
+            .collect();
+        Registry {
+            entries,
+            lowered,
+            index,
+        }
     }
 
     /// The test registry: `clock` (core) and `echo`. `echo` exists only in [`FakeTools`] and in
@@ -122,34 +137,52 @@ impl Registry {
     /// The schemas whose name or description contains `query`, ignoring case, in registry
     /// order. An empty query matches nothing.
     pub fn find(&self, query: &str) -> Vec<&ToolSchema> {
+        self.find_positions(query)
+            .into_iter()
+            .filter_map(|at| self.entries.get(at).map(|e| &e.schema))
+            .collect()
+    }
+
+    fn find_positions(&self, query: &str) -> Vec<usize> {
         if query.is_empty() {
             return Vec::new();
         }
         let needle = query.to_lowercase();
-        self.entries
+        self.lowered
             .iter()
-            .map(|e| &e.schema)
-            .filter(|s| {
-                s.name.to_lowercase().contains(&needle)
-                    || s.description.to_lowercase().contains(&needle)
+            .enumerate()
+            .filter(|(_, (name, description))| {
+                name.contains(&needle) || description.contains(&needle)
             })
+            .map(|(at, _)| at)
             .collect()
     }
 
     /// What `find_tool` lists: [`Registry::find`]'s matches first, then the further tools a BM25
     /// ranking finds, best first; at most `limit`. The second value counts the matches left out.
     pub fn search(&self, query: &str, limit: usize) -> (Vec<&ToolSchema>, usize) {
-        let mut found = self.find(query);
-        for doc in self.index.rank(query) {
-            if let Some(entry) = self.entries.get(doc)
-                && !found.iter().any(|s| s.name == entry.schema.name)
-            {
-                found.push(&entry.schema);
+        let mut positions = self.find_positions(query);
+        let mut listed = vec![false; self.entries.len()];
+        for &at in &positions {
+            if let Some(seen) = listed.get_mut(at) {
+                *seen = true;
             }
         }
-        let left_out = found.len().saturating_sub(limit);
-        found.truncate(limit);
-        (found, left_out)
+        for at in self.index.rank(query) {
+            if let Some(seen) = listed.get_mut(at)
+                && !*seen
+            {
+                *seen = true;
+                positions.push(at);
+            }
+        }
+        let left_out = positions.len().saturating_sub(limit);
+        let shown = positions
+            .into_iter()
+            .take(limit)
+            .filter_map(|at| self.entries.get(at).map(|e| &e.schema))
+            .collect();
+        (shown, left_out)
     }
 }
 

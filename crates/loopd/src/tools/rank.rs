@@ -10,19 +10,19 @@ const K1: f64 = 1.2;
 /// BM25's length normalisation.
 const B: f64 = 0.75;
 
-/// Words too common to tell tools apart; a query made only of these ranks nothing.
+/// Words too common to tell tools apart; a query made only of these ranks nothing. Sorted, for
+/// binary search.
 const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "how", "i", "in",
     "is", "it", "its", "me", "my", "of", "on", "or", "please", "some", "that", "the", "this", "to",
     "use", "want", "what", "with", "you",
 ];
 
-/// The ranking index of one registry: each tool's terms and their counts.
+/// The ranking index of one registry: for each term, the tools that contain it and how often.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Index {
-    docs: Vec<HashMap<String, u32>>,
+    postings: HashMap<String, Vec<(u32, u32)>>,
     lengths: Vec<f64>,
-    doc_freq: HashMap<String, u32>,
     average_length: f64,
 }
 
@@ -30,25 +30,26 @@ impl Index {
     /// Indexes `schemas`, keeping their order as document numbers.
     pub(crate) fn new<'a>(schemas: impl Iterator<Item = &'a ToolSchema>) -> Index {
         let mut index = Index::default();
-        for schema in schemas {
-            let mut counts: HashMap<String, u32> = HashMap::new();
-            let mut length = 0u32;
-            for term in schema_terms(schema) {
-                *counts.entry(term).or_default() += 1;
-                length += 1;
+        for (doc, schema) in schemas.enumerate() {
+            let mut terms = schema_terms(schema);
+            index.lengths.push(terms.len() as f64);
+            terms.sort_unstable();
+            let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+            let mut rest = terms.as_slice();
+            while let Some(first) = rest.first() {
+                let count = rest.iter().take_while(|t| *t == first).count();
+                let posting = (doc, u32::try_from(count).unwrap_or(u32::MAX));
+                match index.postings.get_mut(first) {
+                    Some(list) => list.push(posting),
+                    None => {
+                        index.postings.insert(first.clone(), vec![posting]);
+                    }
+                }
+                rest = rest.get(count..).unwrap_or_default();
             }
-            for term in counts.keys() {
-                *index.doc_freq.entry(term.clone()).or_default() += 1;
-            }
-            index.docs.push(counts);
-            index.lengths.push(f64::from(length));
         }
         let total: f64 = index.lengths.iter().sum();
-        index.average_length = if index.docs.is_empty() {
-            0.0
-        } else {
-            total / index.docs.len() as f64
-        };
+        index.average_length = total / index.lengths.len().max(1) as f64;
         index
     }
 
@@ -57,28 +58,28 @@ impl Index {
         let mut terms = terms(query);
         terms.sort();
         terms.dedup();
-        if terms.is_empty() || self.docs.is_empty() {
-            return Vec::new();
-        }
-        let n = self.docs.len() as f64;
-        let mut scored: Vec<(usize, f64)> = Vec::new();
-        for (doc, counts) in self.docs.iter().enumerate() {
-            let length = self.lengths.get(doc).copied().unwrap_or(0.0);
-            let norm = K1 * (1.0 - B + B * length / self.average_length.max(1.0));
-            let mut score = 0.0;
-            for term in &terms {
-                let Some(&tf) = counts.get(term) else {
-                    continue;
-                };
-                let df = f64::from(self.doc_freq.get(term).copied().unwrap_or(0));
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        let n = self.lengths.len() as f64;
+        let mut scores = vec![0.0f64; self.lengths.len()];
+        for term in &terms {
+            let Some(postings) = self.postings.get(term) else {
+                continue;
+            };
+            let df = postings.len() as f64;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for &(doc, tf) in postings {
+                let length = self.lengths.get(doc as usize).copied().unwrap_or(0.0);
+                let norm = K1 * (1.0 - B + B * length / self.average_length.max(1.0));
                 let tf = f64::from(tf);
-                score += idf * tf * (K1 + 1.0) / (tf + norm);
-            }
-            if score > 0.0 {
-                scored.push((doc, score));
+                if let Some(score) = scores.get_mut(doc as usize) {
+                    *score += idf * tf * (K1 + 1.0) / (tf + norm);
+                }
             }
         }
+        let mut scored: Vec<(usize, f64)> = scores
+            .into_iter()
+            .enumerate()
+            .filter(|s| s.1 > 0.0)
+            .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.into_iter().map(|(doc, _)| doc).collect()
     }
@@ -108,18 +109,18 @@ fn schema_terms(schema: &ToolSchema) -> Vec<String> {
 /// Lower-cased words of `text`, split at anything not alphanumeric (so `read_file` is `read`
 /// and `file`), without stop words, with a plural `s` removed.
 fn terms(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
-        .filter(|word| !STOP_WORDS.contains(&word.as_str()))
-        .map(|word| singular(&word))
+    let lowered = text.to_lowercase();
+    lowered
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty() && STOP_WORDS.binary_search(word).is_err())
+        .map(|word| singular(word).to_string())
         .collect()
 }
 
-fn singular(word: &str) -> String {
+fn singular(word: &str) -> &str {
     match word.strip_suffix('s') {
-        Some(stem) if stem.chars().count() >= 3 && !stem.ends_with('s') => stem.to_string(),
-        _ => word.to_string(),
+        Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem,
+        _ => word,
     }
 }
 
@@ -154,6 +155,11 @@ mod tests {
     fn stop_words_alone_rank_nothing() {
         assert!(names(&Registry::m3a(), "the a of to").is_empty());
         assert!(names(&Registry::m3a(), "").is_empty());
+    }
+
+    #[test]
+    fn the_stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|pair| pair[0] < pair[1]));
     }
 
     #[test]

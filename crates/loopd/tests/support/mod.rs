@@ -97,7 +97,7 @@ impl Fixture {
             model: &self.client,
             port,
             registry: &self.registry,
-            limits: self.limits,
+            limits: self.limits.clone(),
         };
         let mut events = Vec::new();
         let result = run_turn(&rt, &mut self.session, user, &mut |event| {
