@@ -1,5 +1,6 @@
 //! `dispatch` of `find_tool` over registries of 10, 1,000 and 10,000 tools: the substring
-//! search of the seed plus the BM25 ranking, as the model's query reaches them.
+//! search of the seed plus the BM25 ranking and the rendering, as the model's query reaches
+//! them; beside it, in the same run, the seed's `Registry::find` alone as the reference.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use loopd::llama::ToolSchema;
@@ -50,6 +51,12 @@ fn find_tool(c: &mut Criterion) {
                     Dispatch::Port { .. } => 0,
                 })
             });
+            // The reference: the seed's substring search alone, no ranking, no rendering.
+            group.bench_with_input(
+                BenchmarkId::new(format!("{label}_find_only"), n),
+                &n,
+                |b, _| b.iter(|| registry.find(query).len()),
+            );
         }
     }
     group.finish();

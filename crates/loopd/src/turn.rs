@@ -2,6 +2,8 @@
 //! the final answer out. Every tool call goes through [`dispatch`] and, when it is not answered
 //! locally, through the [`ToolPort`] (seed M3a/16, rule 5).
 
+use std::borrow::Cow;
+
 use proto::{Class, DenyReason, Timestamp, ToolRequest, ToolResponse};
 use serde::Serialize;
 
@@ -305,20 +307,21 @@ fn checked_call(
     call: &ToolCall,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> CallOutcome {
-    if call.arguments.trim().is_empty() {
-        let call = ToolCall {
+    let call = if call.arguments.trim().is_empty() {
+        Cow::Owned(ToolCall {
             arguments: "{}".to_string(),
             ..call.clone()
-        };
-        return run_call(rt, session, call_id, &call, on_event);
-    }
+        })
+    } else {
+        Cow::Borrowed(call)
+    };
     if let Err(error) = serde_json::from_str::<serde_json::Value>(&call.arguments) {
         return local(format!(
             "The arguments of {} are not valid JSON ({error}). Call it again with a JSON object.",
             call.name
         ));
     }
-    run_call(rt, session, call_id, call, on_event)
+    run_call(rt, session, call_id, &call, on_event)
 }
 
 /// Runs one tool call: locally when [`dispatch`] says so, otherwise through the port, whose

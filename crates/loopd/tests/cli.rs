@@ -253,14 +253,7 @@ fn chat_reads_messages_from_standard_input_over_http_and_resumes_the_session() {
     let (out, err) = text(&output);
     assert!(output.status.success(), "{out}{err}");
     assert!(out.contains("assistant> three"), "{out}");
-    let last = server.request_json().pop().unwrap();
-    let users: Vec<&str> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let users = server.last_contents("user");
     assert_eq!(users, ["first", "second", "third"]);
 }
 

@@ -469,14 +469,7 @@ fn a_failed_turn_leaves_the_session_usable_for_the_next_one() {
     );
     assert!(fx.turn(&FakeTools::new(), "first").0.is_err());
     assert_eq!(fx.turn(&FakeTools::new(), "second").0.unwrap(), "back");
-    let last = fx.server.request_json().pop().unwrap();
-    let users: Vec<&str> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let users = fx.server.last_contents("user");
     assert_eq!(users, ["first", "second"]);
 }
 

@@ -58,6 +58,24 @@ impl ScriptServer {
             .clone()
     }
 
+    /// The `content` of each message with this `role` in the last request received.
+    pub fn last_contents(&self, role: &str) -> Vec<String> {
+        let Some(last) = self.request_json().pop() else {
+            return Vec::new();
+        };
+        last.get("messages")
+            .and_then(Value::as_array)
+            .map(|messages| {
+                messages
+                    .iter()
+                    .filter(|m| m.get("role").and_then(Value::as_str) == Some(role))
+                    .filter_map(|m| m.get("content").and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Every request body received so far, as JSON (bodies that are not JSON are skipped).
     pub fn request_json(&self) -> Vec<Value> {
         self.requests()

@@ -111,15 +111,5 @@ impl Fixture {
 
 /// The `content` of every tool message in the last request the server received.
 pub fn tool_messages(server: &ScriptServer) -> Vec<String> {
-    let requests = server.request_json();
-    let Some(last) = requests.last() else {
-        return Vec::new();
-    };
-    last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect()
+    server.last_contents("tool")
 }
