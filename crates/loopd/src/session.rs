@@ -166,18 +166,27 @@ impl Session {
     }
 
     /// Appends `message` to `messages.jsonl` (written and synced before it counts) and to the
-    /// conversation. Returns the message's JSON as it will be replayed.
+    /// conversation. When the write fails, the file is cut back to where it was and the
+    /// conversation is unchanged.
     pub fn append(&mut self, message: &Message) -> Result<(), SessionError> {
         let json = serde_json::to_string(message).unwrap_or_default();
+        let path = self.dir.join(MESSAGES_FILE);
         let raw = RawValue::from_string(json.clone())
-            .map_err(|e| damaged(&self.dir.join(MESSAGES_FILE), format!("cannot encode: {e}")))?;
+            .map_err(|e| damaged(&path, format!("cannot encode: {e}")))?;
         let mut line = json.into_bytes();
         line.push(b'\n');
-        let path = self.dir.join(MESSAGES_FILE);
-        self.log
+        let before = self.log.metadata().map(|m| m.len()).ok();
+        let written = self
+            .log
             .write_all(&line)
-            .and_then(|()| self.log.sync_data())
-            .map_err(|e| io_error(&path, e))?;
+            .and_then(|()| self.log.sync_data());
+        if let Err(error) = written {
+            if let Some(len) = before {
+                // A half-written line must not stay behind to break the next open.
+                let _ = self.log.set_len(len);
+            }
+            return Err(io_error(&path, error));
+        }
         self.tool_calls += message.tool_calls.len() as u64;
         self.messages.push(raw);
         Ok(())
@@ -284,16 +293,26 @@ fn write_once(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SessionError> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() => {}
+        Ok(_) => return Err(damaged(path, "not a regular file".to_string())),
+        Err(e) => return Err(io_error(path, e)),
+    }
     let text = fs::read_to_string(path).map_err(|e| io_error(path, e))?;
     serde_json::from_str(&text).map_err(|e| damaged(path, e.to_string()))
 }
 
 fn read_messages(path: &Path) -> Result<Vec<Box<RawValue>>, SessionError> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() => {}
+        Ok(_) => return Err(damaged(path, "not a regular file".to_string())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_error(path, e)),
-    };
+    }
+    let text = fs::read_to_string(path).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData => damaged(path, "not UTF-8 text".to_string()),
+        _ => io_error(path, e),
+    })?;
     let complete = text.ends_with('\n') || text.is_empty();
     let mut lines: Vec<&str> = text.lines().collect();
     if !complete {
@@ -371,4 +390,37 @@ pub fn local_id() -> String {
     }
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("local-{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_that_cannot_be_written_leaves_file_and_conversation_as_they_were() {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string()).unwrap();
+        let mut session = Session::create(
+            dir.path(),
+            SessionIds {
+                id: "s1".into(),
+                resume_token: None,
+            },
+            "x",
+            &[],
+        )
+        .unwrap();
+        session.append(&Message::user("kept")).unwrap();
+        let path = dir.path().join("s1").join(MESSAGES_FILE);
+        let before = fs::read(&path).unwrap();
+        // Every write of the log now fails as on a full disk.
+        session.log = OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let error = session
+            .append(&Message::user("lost"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("messages.jsonl"), "{error}");
+        assert!(error.contains("No space left"), "{error}");
+        assert_eq!(session.len(), 1);
+        assert_eq!(fs::read(&path).unwrap(), before);
+    }
 }

@@ -271,3 +271,17 @@ fn calls_left_without_a_result_by_a_crash_are_sent_again_with_their_numbers_firs
     );
     assert!(session.unanswered_calls().is_empty());
 }
+
+#[test]
+fn a_messages_file_that_is_not_a_regular_file_is_refused_by_name() {
+    let dir = testkit::temp_dir();
+    Session::create(dir.path(), ids("s1"), "x", &[]).unwrap();
+    let path = dir.path().join("s1").join(MESSAGES_FILE);
+    let _ = fs::remove_file(&path);
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let error = Session::open(dir.path(), "s1").unwrap_err().to_string();
+    assert!(
+        error.contains("messages.jsonl") && error.contains("not a regular file"),
+        "{error}"
+    );
+}

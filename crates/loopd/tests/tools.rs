@@ -568,6 +568,15 @@ mod properties {
         }
 
         #[test]
+        fn find_with_an_empty_query_matches_nothing_in_any_registry(descriptions in proptest::collection::vec(".{0,20}", 0..8)) {
+            let entries = descriptions.iter().enumerate().map(|(i, description)| Entry {
+                schema: ToolSchema { name: format!("t{i}"), description: description.clone(), parameters: json!({}) },
+                core: i % 2 == 0,
+            }).collect();
+            prop_assert!(Registry::new(entries).find("").is_empty());
+        }
+
+        #[test]
         fn dispatch_never_panics_and_only_passes_on_known_names_through_call_tool(name in ".{0,12}", arguments in ".{0,40}") {
             let registry = Registry::demo();
             let _ = dispatch(&registry, &name, &arguments);
