@@ -1,0 +1,1 @@
+//! Shell coverage (being written).
