@@ -1,4 +1,9 @@
-//! brokerd, boxmaker's broker, as a library: it parses every tool call, decides it against the
-//! owner's grants, and (next issues) runs it in a sandbox and records it.
+//! brokerd, boxmaker's broker, as a library: it parses every tool call ([`args`]), reads the
+//! owner's grants ([`grants`]), decides each call ([`policy`]), and runs `consult`
+//! ([`consult`]). The daemon around it (sessions, ledger, audit log, socket, sandbox) is the
+//! next step.
 
+pub mod args;
+pub mod consult;
+pub mod grants;
 pub mod policy;

@@ -496,7 +496,7 @@ fn fake_tools_records_every_request_and_never_reports_pending() {
 // ---- denial_text ----
 
 #[test]
-fn each_denial_has_its_seed_sentence() {
+fn each_denial_has_its_sentence_and_the_ten_seed_ones_are_exact() {
     let sentences = [
         (DenyReason::NoGrant, "Denied: no grant allows this call."),
         (
@@ -534,6 +534,18 @@ fn each_denial_has_its_seed_sentence() {
         (
             DenyReason::StateUnreadable,
             "Denied: this session's broker state is damaged; the owner has been told.",
+        ),
+        (
+            DenyReason::ProtectedPath,
+            "Denied: this path belongs to boxmaker itself; no tool may read or write it.",
+        ),
+        (
+            DenyReason::UnsafeAddress,
+            "Denied: the address is loopback, private or link-local, and no grant names it.",
+        ),
+        (
+            DenyReason::UntrustedInput,
+            "Denied: this session has received untrusted content, and the grant forbids this call after that.",
         ),
     ];
     for (reason, sentence) in sentences {

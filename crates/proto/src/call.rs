@@ -70,6 +70,14 @@ pub enum DenyReason {
     AuditUnavailable,
     /// The session's state in the broker cannot be read.
     StateUnreadable,
+    /// The call names a path inside boxmaker's own folders (config, grants, ledger, audit log,
+    /// sessions, runtime), which no grant can open.
+    ProtectedPath,
+    /// The call would reach a loopback, private, link-local or metadata address that no grant
+    /// names explicitly.
+    UnsafeAddress,
+    /// The session has received untrusted content and the grant refuses side effects after it.
+    UntrustedInput,
 }
 
 /// What the broker answers to a [`ToolRequest`].

@@ -79,6 +79,9 @@ fn every_deny_reason_has_its_snake_case_name() {
         (DenyReason::GrantsInvalid, "grants_invalid"),
         (DenyReason::AuditUnavailable, "audit_unavailable"),
         (DenyReason::StateUnreadable, "state_unreadable"),
+        (DenyReason::ProtectedPath, "protected_path"),
+        (DenyReason::UnsafeAddress, "unsafe_address"),
+        (DenyReason::UntrustedInput, "untrusted_input"),
     ];
     for (reason, name) in names {
         golden(&reason, &format!("\"{name}\""));

@@ -3,6 +3,7 @@
 
 mod binaries;
 mod script_server;
+pub mod tls_server;
 
 pub use binaries::{BinaryError, binary};
 pub use script_server::ScriptServer;

@@ -3,4 +3,6 @@
 //! error. Nothing here decides policy or knows about sessions: the broker does both, and hands
 //! each tool only what it already decided (paths resolved and checked, hosts allowed).
 
+pub mod fs;
+pub mod shell;
 pub mod web;

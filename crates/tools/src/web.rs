@@ -1,1 +1,247 @@
-//! `http_fetch` (being written).
+//! `http_fetch`: fetch one https URL, following redirects by hand so that every hop is checked.
+//!
+//! For each hop (the first URL and every redirect target), in this order:
+//! 1. the URL must be `https://` (an `http://` redirect is an error, not a downgrade);
+//! 2. `host_allowed(host, port)`, the broker's grant check, must say yes (IPv6 hosts are passed
+//!    without brackets);
+//! 3. the host is resolved (a literal IP is its own address), within the time left;
+//! 4. every address must be public ([`address::classify`]); if any one is not, the hop is refused
+//!    with [`FetchError::UnsafeAddress`], unless the host (or the literal IP) is in
+//!    `explicit_hosts`. Refusing when any address is unsafe, rather than dropping the unsafe
+//!    ones, keeps a name that points both outside and inside from reaching inside at all.
+//!    Unspecified, broadcast and multicast addresses are refused even for explicit hosts;
+//! 5. the checked addresses are pinned in the resolver reqwest uses (it answers nothing else),
+//!    and the request goes out with no proxy, no pooled connection and no automatic redirect.
+//!
+//! One deadline covers the whole fetch, lookups and redirects included. The body is read
+//! through a limit of `max_bytes + 1` bytes, so an endless body costs at most that much.
+
+pub mod address;
+mod fetch;
+mod resolve;
+
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+pub use address::{METADATA_ADDRESSES, UnsafeKind, classify, is_public};
+pub use fetch::http_fetch;
+pub use resolve::{Resolve, SystemResolver};
+
+/// The tool's name, as the model calls it.
+pub const HTTP_FETCH: &str = "http_fetch";
+
+/// The `User-Agent` sent with every request.
+pub const USER_AGENT: &str = concat!("boxmaker-http-fetch/", env!("CARGO_PKG_VERSION"));
+
+/// The arguments of `http_fetch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpFetchArgs {
+    /// The URL; it must start with `https://`.
+    pub url: String,
+}
+
+/// The schema of `http_fetch`, with the seed's exact texts.
+pub fn http_fetch_schema() -> proto::ToolSchema {
+    proto::ToolSchema {
+        name: HTTP_FETCH.to_string(),
+        description: "Fetch an https URL. Needs a grant from the owner for the host.".to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "url": { "type": "string", "description": "The URL. It must start with https://." }
+            },
+            "required": ["url"]
+        }),
+    }
+}
+
+/// The broker's grant check: may this host and port be fetched?
+pub type HostAllowed = Arc<dyn Fn(&str, u16) -> bool + Send + Sync>;
+
+/// What the broker decided for one fetch, and the limits.
+#[derive(Clone)]
+pub struct FetchOptions {
+    /// The whole fetch, every lookup and redirect included.
+    pub timeout: Duration,
+    /// The body is cut after this many bytes (and `truncated` set).
+    pub max_bytes: usize,
+    /// At most this many redirects are followed.
+    pub max_redirects: usize,
+    /// The grant check for each hop's host and port; this crate decides no policy itself.
+    pub host_allowed: HostAllowed,
+    /// Hosts or IP addresses that a grant names explicitly: only for these are loopback,
+    /// private, link-local and metadata addresses allowed. Compared case-insensitively; a
+    /// trailing dot, IPv6 brackets and a `:port` suffix are ignored.
+    pub explicit_hosts: Vec<String>,
+    /// The name resolver ([`SystemResolver`] by default).
+    pub resolver: Arc<dyn Resolve>,
+    /// Trusted roots, each PEM (one or more certificates) or DER. Empty: the Mozilla roots
+    /// compiled in by `webpki-roots`. Not empty: only these.
+    pub root_certificates: Vec<Vec<u8>>,
+}
+
+impl FetchOptions {
+    /// 30 seconds for the whole fetch.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// 1 MiB of body.
+    pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
+    /// 5 redirects.
+    pub const DEFAULT_MAX_REDIRECTS: usize = 5;
+
+    /// Defaults for everything but the grant check: 30 s, 1 MiB, 5 redirects, no explicit
+    /// host, the system resolver, the built-in roots.
+    pub fn new(host_allowed: impl Fn(&str, u16) -> bool + Send + Sync + 'static) -> FetchOptions {
+        FetchOptions {
+            timeout: Self::DEFAULT_TIMEOUT,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+            max_redirects: Self::DEFAULT_MAX_REDIRECTS,
+            host_allowed: Arc::new(host_allowed),
+            explicit_hosts: Vec::new(),
+            resolver: Arc::new(SystemResolver),
+            root_certificates: Vec::new(),
+        }
+    }
+
+    /// Sets the time limit of the whole fetch.
+    pub fn with_timeout(mut self, timeout: Duration) -> FetchOptions {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the body cap.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> FetchOptions {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Sets how many redirects are followed.
+    pub fn with_max_redirects(mut self, max_redirects: usize) -> FetchOptions {
+        self.max_redirects = max_redirects;
+        self
+    }
+
+    /// Adds hosts or addresses that a grant names explicitly.
+    pub fn with_explicit_hosts<I, S>(mut self, hosts: I) -> FetchOptions
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.explicit_hosts
+            .extend(hosts.into_iter().map(Into::into));
+        self
+    }
+
+    /// Replaces the resolver.
+    pub fn with_resolver(mut self, resolver: impl Resolve + 'static) -> FetchOptions {
+        self.resolver = Arc::new(resolver);
+        self
+    }
+
+    /// Adds a trusted root (PEM or DER); once one is added, the built-in roots are not used.
+    pub fn with_root_certificate(mut self, certificate: impl Into<Vec<u8>>) -> FetchOptions {
+        self.root_certificates.push(certificate.into());
+        self
+    }
+}
+
+impl fmt::Debug for FetchOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FetchOptions")
+            .field("timeout", &self.timeout)
+            .field("max_bytes", &self.max_bytes)
+            .field("max_redirects", &self.max_redirects)
+            .field("explicit_hosts", &self.explicit_hosts)
+            .field("root_certificates", &self.root_certificates.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a fetch brought back. A 4xx or 5xx answer is a result too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchResult {
+    /// The URL that answered, after redirects.
+    pub url: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The body kept, as UTF-8 (invalid sequences replaced by U+FFFD).
+    pub body: String,
+    /// How many body bytes were kept (before the UTF-8 replacement).
+    pub bytes: usize,
+    /// True when the body was longer than `max_bytes` and was cut.
+    pub truncated: bool,
+    /// The URL of each redirect followed, in order (the last one is `url`).
+    pub redirects: Vec<String>,
+}
+
+/// Why a fetch failed. Each message names the URL, host or address and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// The URL (or a redirect's `Location`) cannot be parsed.
+    #[error("{url:?} is not a valid URL: {reason}")]
+    BadUrl { url: String, reason: String },
+    /// The URL (or a redirect target) is not `https://`.
+    #[error("{url} is not an https:// URL: only https URLs can be fetched")]
+    NotHttps { url: String },
+    /// The grant check said no.
+    #[error("no grant allows fetching from {host} on port {port}")]
+    HostNotAllowed { host: String, port: u16 },
+    /// The host resolves to (or is) an address that is not public, and no grant names it.
+    #[error("{}", unsafe_address_message(.host, .address))]
+    UnsafeAddress { host: String, address: IpAddr },
+    /// The host has no address.
+    #[error("cannot resolve {host}: {reason}")]
+    Resolve { host: String, reason: String },
+    /// The time limit of the whole fetch ran out.
+    #[error("fetching {url} took longer than the {} ms allowed", .timeout.as_millis())]
+    Timeout { url: String, timeout: Duration },
+    /// More redirects than `max_redirects`.
+    #[error("{url} redirects again after {max} redirects; giving up")]
+    TooManyRedirects { url: String, max: usize },
+    /// The TLS handshake failed (an untrusted or wrong certificate, a TLS alert, …).
+    #[error("TLS with {host} failed: {reason}")]
+    Tls { host: String, reason: String },
+    /// No TCP connection could be made to the checked addresses.
+    #[error("cannot connect to {host} at {}: {reason}", join_addresses(.addresses))]
+    Connect {
+        host: String,
+        addresses: Vec<IpAddr>,
+        reason: String,
+    },
+    /// The HTTP exchange failed after connecting (a malformed answer, a reset, …).
+    #[error("fetching {url} failed: {reason}")]
+    Http { url: String, reason: String },
+    /// The options cannot be used (an unreadable root certificate, …).
+    #[error("cannot set up the HTTP client: {reason}")]
+    Setup { reason: String },
+}
+
+fn unsafe_address_message(host: &str, address: &IpAddr) -> String {
+    let kind = classify(*address).map_or("a non-public", UnsafeKind::describe);
+    let never = classify(*address).is_some_and(UnsafeKind::never_allowed);
+    let subject = if host.parse::<IpAddr>().ok() == Some(*address) {
+        format!("{address} is {kind} address")
+    } else {
+        format!("{host} resolves to {address}, {kind} address")
+    };
+    if never {
+        format!("{subject}, which is never fetched")
+    } else {
+        format!("{subject}: refused unless a grant names {host} explicitly")
+    }
+}
+
+fn join_addresses(addresses: &[IpAddr]) -> String {
+    addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -311,7 +311,8 @@ pub fn cap_result(text: &str, cap: usize) -> (String, bool) {
     (format!("{head}\n[truncated]"), true)
 }
 
-/// The one sentence the model reads for each reason the broker can refuse a call.
+/// The one sentence the model reads for each reason the broker can refuse a call. The first ten
+/// are seed M3a/16's, byte for byte.
 pub fn denial_text(reason: DenyReason) -> &'static str {
     match reason {
         DenyReason::NoGrant => "Denied: no grant allows this call.",
@@ -331,6 +332,15 @@ pub fn denial_text(reason: DenyReason) -> &'static str {
         }
         DenyReason::StateUnreadable => {
             "Denied: this session's broker state is damaged; the owner has been told."
+        }
+        DenyReason::ProtectedPath => {
+            "Denied: this path belongs to boxmaker itself; no tool may read or write it."
+        }
+        DenyReason::UnsafeAddress => {
+            "Denied: the address is loopback, private or link-local, and no grant names it."
+        }
+        DenyReason::UntrustedInput => {
+            "Denied: this session has received untrusted content, and the grant forbids this call after that."
         }
     }
 }

@@ -1,0 +1,354 @@
+//! `shell`: one command line through `bash -c` (or `sh -c` where there is no bash), in its own
+//! process group, with a scrubbed environment, a time limit, and output bounded in memory.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use proto::ToolSchema;
+
+/// Bytes kept from the start of each stream.
+pub const HEAD_BYTES: usize = 64 * 1024;
+/// Bytes kept from the end of each stream.
+pub const TAIL_BYTES: usize = 192 * 1024;
+
+/// The variables a command sees from the broker's environment, when they are set; nothing else
+/// passes (no tokens, no sockets, no `LD_PRELOAD`).
+pub const PASSED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+];
+
+/// Variables every command gets, so that tools write plain text and never wait for input.
+pub const FIXED_ENV: &[(&str, &str)] = &[
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
+
+/// The `PATH` a command gets when the broker has none.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The arguments of `shell`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellArgs {
+    /// The command line to run.
+    pub command: String,
+    /// The absolute path of the directory to run it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// `shell`'s schema, with the texts of seed M3a/16.
+pub fn shell_schema() -> ToolSchema {
+    ToolSchema {
+        name: "shell".to_string(),
+        description: "Run a shell command in a sandbox. Needs a grant from the owner.".to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "command": { "type": "string", "description": "The command line to run." },
+                "cwd": { "type": "string", "description": "The absolute path of the directory to run it in." }
+            },
+            "required": ["command"]
+        }),
+    }
+}
+
+/// How `shell` runs commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellOptions {
+    /// The longest a command may run; then its whole process group is killed.
+    pub timeout: Duration,
+    /// The directory used when the call names none.
+    pub default_cwd: PathBuf,
+    /// Bytes kept from the start of each stream.
+    pub head_bytes: usize,
+    /// Bytes kept from the end of each stream.
+    pub tail_bytes: usize,
+}
+
+impl Default for ShellOptions {
+    fn default() -> Self {
+        ShellOptions {
+            timeout: Duration::from_secs(60),
+            default_cwd: PathBuf::from("/"),
+            head_bytes: HEAD_BYTES,
+            tail_bytes: TAIL_BYTES,
+        }
+    }
+}
+
+/// What a command did. A non-zero exit is a result like any other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShellResult {
+    /// The exit status, when the command exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Whether it was killed at the time limit.
+    pub timed_out: bool,
+    /// Standard output (head and tail when long, with a marker between).
+    pub stdout: String,
+    /// Standard error, the same way.
+    pub stderr: String,
+    /// Bytes written to standard output in all.
+    pub stdout_bytes: u64,
+    /// Bytes written to standard error in all.
+    pub stderr_bytes: u64,
+    /// Whether either stream was cut.
+    pub truncated: bool,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Why a command could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    /// `cwd` is not an absolute path to a directory.
+    #[error("cwd {0:?} is not an absolute path to a directory")]
+    BadCwd(String),
+    /// The command line is empty.
+    #[error("the command is empty")]
+    Empty,
+    /// The command line contains a NUL byte.
+    #[error("the command contains a NUL byte")]
+    Nul,
+    /// The shell could not be started.
+    #[error("cannot start {shell}: {source}")]
+    Spawn {
+        /// The shell tried.
+        shell: String,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// Runs `args.command` and waits for it, at most `options.timeout`.
+pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, ShellError> {
+    if args.command.trim().is_empty() {
+        return Err(ShellError::Empty);
+    }
+    if args.command.contains('\0') {
+        return Err(ShellError::Nul);
+    }
+    let cwd = match &args.cwd {
+        Some(dir) if Path::new(dir).is_absolute() && Path::new(dir).is_dir() => PathBuf::from(dir),
+        Some(dir) => return Err(ShellError::BadCwd(dir.clone())),
+        None => options.default_cwd.clone(),
+    };
+    let shell = find_shell();
+    let mut command = Command::new(&shell);
+    command
+        .arg("-c")
+        .arg(&args.command)
+        .current_dir(&cwd)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for name in PASSED_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        command.env("PATH", DEFAULT_PATH);
+    }
+    for (name, value) in FIXED_ENV {
+        command.env(name, value);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|source| ShellError::Spawn {
+        shell: shell.display().to_string(),
+        source,
+    })?;
+    let group = child.id() as libc::pid_t;
+    let readers = [
+        child.stdout.take().map(|out| capture(out, options)),
+        child.stderr.take().map(|err| capture(err, options)),
+    ];
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        // Wait for the leader without reaping it, so its process group id cannot be reused
+        // before the rest of the group is killed: nothing of the group outlives the call.
+        wait_without_reaping(group);
+        kill_group(group);
+        let status = child.wait();
+        let _ = done_tx.send(());
+        status
+    });
+    let timed_out = done_rx.recv_timeout(options.timeout).is_err();
+    if timed_out {
+        kill_group(group);
+    }
+    let status = waiter.join().ok().and_then(Result::ok);
+    let [stdout, stderr] = readers.map(|reader| {
+        reader
+            .and_then(|r| r.join().ok())
+            .unwrap_or_else(|| Captured::new(0, 0))
+    });
+    Ok(ShellResult {
+        exit_code: if timed_out {
+            None
+        } else {
+            status.and_then(|s| s.code())
+        },
+        signal: status.and_then(|s| s.signal()),
+        timed_out,
+        truncated: stdout.cut() > 0 || stderr.cut() > 0,
+        stdout_bytes: stdout.total,
+        stderr_bytes: stderr.total,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+fn wait_without_reaping(pid: libc::pid_t) {
+    loop {
+        // SAFETY: waitid writes only into the siginfo_t we own; WNOWAIT leaves the child
+        // waitable, so std's Child::wait still reaps it afterwards.
+        let result = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if result == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+fn kill_group(group: libc::pid_t) {
+    if group > 0 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
+}
+
+/// `bash` from the `PATH` (or the usual places), else `/bin/sh`.
+fn find_shell() -> PathBuf {
+    let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
+    path.split(':')
+        .chain(["/usr/bin", "/bin"])
+        .map(|dir| Path::new(dir).join("bash"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+/// One stream's bytes: the first `head` of them, the last `tail`, and how many in all.
+struct Captured {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    total: u64,
+}
+
+impl Captured {
+    fn new(head_cap: usize, tail_cap: usize) -> Captured {
+        Captured {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap,
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = self.head_cap.saturating_sub(self.head.len());
+        let (to_head, rest) = bytes.split_at(room.min(bytes.len()));
+        self.head.extend_from_slice(to_head);
+        bytes = rest;
+        if bytes.len() > self.tail_cap {
+            bytes = bytes.get(bytes.len() - self.tail_cap..).unwrap_or_default();
+            self.tail.clear();
+        }
+        let overflow = (self.tail.len() + bytes.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..overflow.min(self.tail.len()));
+        self.tail.extend(bytes);
+    }
+
+    /// Bytes dropped between head and tail.
+    fn cut(&self) -> u64 {
+        self.total - self.head.len() as u64 - self.tail.len() as u64
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        if self.cut() > 0 {
+            text.push_str(&format!("\n[... {} bytes cut ...]\n", self.cut()));
+        }
+        text.push_str(&String::from_utf8_lossy(&tail));
+        text
+    }
+}
+
+fn capture(
+    mut stream: impl Read + Send + 'static,
+    options: &ShellOptions,
+) -> std::thread::JoinHandle<Captured> {
+    let mut captured = Captured::new(options.head_bytes, options.tail_bytes);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => captured.push(buf.get(..n).unwrap_or_default()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        captured
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Captured;
+
+    #[test]
+    fn a_stream_keeps_its_head_and_tail_and_counts_the_cut() {
+        let mut c = Captured::new(3, 4);
+        c.push(b"abcdef");
+        c.push(b"ghij");
+        assert_eq!(c.total, 10);
+        assert_eq!(c.cut(), 3);
+        assert_eq!(c.text(), "abc\n[... 3 bytes cut ...]\nghij");
+    }
+
+    #[test]
+    fn a_short_stream_is_whole() {
+        let mut c = Captured::new(3, 4);
+        c.push(b"abcde");
+        assert_eq!(c.text(), "abcde");
+        assert_eq!(c.cut(), 0);
+    }
+
+    #[test]
+    fn one_huge_write_keeps_only_its_end_in_the_tail() {
+        let mut c = Captured::new(2, 3);
+        c.push(b"0123456789");
+        assert_eq!(c.text(), "01\n[... 5 bytes cut ...]\n789");
+    }
+}

@@ -1,0 +1,418 @@
+//! The fetch loop: one checked hop at a time (see the module docs of `web`).
+
+use std::error::Error as StdError;
+use std::io::{self, Read};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::resolve::{PinnedResolver, Resolved, resolve_within};
+use super::{FetchError, FetchOptions, FetchResult, HttpFetchArgs, USER_AGENT, address};
+use reqwest::Url;
+use reqwest::blocking::{Client, Response};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::redirect::Policy;
+
+/// Fetches `args.url` under `options`; see the module docs of `web` for the checks on each hop.
+pub fn http_fetch(args: &HttpFetchArgs, options: &FetchOptions) -> Result<FetchResult, FetchError> {
+    let deadline = Deadline::start(options.timeout);
+    let mut url = parse_url(&args.url)?;
+    let pins = Arc::new(PinnedResolver::default());
+    let mut client: Option<Client> = None;
+    let mut redirects: Vec<String> = Vec::new();
+    loop {
+        let hop = check_hop(&url, options, &deadline)?;
+        pins.pin(&hop.pin_name, &hop.addresses);
+        let client = match &client {
+            Some(client) => client,
+            None => client.insert(build_client(options, Arc::clone(&pins))?),
+        };
+        let remaining = deadline.remaining(&url)?;
+        let response = client
+            .get(url.clone())
+            .header(ACCEPT, "*/*")
+            .timeout(remaining)
+            .send()
+            .map_err(|error| send_error(&error, &url, &hop, &deadline))?;
+        if let Some(next) = redirect_target(&response, &url)? {
+            if redirects.len() >= options.max_redirects {
+                return Err(FetchError::TooManyRedirects {
+                    url: url.to_string(),
+                    max: options.max_redirects,
+                });
+            }
+            drop(response);
+            redirects.push(next.to_string());
+            url = next;
+            continue;
+        }
+        return read_result(response, &url, redirects, options, &deadline);
+    }
+}
+
+/// One deadline for the whole fetch.
+struct Deadline {
+    at: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Deadline {
+    fn start(timeout: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now().checked_add(timeout),
+            timeout,
+        }
+    }
+
+    fn passed(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// The time left, or a timeout error naming `url` when none is.
+    fn remaining(&self, url: &Url) -> Result<Duration, FetchError> {
+        let left = match self.at {
+            Some(at) => at.saturating_duration_since(Instant::now()),
+            // Too far in the future for an Instant: a year is as good as forever.
+            None => Duration::from_secs(365 * 24 * 3600),
+        };
+        if left.is_zero() {
+            Err(self.error(url))
+        } else {
+            Ok(left)
+        }
+    }
+
+    fn error(&self, url: &Url) -> FetchError {
+        FetchError::Timeout {
+            url: url.to_string(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+fn parse_url(text: &str) -> Result<Url, FetchError> {
+    let url = Url::parse(text).map_err(|error| FetchError::BadUrl {
+        url: text.to_string(),
+        reason: error.to_string(),
+    })?;
+    if url.scheme() != "https" {
+        return Err(FetchError::NotHttps {
+            url: url.to_string(),
+        });
+    }
+    Ok(url)
+}
+
+/// A hop that passed its checks: where reqwest may connect.
+struct Hop {
+    /// The host as given to `host_allowed` and named in errors (IPv6 without brackets).
+    host: String,
+    /// The name reqwest will ask the pinned resolver for.
+    pin_name: String,
+    addresses: Vec<IpAddr>,
+}
+
+fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<Hop, FetchError> {
+    if url.scheme() != "https" {
+        return Err(FetchError::NotHttps {
+            url: url.to_string(),
+        });
+    }
+    // The URL parser has already turned every IPv4 spelling (0x7f.1, 2130706433, …) into
+    // dotted decimal and put IPv6 addresses in brackets.
+    let Some(host_str) = url.host_str().filter(|host| !host.is_empty()) else {
+        return Err(FetchError::BadUrl {
+            url: url.to_string(),
+            reason: "it has no host".to_string(),
+        });
+    };
+    let unbracketed = host_str
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or(host_str);
+    let literal = unbracketed.parse::<IpAddr>().ok();
+    let host = match literal {
+        Some(ip) => ip.to_string(),
+        None => host_str.to_ascii_lowercase(),
+    };
+    let port = url.port_or_known_default().unwrap_or(443);
+    if !(options.host_allowed)(&host, port) {
+        return Err(FetchError::HostNotAllowed { host, port });
+    }
+    let addresses = match literal {
+        Some(ip) => vec![ip],
+        None => match resolve_within(&options.resolver, &host, deadline.remaining(url)?) {
+            Resolved::Addresses(addresses) => addresses,
+            Resolved::Failed(reason) => return Err(FetchError::Resolve { host, reason }),
+            Resolved::TimedOut => return Err(deadline.error(url)),
+        },
+    };
+    let explicit = is_explicit(&host, literal, &options.explicit_hosts);
+    for ip in &addresses {
+        if let Some(kind) = address::classify(*ip)
+            && (!explicit || kind.never_allowed())
+        {
+            return Err(FetchError::UnsafeAddress { host, address: *ip });
+        }
+    }
+    Ok(Hop {
+        host,
+        pin_name: host_str.to_string(),
+        addresses,
+    })
+}
+
+/// Is `host` (or the literal address) one that `explicit_hosts` names?
+fn is_explicit(host: &str, literal: Option<IpAddr>, explicit_hosts: &[String]) -> bool {
+    let host = normalize_host(host);
+    explicit_hosts.iter().any(|entry| {
+        let entry = normalize_host(entry);
+        match (literal, entry.parse::<IpAddr>()) {
+            (Some(ip), Ok(named)) => ip == named,
+            (Some(_), Err(_)) | (None, Ok(_)) => false,
+            (None, Err(_)) => entry == host,
+        }
+    })
+}
+
+/// Lowercase, without a trailing dot, IPv6 brackets or a `:port` suffix.
+fn normalize_host(entry: &str) -> String {
+    let entry = entry.trim().to_ascii_lowercase();
+    if entry.parse::<IpAddr>().is_ok() {
+        return entry;
+    }
+    let without_port = if let Some(rest) = entry.strip_prefix('[') {
+        rest.split(']').next().unwrap_or(rest)
+    } else {
+        match entry.rsplit_once(':') {
+            Some((name, port)) if port.parse::<u16>().is_ok() => name,
+            _ => entry.as_str(),
+        }
+    };
+    without_port.trim_end_matches('.').to_string()
+}
+
+fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Client, FetchError> {
+    let mut builder = Client::builder()
+        .redirect(Policy::none())
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .referer(false)
+        .https_only(true)
+        .http1_only()
+        .user_agent(USER_AGENT)
+        .timeout(options.timeout)
+        .dns_resolver(pins);
+    if !options.root_certificates.is_empty() {
+        builder = builder.tls_built_in_root_certs(false);
+        for (index, bytes) in options.root_certificates.iter().enumerate() {
+            for certificate in parse_certificates(bytes, index)? {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+    }
+    builder.build().map_err(|error| FetchError::Setup {
+        reason: chain_message(&error),
+    })
+}
+
+fn parse_certificates(bytes: &[u8], index: usize) -> Result<Vec<reqwest::Certificate>, FetchError> {
+    let setup = |reason: String| FetchError::Setup {
+        reason: format!("root certificate {index}: {reason}"),
+    };
+    let is_pem = bytes.trim_ascii_start().starts_with(b"-----BEGIN");
+    let certificates = if is_pem {
+        reqwest::Certificate::from_pem_bundle(bytes).map_err(|e| setup(chain_message(&e)))?
+    } else {
+        vec![reqwest::Certificate::from_der(bytes).map_err(|e| setup(chain_message(&e)))?]
+    };
+    if certificates.is_empty() {
+        return Err(setup("no certificate in the PEM text".to_string()));
+    }
+    Ok(certificates)
+}
+
+/// The next URL when `response` is a redirect with a `Location`; a 3xx without one is a result.
+fn redirect_target(response: &Response, url: &Url) -> Result<Option<Url>, FetchError> {
+    if !matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return Ok(None);
+    }
+    let Some(location) = response.headers().get(LOCATION) else {
+        return Ok(None);
+    };
+    let location = location.to_str().map_err(|_| FetchError::BadUrl {
+        url: String::from_utf8_lossy(location.as_bytes()).into_owned(),
+        reason: format!("the redirect from {url} is not a readable Location"),
+    })?;
+    let next = url.join(location).map_err(|error| FetchError::BadUrl {
+        url: location.to_string(),
+        reason: format!("the redirect from {url}: {error}"),
+    })?;
+    Ok(Some(next))
+}
+
+fn read_result(
+    response: Response,
+    url: &Url,
+    redirects: Vec<String>,
+    options: &FetchOptions,
+    deadline: &Deadline,
+) -> Result<FetchResult, FetchError> {
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    let limit = u64::try_from(options.max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    let mut body = Vec::new();
+    if let Err(error) = response.take(limit).read_to_end(&mut body) {
+        return Err(if deadline.passed() || io_is_timeout(&error) {
+            deadline.error(url)
+        } else {
+            FetchError::Http {
+                url: url.to_string(),
+                reason: format!("reading the body: {}", chain_message(&error)),
+            }
+        });
+    }
+    let truncated = body.len() > options.max_bytes;
+    body.truncate(options.max_bytes);
+    Ok(FetchResult {
+        url: url.to_string(),
+        status,
+        content_type,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        bytes: body.len(),
+        truncated,
+        redirects,
+    })
+}
+
+fn io_is_timeout(error: &io::Error) -> bool {
+    if error.kind() == io::ErrorKind::TimedOut {
+        return true;
+    }
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+        .is_some_and(reqwest::Error::is_timeout)
+}
+
+fn send_error(error: &reqwest::Error, url: &Url, hop: &Hop, deadline: &Deadline) -> FetchError {
+    if error.is_timeout() || deadline.passed() {
+        return deadline.error(url);
+    }
+    if let Some(tls) = find_tls_error(error) {
+        return FetchError::Tls {
+            host: hop.host.clone(),
+            reason: tls.to_string(),
+        };
+    }
+    if error.is_connect() {
+        return FetchError::Connect {
+            host: hop.host.clone(),
+            addresses: hop.addresses.clone(),
+            reason: chain_message(error),
+        };
+    }
+    FetchError::Http {
+        url: url.to_string(),
+        reason: chain_message(error),
+    }
+}
+
+/// The rustls error somewhere in the chain. hyper-rustls and tokio-rustls wrap it in an
+/// `io::Error` inside another, and `io::Error::source` skips what it wraps, so each
+/// `io::Error` is opened with `get_ref` as well.
+fn find_tls_error<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        current = match error
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => error.source(),
+        };
+    }
+    None
+}
+
+/// An error and its sources, joined with ": ", without repeating a part already said.
+fn chain_message(error: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut current: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(error) = current {
+        let text = error.to_string();
+        if !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        current = error.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_hosts_are_compared_loosely() {
+        let entries = vec![
+            "Fetch.Test.".to_string(),
+            "[::1]".to_string(),
+            "10.0.0.5:8443".to_string(),
+            "*.wild.test".to_string(),
+        ];
+        assert!(is_explicit("fetch.test", None, &entries));
+        assert!(is_explicit("::1", "::1".parse().ok(), &entries));
+        assert!(is_explicit("10.0.0.5", "10.0.0.5".parse().ok(), &entries));
+        assert!(!is_explicit("other.test", None, &entries));
+        assert!(!is_explicit("a.wild.test", None, &entries));
+        assert!(!is_explicit(
+            "127.0.0.1",
+            "127.0.0.1".parse().ok(),
+            &entries
+        ));
+    }
+
+    #[test]
+    fn only_https_urls_parse() {
+        assert!(parse_url("https://fetch.test/").is_ok());
+        assert!(matches!(
+            parse_url("http://fetch.test/"),
+            Err(FetchError::NotHttps { .. })
+        ));
+        assert!(matches!(
+            parse_url("file:///etc/passwd"),
+            Err(FetchError::NotHttps { .. })
+        ));
+        assert!(matches!(
+            parse_url("fetch.test"),
+            Err(FetchError::BadUrl { .. })
+        ));
+        assert!(matches!(
+            parse_url("https://"),
+            Err(FetchError::BadUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn a_tiny_timeout_is_reported_before_connecting() {
+        let deadline = Deadline::start(Duration::ZERO);
+        let url = parse_url("https://fetch.test/").ok();
+        let Some(url) = url else {
+            panic!("the URL did not parse");
+        };
+        assert!(matches!(
+            deadline.remaining(&url),
+            Err(FetchError::Timeout { .. })
+        ));
+    }
+}

@@ -1,0 +1,99 @@
+//! Each tool's hand-written schema and its args struct agree exactly, and loopd's seed schema
+//! functions (the texts of seed M3a/16) are these schemas.
+
+use proto::ToolSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+/// Checks that `T` accepts an object with every property of `schema` (all strings here),
+/// refuses one without a required property, refuses one with an extra property, and accepts
+/// one without each optional property.
+fn accepts_exactly<T: DeserializeOwned>(schema: &ToolSchema) {
+    let properties = schema.parameters["properties"].as_object().unwrap();
+    let required: Vec<&str> = schema.parameters["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    let full: Map<String, Value> = properties
+        .iter()
+        .map(|(name, spec)| {
+            assert_eq!(spec["type"], "string", "{}.{name}", schema.name);
+            assert!(spec["description"].is_string(), "{}.{name}", schema.name);
+            (name.clone(), json!("/x"))
+        })
+        .collect();
+    let parse =
+        |object: &Map<String, Value>| serde_json::from_value::<T>(Value::Object(object.clone()));
+    assert!(
+        parse(&full).is_ok(),
+        "{} refuses all its properties",
+        schema.name
+    );
+    for name in properties.keys() {
+        let mut without = full.clone();
+        without.remove(name);
+        let is_required = required.contains(&name.as_str());
+        assert_eq!(
+            parse(&without).is_err(),
+            is_required,
+            "{} without {name}",
+            schema.name
+        );
+    }
+    let mut extra = full.clone();
+    extra.insert("unexpected".into(), json!("x"));
+    assert!(
+        parse(&extra).is_err(),
+        "{} accepts an unknown property",
+        schema.name
+    );
+}
+
+#[test]
+fn each_args_struct_accepts_exactly_its_schemas_properties() {
+    accepts_exactly::<tools::fs::ReadFileArgs>(&tools::fs::read_file_schema());
+    accepts_exactly::<tools::fs::WriteFileArgs>(&tools::fs::write_file_schema());
+    accepts_exactly::<tools::shell::ShellArgs>(&tools::shell::shell_schema());
+    accepts_exactly::<tools::web::HttpFetchArgs>(&tools::web::http_fetch_schema());
+}
+
+#[test]
+fn loopds_seed_schema_functions_are_these_schemas() {
+    assert_eq!(
+        loopd::tools::read_file_schema(),
+        tools::fs::read_file_schema()
+    );
+    assert_eq!(
+        loopd::tools::write_file_schema(),
+        tools::fs::write_file_schema()
+    );
+    assert_eq!(loopd::tools::shell_schema(), tools::shell::shell_schema());
+    assert_eq!(
+        loopd::tools::http_fetch_schema(),
+        tools::web::http_fetch_schema()
+    );
+}
+
+#[test]
+fn the_schemas_serialize_byte_for_byte_like_loopds() {
+    let ours = [
+        tools::fs::read_file_schema(),
+        tools::fs::write_file_schema(),
+        tools::shell::shell_schema(),
+        tools::web::http_fetch_schema(),
+    ];
+    let theirs = [
+        loopd::tools::read_file_schema(),
+        loopd::tools::write_file_schema(),
+        loopd::tools::shell_schema(),
+        loopd::tools::http_fetch_schema(),
+    ];
+    for (a, b) in ours.iter().zip(&theirs) {
+        assert_eq!(
+            serde_json::to_string(a).unwrap(),
+            serde_json::to_string(b).unwrap()
+        );
+    }
+}
