@@ -548,6 +548,41 @@ fn a_shell_call_is_covered_by_its_command_prefixes_and_its_folder() {
 }
 
 #[test]
+fn a_deny_grant_on_a_command_refuses_any_script_that_runs_it() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"git\"\ntool=\"shell\"\ncommands=[\"git\"]\n[[grant]]\nid=\"no-push\"\ntool=\"shell\"\ncommands=[\"git push\"]\ndeny=true\n",
+    );
+    for script in [
+        "git push",
+        "git status; git push origin",
+        "git log | sh -c 'git push'",
+    ] {
+        let Decision::Deny(denied) = shell(&tree, &grants, script, None) else {
+            panic!("{script} was not denied");
+        };
+        assert_eq!(denied.reason, DenyReason::DeniedByGrant, "{script}");
+        assert_eq!(denied.grant.as_deref(), Some("no-push"));
+    }
+    assert_eq!(
+        allowed_grant(&shell(&tree, &grants, "git status && git log", None)),
+        Some("git")
+    );
+}
+
+#[test]
+fn a_deny_shell_grant_without_commands_refuses_every_script() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"ls\"\ntool=\"shell\"\ncommands=[\"ls\"]\n[[grant]]\nid=\"none\"\ntool=\"shell\"\ndeny=true\n",
+    );
+    assert_eq!(
+        reason(&shell(&tree, &grants, "ls", None)),
+        Some(DenyReason::DeniedByGrant)
+    );
+}
+
+#[test]
 fn consult_is_covered_by_a_grant_without_constraints() {
     let tree = Tree::new();
     let grants = tree.grants("[[grant]]\nid=\"c\"\ntool=\"consult\"\nclass=\"public\"\n");

@@ -725,3 +725,19 @@ proptest! {
         prop_assert_eq!(split, Ok(vec![word]));
     }
 }
+
+#[test]
+fn touches_script_finds_any_command_that_starts_with_a_prefix() {
+    use brokerd::policy::shell::touches_script;
+    let push = vec![vec!["git".to_string(), "push".to_string()]];
+    assert!(touches_script("git push", &push));
+    assert!(touches_script("ls; git push origin main", &push));
+    assert!(touches_script("true && (git push)", &push));
+    assert!(touches_script("sh -c 'bash -c \"git push\"'", &push));
+    assert!(!touches_script("git status; git log", &push));
+    assert!(!touches_script("echo git push", &push));
+    assert!(
+        !touches_script("git push > out", &push),
+        "a script not understood touches nothing"
+    );
+}

@@ -73,6 +73,12 @@ pub fn covers(grant: &Grant, args: &ToolArgs) -> Option<Option<Scope>> {
             if !grant.commands.is_empty() && !shell_covered(grant, a) {
                 return None;
             }
+            if grant.deny {
+                // A deny grant forbids the call wherever it runs.
+                return Some(Some(Scope::Paths(
+                    grant.paths.iter().map(|p| p.base()).collect(),
+                )));
+            }
             match &a.cwd {
                 Some(cwd) if !grant.paths.is_empty() => paths_scope(grant, &[Path::new(cwd)]),
                 _ => Some(Some(Scope::Paths(
@@ -95,8 +101,15 @@ pub fn covers(grant: &Grant, args: &ToolArgs) -> Option<Option<Scope>> {
     }
 }
 
+/// An allow grant covers a script when every command starts with one of its prefixes; a deny
+/// grant, when any command does (`git` allowed and `git push` denied refuse
+/// `git status; git push`).
 fn shell_covered(grant: &Grant, args: &ShellArgs) -> bool {
-    shell::covers_script(&args.command, &grant.commands).is_ok()
+    if grant.deny {
+        shell::touches_script(&args.command, &grant.commands)
+    } else {
+        shell::covers_script(&args.command, &grant.commands).is_ok()
+    }
 }
 
 fn paths_scope(grant: &Grant, paths: &[&Path]) -> Option<Option<Scope>> {

@@ -152,14 +152,33 @@ impl std::error::Error for NotCovered {}
 
 /// Whether every simple command of `script` starts with one of `prefixes`, word by word.
 pub fn covers_script(script: &str, prefixes: &[Vec<String>]) -> Result<(), NotCovered> {
+    walk_script(script, prefixes, Mode::Cover).map(|_| ())
+}
+
+/// Whether some simple command of `script` (in `sh -c` scripts too) starts with one of
+/// `prefixes`: what a deny grant's `commands` forbid. A script the checker cannot read touches
+/// nothing here; no allow grant covers it either, so it is refused all the same.
+pub fn touches_script(script: &str, prefixes: &[Vec<String>]) -> bool {
+    walk_script(script, prefixes, Mode::Touch).is_ok_and(|hits| hits > 0)
+}
+
+/// What the walk is for: every command covered, or any command touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Cover,
+    Touch,
+}
+
+/// Walks `script` and its `sh -c` scripts; returns how many commands a prefix matched.
+fn walk_script(script: &str, prefixes: &[Vec<String>], mode: Mode) -> Result<usize, NotCovered> {
     let mut inner: VecDeque<(String, usize)> = VecDeque::new();
-    check_one(script, prefixes, 0, &mut inner)?;
+    let mut hits = check_one(script, prefixes, 0, &mut inner, mode)?;
     // Scripts of `sh -c '…'` are checked after their parent, one after another (never on top of
     // the parent's stack frames), each one level deeper.
     while let Some((text, depth)) = inner.pop_front() {
-        check_one(&text, prefixes, depth, &mut inner)?;
+        hits += check_one(&text, prefixes, depth, &mut inner, mode)?;
     }
-    Ok(())
+    Ok(hits)
 }
 
 /// A warning for a granted prefix whose first word runs other programs (env, xargs, find, git,
@@ -259,7 +278,8 @@ fn check_one(
     prefixes: &[Vec<String>],
     depth: usize,
     inner: &mut VecDeque<(String, usize)>,
-) -> Result<(), NotCovered> {
+    mode: Mode,
+) -> Result<usize, NotCovered> {
     if depth > MAX_SHELL_DEPTH {
         return Err(NotCovered::TooDeep);
     }
@@ -268,6 +288,8 @@ fn check_one(
         prefixes,
         nesting: 0,
         commands: 0,
+        hits: 0,
+        mode,
         depth,
         inner,
     };
@@ -277,7 +299,7 @@ fn check_one(
     if walker.commands == 0 {
         return Err(NotCovered::Empty);
     }
-    Ok(())
+    Ok(walker.hits)
 }
 
 /// Options for brush: bash syntax, no extended globbing (as in `bash -c`).
@@ -452,6 +474,10 @@ struct Walker<'a> {
     nesting: usize,
     /// Simple commands seen.
     commands: usize,
+    /// Simple commands a prefix matched.
+    hits: usize,
+    /// Whether a command no prefix matches stops the walk.
+    mode: Mode,
     /// `sh -c` depth of this script.
     depth: usize,
     /// Where inner `sh -c` scripts are queued.
@@ -577,10 +603,14 @@ impl Walker<'_> {
             .iter()
             .any(|prefix| prefix_matches(prefix, &words))
         {
+            self.hits += 1;
             return Ok(());
         }
         if let Some(script) = shell_c_script(&words)? {
             self.inner.push_back((script, self.depth + 1));
+            return Ok(());
+        }
+        if self.mode == Mode::Touch {
             return Ok(());
         }
         let compared = self.prefixes.iter().map(Vec::len).max().unwrap_or(0);
