@@ -239,15 +239,26 @@ pub fn https_host(url: &str) -> Result<(String, u16), String> {
     if authority.contains('@') {
         return Err(format!("{url:?} carries user information"));
     }
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let Some((host, after)) = v6.split_once(']') else {
-            return Err(format!("{url:?} has an unclosed [ in its host"));
-        };
+    let (host, port) = split_host_port(authority).map_err(|why| format!("{url:?} has {why}"))?;
+    if !valid_host(&host) {
+        return Err(format!("{url:?} has an invalid host"));
+    }
+    Ok((host, port))
+}
+
+/// Splits `host[:port]` (an IPv6 address in brackets, or bare and then without a port) into the
+/// host, lower case and without a trailing dot, and the port (443 when none is written). The
+/// error completes "… has ".
+pub(crate) fn split_host_port(text: &str) -> Result<(String, u16), &'static str> {
+    let (host, port) = if let Some(v6) = text.strip_prefix('[') {
+        let (host, after) = v6.split_once(']').ok_or("an unclosed [ in its host")?;
         (host, after.strip_prefix(':'))
+    } else if text.matches(':').count() > 1 {
+        (text, None) // a bare IPv6 address
     } else {
-        match authority.rsplit_once(':') {
+        match text.split_once(':') {
             Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
+            None => (text, None),
         }
     };
     let port = match port {
@@ -256,15 +267,15 @@ pub fn https_host(url: &str) -> Result<(String, u16), String> {
             .parse::<u16>()
             .ok()
             .filter(|p| *p != 0)
-            .ok_or_else(|| format!("{url:?} has an invalid port {text:?}"))?,
+            .ok_or("an invalid port")?,
     };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let valid = !host.is_empty()
+    Ok((host.trim_end_matches('.').to_ascii_lowercase(), port))
+}
+
+/// Whether `host` is a plausible host name or IP address (letters, digits, `-`, `.`, `:`, `_`).
+pub(crate) fn valid_host(host: &str) -> bool {
+    !host.is_empty()
         && host
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '_'));
-    if !valid {
-        return Err(format!("{url:?} has an invalid host"));
-    }
-    Ok((host, port))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '_'))
 }

@@ -4,6 +4,8 @@ use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use crate::args::{split_host_port, valid_host};
+
 /// A path a grant names: a folder (covering everything below it) or a glob.
 #[derive(Debug, Clone)]
 pub struct PathRule {
@@ -113,37 +115,13 @@ pub fn path_rule(written: &str, home: &Path) -> Result<PathRule, String> {
 
 /// Reads one `hosts` entry.
 pub fn host_rule(written: &str) -> Result<HostRule, String> {
-    let lower = written.trim().to_ascii_lowercase();
-    let (host, port) = if let Some(v6) = lower.strip_prefix('[') {
-        let (host, after) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("host {written:?} has an unclosed ["))?;
-        (host.to_string(), after.strip_prefix(':'))
-    } else if lower.matches(':').count() > 1 {
-        (lower.clone(), None) // a bare IPv6 address
-    } else {
-        match lower.split_once(':') {
-            Some((host, port)) => (host.to_string(), Some(port)),
-            None => (lower.clone(), None),
-        }
-    };
-    let port = match port {
-        None => 443,
-        Some(text) => text
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p != 0)
-            .ok_or_else(|| format!("host {written:?} has an invalid port"))?,
-    };
-    let host = host.trim_end_matches('.').to_string();
+    let (host, port) =
+        split_host_port(written.trim()).map_err(|why| format!("host {written:?} has {why}"))?;
     let (wildcard, host) = match host.strip_prefix("*.") {
         Some(domain) => (true, domain.to_string()),
         None => (false, host),
     };
-    let valid = !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '_'));
+    let valid = valid_host(&host);
     if !valid {
         return Err(format!(
             "host {written:?} must be a host name, an IP address, or *. and a domain"

@@ -1,5 +1,10 @@
 //! The schemas loopd knows by heart: the core tools (sent in every request) and the four tools
 //! the broker decides on, with the exact texts of seeds M2b/03 and M3a/16.
+//!
+//! The four broker tools' schemas are also written in the `tools` crate, on purpose: loopd runs
+//! no tool and does not depend on the tool implementations, and these are the seed's fixture,
+//! which must never change under an existing session. `crates/tools/tests/schemas.rs` checks that
+//! both copies stay byte for byte equal.
 
 use serde_json::json;
 
