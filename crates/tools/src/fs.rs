@@ -91,7 +91,14 @@ pub struct WriteFileResult {
     pub created: bool,
     /// The file's size before, when it existed.
     pub previous_size: Option<u64>,
+    /// What changed, as a unified diff (3 lines of context) from the old content (empty when the
+    /// file is new) to the new; a one-line summary instead when either side is over
+    /// [`DIFF_LIMIT`] bytes or the old content is not UTF-8.
+    pub diff: String,
 }
+
+/// The largest old or new content `write_file` diffs, in bytes.
+pub const DIFF_LIMIT: usize = 1024 * 1024;
 
 /// Why a file tool could not do its work.
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +211,16 @@ pub fn write_file(args: &WriteFileArgs) -> Result<WriteFileResult, FileError> {
         Err(e) => return Err(io_error(&args.path, e)),
     };
     let mode = previous.as_ref().map_or(0o644, |m| m.mode() & 0o7777);
+    let old = match &previous {
+        Some(meta) if meta.len() <= DIFF_LIMIT as u64 => fs::read(&path).ok(),
+        _ => None,
+    };
+    let diff = diff_of(
+        &args.path,
+        previous.as_ref().map(|m| m.len()),
+        old,
+        &args.content,
+    );
     let temp = temporary_sibling(&path);
     let written = write_temp(&temp, args.content.as_bytes(), mode).and_then(|()| {
         if let Some(meta) = &previous {
@@ -224,7 +241,38 @@ pub fn write_file(args: &WriteFileArgs) -> Result<WriteFileResult, FileError> {
         bytes: args.content.len() as u64,
         created: previous.is_none(),
         previous_size: previous.map(|m| m.len()),
+        diff,
     })
+}
+
+/// The unified diff of a write, or a summary when it would not be readable.
+fn diff_of(path: &str, previous_size: Option<u64>, old: Option<Vec<u8>>, new: &str) -> String {
+    let old_text = match (previous_size, old) {
+        (None, _) => String::new(),
+        (Some(_), Some(bytes)) => match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => return format!("(the old content of {path} is not UTF-8 text; not diffed)"),
+        },
+        (Some(size), None) => {
+            return format!(
+                "({path} was {size} bytes; too large to diff, now {} bytes)",
+                new.len()
+            );
+        }
+    };
+    if new.len() > DIFF_LIMIT {
+        return format!("({path} is now {} bytes; too large to diff)", new.len());
+    }
+    let old_name = if previous_size.is_some() {
+        path
+    } else {
+        "/dev/null"
+    };
+    similar::TextDiff::from_lines(old_text.as_str(), new)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, path)
+        .to_string()
 }
 
 fn write_temp(temp: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {

@@ -199,3 +199,46 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_write_reports_a_unified_diff_of_what_changed() {
+    let dir = testkit::temp_dir();
+    let path = dir.path().join("a.txt");
+    let name = path.display().to_string();
+    let created = write(&path, "one\ntwo\n").unwrap();
+    assert_eq!(
+        created.diff,
+        format!("--- /dev/null\n+++ {name}\n@@ -0,0 +1,2 @@\n+one\n+two\n")
+    );
+    let changed = write(&path, "one\n2\n").unwrap();
+    assert_eq!(
+        changed.diff,
+        format!("--- {name}\n+++ {name}\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n")
+    );
+    assert_eq!(
+        write(&path, "one\n2\n").unwrap().diff,
+        "",
+        "no change, no diff"
+    );
+}
+
+#[test]
+fn a_write_over_a_binary_or_huge_file_gives_a_summary_instead_of_a_diff() {
+    let dir = testkit::temp_dir();
+    let binary = dir.path().join("bin");
+    fs::write(&binary, [0xFF, 0xFE, 0x00]).unwrap();
+    let result = write(&binary, "text").unwrap();
+    assert!(
+        result.diff.contains("is not UTF-8 text; not diffed"),
+        "{}",
+        result.diff
+    );
+    let big = dir.path().join("big");
+    fs::write(&big, vec![b'x'; tools::fs::DIFF_LIMIT + 1]).unwrap();
+    let result = write(&big, "small").unwrap();
+    assert!(
+        result.diff.contains("too large to diff, now 5 bytes"),
+        "{}",
+        result.diff
+    );
+}
