@@ -8,6 +8,7 @@ use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
 
 use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
+use crate::grants::MAX_PATH_BYTES;
 
 /// The tools the broker can dispatch to: four that run in a sandbox, the three memory tools
 /// (recognised, not yet runnable), and `consult`.
@@ -192,15 +193,23 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
         serde_json::from_str(arguments).map_err(|error| ArgsError::Shape(error.to_string()))
     }
     match tool {
-        ToolName::ReadFile => Ok(ToolArgs::ReadFile(shape(arguments)?)),
+        ToolName::ReadFile => {
+            let args: ReadFileArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            Ok(ToolArgs::ReadFile(args))
+        }
         ToolName::WriteFile => {
             let args: WriteFileArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
             within_cap("content", &args.content)?;
             Ok(ToolArgs::WriteFile(args))
         }
         ToolName::Shell => {
             let args: ShellArgs = shape(arguments)?;
             within_cap("command", &args.command)?;
+            if let Some(cwd) = &args.cwd {
+                within_path_cap("cwd", cwd)?;
+            }
             Ok(ToolArgs::Shell(args))
         }
         ToolName::HttpFetch => {
@@ -217,6 +226,16 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             Err(ArgsError::NotRunnable(tool.as_str()))
         }
     }
+}
+
+fn within_path_cap(field: &str, path: &str) -> Result<(), ArgsError> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(ArgsError::Shape(format!(
+            "{field} is {} bytes, longer than the {MAX_PATH_BYTES} a path may have",
+            path.len()
+        )));
+    }
+    Ok(())
 }
 
 fn within_cap(field: &str, text: &str) -> Result<(), ArgsError> {
@@ -246,15 +265,26 @@ pub fn https_host(url: &str) -> Result<(String, u16), String> {
     Ok((host, port))
 }
 
-/// Splits `host[:port]` (an IPv6 address in brackets, or bare and then without a port) into the
+/// Splits `host[:port]` (an IPv6 address always in brackets: `[::1]`, `[::1]:8443`) into the
 /// host, lower case and without a trailing dot, and the port (443 when none is written). The
 /// error completes "… has ".
 pub(crate) fn split_host_port(text: &str) -> Result<(String, u16), &'static str> {
     let (host, port) = if let Some(v6) = text.strip_prefix('[') {
         let (host, after) = v6.split_once(']').ok_or("an unclosed [ in its host")?;
-        (host, after.strip_prefix(':'))
+        if host.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err("something other than an IPv6 address in brackets");
+        }
+        let port = match after {
+            "" => None,
+            _ => Some(
+                after
+                    .strip_prefix(':')
+                    .ok_or("text after its ] that is not :port")?,
+            ),
+        };
+        (host, port)
     } else if text.matches(':').count() > 1 {
-        (text, None) // a bare IPv6 address
+        return Err("an IPv6 address outside brackets (write [::1] or [::1]:8443)");
     } else {
         match text.split_once(':') {
             Some((host, port)) => (host, Some(port)),

@@ -308,8 +308,9 @@ fn among_several_covering_grants_the_one_that_runs_without_asking_decides() {
         panic!()
     };
     assert_eq!(allowed.grant, "quiet");
-    assert_eq!(allowed.class, Class::Public);
-    assert!(!allowed.untrusted);
+    // The labels stay the strictest of the covering grants (see the_labels_are_the_strictest…).
+    assert_eq!(allowed.class, Class::Private);
+    assert!(allowed.untrusted);
 }
 
 // ---- protected folders and paths ----
@@ -381,6 +382,86 @@ fn a_symlink_to_a_protected_folder_is_protected() {
         reason(&tree.read(&grants, &tree.path("notes/box/grants/g.toml"))),
         Some(DenyReason::ProtectedPath)
     );
+}
+
+#[test]
+fn dot_dot_after_a_missing_folder_cannot_step_around_a_symlink() {
+    let tree = Tree::new();
+    std::os::unix::fs::symlink(
+        tree.root().join("notes-private"),
+        tree.root().join("notes/link"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(tree.root().join("boxmaker"), tree.root().join("notes/cfg"))
+        .unwrap();
+    let grants = tree.grants(NOTES);
+    // The kernel would follow notes/link to notes-private, then nope/.. back to it.
+    for sneaky in [
+        "notes/link/nope/../b.md",
+        "notes/cfg/nope/../grants/evil.toml",
+    ] {
+        let decision = tree.read(&grants, &tree.path(sneaky));
+        let Decision::Deny(denied) = decision else {
+            panic!("{sneaky} was allowed")
+        };
+        assert_eq!(denied.reason, DenyReason::InvalidArguments, "{sneaky}");
+        assert!(
+            denied.detail.contains("after a folder that does not exist"),
+            "{}",
+            denied.detail
+        );
+    }
+}
+
+#[test]
+fn a_dangling_symlink_on_the_way_is_refused() {
+    let tree = Tree::new();
+    std::os::unix::fs::symlink(
+        tree.root().join("nowhere"),
+        tree.root().join("notes/dangling"),
+    )
+    .unwrap();
+    let grants = tree.grants(NOTES);
+    let decision = tree.read(&grants, &tree.path("notes/dangling"));
+    assert_eq!(reason(&decision), Some(DenyReason::InvalidArguments));
+}
+
+#[test]
+fn a_path_longer_than_path_max_is_refused_quickly() {
+    let tree = Tree::new();
+    let grants = tree.grants(NOTES);
+    let long = format!("{}{}", tree.path("notes"), "/a".repeat(40_000));
+    let arguments = serde_json::json!({ "path": long }).to_string();
+    assert!(parse(ToolName::ReadFile, &arguments).is_err());
+    let args = brokerd::args::ToolArgs::ReadFile(tools::fs::ReadFileArgs { path: long });
+    let decision = decide(&args, &grants, Labels::default(), now(), &tree.protected());
+    assert_eq!(reason(&decision), Some(DenyReason::InvalidArguments));
+}
+
+#[test]
+fn the_labels_are_the_strictest_of_every_covering_grant() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"home\"\ntool=\"read_file\"\npaths=[\"{root}\"]\nclass=\"public\"\nuntrusted=false\n[[grant]]\nid=\"sec\"\ntool=\"read_file\"\npaths=[\"{root}/notes\"]\nclass=\"secret\"\napproval=\"ask\"\n",
+    );
+    let Decision::Allow(allowed) = tree.read(&grants, &tree.path("notes/a.md")) else {
+        panic!()
+    };
+    assert_eq!(
+        allowed.grant, "home",
+        "the grant that runs without asking decides"
+    );
+    assert_eq!(
+        allowed.class,
+        Class::Secret,
+        "but a secret file stays secret"
+    );
+    assert!(allowed.untrusted);
+    let Decision::Allow(outside) = tree.read(&grants, &tree.path("work/x")) else {
+        panic!()
+    };
+    assert_eq!(outside.class, Class::Public);
+    assert!(!outside.untrusted);
 }
 
 #[test]
@@ -557,6 +638,9 @@ fn a_deny_grant_on_a_command_refuses_any_script_that_runs_it() {
         "git push",
         "git status; git push origin",
         "git log | sh -c 'git push'",
+        "git --no-pager push",
+        "git -C . push origin",
+        "/usr/bin/git push",
     ] {
         let Decision::Deny(denied) = shell(&tree, &grants, script, None) else {
             panic!("{script} was not denied");

@@ -136,6 +136,10 @@ fn an_allow_grant_without_its_constraint_covers_nothing_and_is_a_problem() {
         problems("[[grant]]\nid=\"h\"\ntool=\"http_fetch\"\n"),
         ["1: http_fetch needs hosts: the hosts it may fetch from"]
     );
+    assert_eq!(
+        problems("[[grant]]\nid=\"h\"\ntool=\"http_fetch\"\nhosts = []\n"),
+        ["1: http_fetch needs hosts: the hosts it may fetch from"]
+    );
 }
 
 #[test]
@@ -161,7 +165,6 @@ fn unknown_keys_missing_keys_and_wrong_types_are_named_with_their_lines() {
         problems(text),
         [
             "1: a grant needs an id",
-            "1: read_file needs paths: the files and folders it may open",
             "3: paths must be a list of strings",
             "4: class is \"top\"; it must be one of public, private, secret",
             "5: untrusted must be true or false",
@@ -246,6 +249,57 @@ fn prefixes_that_run_other_programs_are_warnings_not_problems() {
     assert_eq!(parsed.grants.len(), 1);
     assert_eq!(parsed.warnings.len(), 2, "{:?}", parsed.warnings);
     assert!(parsed.warnings.iter().all(|w| w.line == Some(4)));
+}
+
+#[test]
+fn ipv6_hosts_go_in_brackets_and_nothing_may_follow_them_but_a_port() {
+    let grant =
+        one("[[grant]]\nid=\"v6\"\ntool=\"http_fetch\"\nhosts=[\"[::1]\", \"[fd00::1]:8443\"]\n");
+    let hosts: Vec<(&str, u16)> = grant
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.port))
+        .collect();
+    assert_eq!(hosts, [("::1", 443), ("fd00::1", 8443)]);
+    for bad in ["[::1]x:8443", "[docs.rs]", "::1:8443", "[::1"] {
+        let text = format!("[[grant]]\nid=\"h\"\ntool=\"http_fetch\"\nhosts=[\"{bad}\"]\n");
+        let found = problems(&text);
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert!(
+            found[0].starts_with(&format!("4: host \"{bad}\" has ")),
+            "{found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_grant_path_with_dot_dot_after_a_missing_folder_is_a_problem() {
+    let found = problems("[[grant]]\nid=\"p\"\ntool=\"read_file\"\npaths=[\"/no/such/../etc\"]\n");
+    assert_eq!(found.len(), 1);
+    assert!(
+        found[0].contains("after a folder that does not exist"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn files_that_are_not_toml_are_named_in_a_warning() {
+    let dir = testkit::temp_dir();
+    fs::write(
+        dir.path().join("a.toml"),
+        "[[grant]]\nid=\"a\"\ntool=\"consult\"\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("b.TOML"),
+        "[[grant]]\nid=\"b\"\ntool=\"consult\"\n",
+    )
+    .unwrap();
+    let set = load_dir(dir.path(), &home()).unwrap();
+    assert_eq!(set.grants.len(), 1);
+    assert_eq!(set.warnings.len(), 1);
+    assert_eq!(set.warnings[0].file, dir.path().join("b.TOML"));
+    assert!(set.warnings[0].message.contains("only files named *.toml"));
 }
 
 #[test]

@@ -734,6 +734,9 @@ fn touches_script_finds_any_command_that_starts_with_a_prefix() {
     assert!(touches_script("ls; git push origin main", &push));
     assert!(touches_script("true && (git push)", &push));
     assert!(touches_script("sh -c 'bash -c \"git push\"'", &push));
+    assert!(touches_script("git --no-pager push", &push));
+    assert!(touches_script("git -C /repo push origin", &push));
+    assert!(touches_script("/usr/bin/git push", &push));
     assert!(!touches_script("git status; git log", &push));
     assert!(!touches_script("echo git push", &push));
     assert!(

@@ -13,7 +13,7 @@ use proto::{Class, Timestamp};
 use crate::args::ToolName;
 
 pub use reader::parse_file;
-pub use rules::{HostRule, PathRule, host_rule, path_rule, resolve};
+pub use rules::{HostRule, MAX_PATH_BYTES, PathRule, ResolveError, host_rule, path_rule, resolve};
 
 /// The largest grant file read, in bytes.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -167,14 +167,30 @@ pub fn load_dir(dir: &Path, home: &Path) -> Result<GrantSet, Vec<Problem>> {
             )]);
         }
     };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
     let mut set = GrantSet::default();
     let mut problems = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        // An entry that cannot be read could hold deny grants: it is a problem, not a skip.
+        let path = match entry {
+            Ok(entry) => entry.path(),
+            Err(e) => {
+                problems.push(problem(dir, None, format!("cannot list the folder: {e}")));
+                continue;
+            }
+        };
+        if path.extension().is_some_and(|x| x == "toml") {
+            files.push(path);
+        } else {
+            set.warnings.push(problem(
+                &path,
+                None,
+                "not loaded: only files named *.toml are grant files".to_string(),
+            ));
+        }
+    }
+    files.sort();
+    set.warnings.sort_by(|a, b| a.file.cmp(&b.file));
     for file in files {
         match read_limited(&file) {
             Ok(text) => {

@@ -240,16 +240,24 @@ impl GrantReader<'_> {
         if deny {
             return; // a deny grant without constraints forbids every call of its tool
         }
+        // "needs" only when the key is missing or an empty list: a key whose entries were all
+        // wrong has its own problems already.
+        let unset = |key: &str| match field(key).map(|v| v.get_ref()) {
+            None => true,
+            Some(DeValue::Array(items)) => items.is_empty(),
+            Some(_) => false,
+        };
         match tool {
-            ToolName::ReadFile | ToolName::WriteFile if paths.is_empty() => self.say(
-                line,
-                format!("{name} needs paths: the files and folders it may open"),
-            ),
-            ToolName::Shell if commands.is_empty() => self.say(
+            ToolName::ReadFile | ToolName::WriteFile if paths.is_empty() && unset("paths") => self
+                .say(
+                    line,
+                    format!("{name} needs paths: the files and folders it may open"),
+                ),
+            ToolName::Shell if commands.is_empty() && unset("commands") => self.say(
                 line,
                 "shell needs commands: the command prefixes it may run".to_string(),
             ),
-            ToolName::HttpFetch if hosts.is_empty() => self.say(
+            ToolName::HttpFetch if hosts.is_empty() && unset("hosts") => self.say(
                 line,
                 "http_fetch needs hosts: the hosts it may fetch from".to_string(),
             ),

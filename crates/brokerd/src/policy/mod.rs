@@ -37,7 +37,11 @@ impl Protected {
     /// The folders, resolved (symbolic links followed as far as they exist).
     pub fn new(folders: &[PathBuf]) -> Protected {
         Protected {
-            folders: folders.iter().map(|f| resolve(f)).collect(),
+            // A protected folder that cannot be resolved is kept as written.
+            folders: folders
+                .iter()
+                .map(|f| resolve(f).unwrap_or_else(|_| f.clone()))
+                .collect(),
         }
     }
 
@@ -188,12 +192,7 @@ fn deny(reason: DenyReason, grant: Option<&Grant>, detail: String) -> Decision {
 /// used at all.
 pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
     fn absolute(path: &str) -> Result<PathBuf, String> {
-        let path = Path::new(path);
-        if path.is_absolute() {
-            Ok(resolve(path))
-        } else {
-            Err(format!("{} is not an absolute path", path.display()))
-        }
+        resolve(Path::new(path)).map_err(|e| e.to_string())
     }
     let text = |p: PathBuf| p.to_string_lossy().into_owned();
     Ok(match args {
@@ -302,10 +301,19 @@ pub fn decide(
     if let Some(denied) = unsafe_literal_address(&args, grant) {
         return denied;
     }
+    // The labels describe the data, not the grant that lets the call run: of every live grant
+    // that covers the call, the highest class, and untrusted if any says so. A broad public
+    // grant over a folder does not make a secret file below it public.
+    let class = live
+        .iter()
+        .map(|(g, _)| g.class)
+        .max()
+        .unwrap_or(grant.class);
+    let untrusted = live.iter().any(|(g, _)| g.untrusted);
     let allowed = Allowed {
         grant: grant.id.clone(),
-        class: grant.class,
-        untrusted: grant.untrusted,
+        class,
+        untrusted,
         args: args.clone(),
         scope: scope.clone(),
     };

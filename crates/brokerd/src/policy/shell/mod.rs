@@ -159,8 +159,10 @@ pub fn covers_script(script: &str, prefixes: &[Vec<String>]) -> Result<(), NotCo
     walk_script(script, prefixes, Mode::Cover).map(|_| ())
 }
 
-/// Whether some simple command of `script` (in `sh -c` scripts too) starts with one of
-/// `prefixes`: what a deny grant's `commands` forbid. A script the checker cannot read touches
+/// Whether some simple command of `script` (in `sh -c` scripts too) runs one of `prefixes`:
+/// what a deny grant's `commands` forbid. Matching is looser than for allow grants, on purpose:
+/// the program by name wherever it lives, and the prefix's further words anywhere after it in
+/// order, so options before a subcommand (`git -C . push`) do not slip past `git push`. A script the checker cannot read touches
 /// nothing here; no allow grant covers it either, so it is refused all the same.
 pub fn touches_script(script: &str, prefixes: &[Vec<String>]) -> bool {
     walk_script(script, prefixes, Mode::Touch).is_ok_and(|hits| hits > 0)

@@ -173,11 +173,11 @@ impl Walker<'_> {
         self.commands += 1;
 
         refuse_builtins(&words)?;
-        if self
-            .prefixes
-            .iter()
-            .any(|prefix| prefix_matches(prefix, &words))
-        {
+        let matches = match self.mode {
+            Mode::Cover => prefix_matches,
+            Mode::Touch => prefix_touches,
+        };
+        if self.prefixes.iter().any(|prefix| matches(prefix, &words)) {
             self.hits += 1;
             return Ok(());
         }
@@ -229,6 +229,26 @@ fn prefix_matches(prefix: &[String], words: &[Literal]) -> bool {
             .iter()
             .zip(words)
             .all(|(want, word)| word.exact && word.text == *want)
+}
+
+/// Whether a deny prefix (non-empty) touches the command `words`: the program is the prefix's
+/// first word (by name, so `/usr/bin/git` is `git`), and the prefix's other words appear in the
+/// command in order, anywhere after it. So `git push` touches `git --no-pager push` and
+/// `git -C . push origin`; it also touches `git log --grep push`, which errs on the side of the
+/// refusal a deny grant asks for.
+fn prefix_touches(prefix: &[String], words: &[Literal]) -> bool {
+    let (Some(program), Some(first)) = (prefix.first(), words.first()) else {
+        return false;
+    };
+    let name = first.text.rsplit('/').next().unwrap_or(&first.text);
+    if first.text != *program && name != program {
+        return false;
+    }
+    let mut rest = words.iter().skip(1);
+    prefix
+        .iter()
+        .skip(1)
+        .all(|want| rest.any(|word| word.text == *want))
 }
 
 /// Shells whose `-c` script the checker reads (all read the bash/POSIX syntax checked here).
