@@ -298,7 +298,7 @@ fn target_arguments(value: Option<&serde_json::Value>) -> Option<String> {
     }
 }
 
-/// Cuts to at most `cap` bytes on a character boundary and appends "\n[truncated]" if it cut.
+/// Cuts to at most `cap` bytes on a character boundary and appends `"\n[truncated]"` if it cut.
 pub fn cap_result(text: &str, cap: usize) -> (String, bool) {
     if text.len() <= cap {
         return (text.to_string(), false);
