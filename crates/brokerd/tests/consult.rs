@@ -4,7 +4,6 @@ use brokerd::consult::{
     Consult, ConsultClient, ConsultError, ConsultStartError, QUESTION_CAP, cap_bytes,
     parse_loopback_http, question_of, wire_body,
 };
-use loopd::script::Script;
 use testkit::ScriptServer;
 
 fn consult(url: &str) -> Consult {
@@ -90,14 +89,7 @@ fn the_key_never_shows_in_debug_output() {
 
 #[test]
 fn one_question_is_posted_and_the_answer_comes_back() {
-    let server = ScriptServer::start(
-        Script::parse(
-            r#"{"turns":[{"replies":[{"say":"Because."}]}]}"#,
-            &Default::default(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let server = ScriptServer::from_json(r#"{"turns":[{"replies":[{"say":"Because."}]}]}"#);
     let client = ConsultClient::start(consult(&server.base_url()), 5000).unwrap();
     assert_eq!(
         client.run(r#"{"question":"Why?"}"#),
@@ -113,7 +105,7 @@ fn one_question_is_posted_and_the_answer_comes_back() {
 fn a_long_answer_is_capped() {
     let long = "x".repeat(QUESTION_CAP + 10);
     let script = format!(r#"{{"turns":[{{"replies":[{{"say":"{long}"}}]}}]}}"#);
-    let server = ScriptServer::start(Script::parse(&script, &Default::default()).unwrap()).unwrap();
+    let server = ScriptServer::from_json(&script);
     let client = ConsultClient::start(consult(&server.base_url()), 5000).unwrap();
     let (answer, cut) = client.run(r#"{"question":"q"}"#).unwrap();
     assert_eq!(answer.len(), QUESTION_CAP);
@@ -122,14 +114,8 @@ fn a_long_answer_is_capped() {
 
 #[test]
 fn a_server_that_errs_hangs_or_is_down_gives_a_clear_error() {
-    let server = ScriptServer::start(
-        Script::parse(
-            r#"{"turns":[{"replies":[{"http_status":503,"body":"busy"}]}]}"#,
-            &Default::default(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let server =
+        ScriptServer::from_json(r#"{"turns":[{"replies":[{"http_status":503,"body":"busy"}]}]}"#);
     let client = ConsultClient::start(consult(&server.base_url()), 5000).unwrap();
     assert_eq!(
         client.run(r#"{"question":"q"}"#),
@@ -139,14 +125,7 @@ fn a_server_that_errs_hangs_or_is_down_gives_a_clear_error() {
         })
     );
 
-    let hanging = ScriptServer::start(
-        Script::parse(
-            r#"{"turns":[{"replies":[{"hang_ms":3000}]}]}"#,
-            &Default::default(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let hanging = ScriptServer::from_json(r#"{"turns":[{"replies":[{"hang_ms":3000}]}]}"#);
     let client = ConsultClient::start(consult(&hanging.base_url()), 200).unwrap();
     assert_eq!(
         client.run(r#"{"question":"q"}"#),

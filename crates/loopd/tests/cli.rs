@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use loopd::script::Script;
 use testkit::ScriptServer;
 
 fn loopd(args: &[&str], stdin: &str) -> Output {
@@ -198,14 +197,9 @@ fn a_bad_script_is_refused_with_its_file_and_place() {
 #[test]
 fn chat_reads_messages_from_standard_input_over_http_and_resumes_the_session() {
     let dir = testkit::temp_dir();
-    let server = ScriptServer::start(
-        Script::parse(
-            r#"{"turns":[{"replies":[{"say":"one"}]},{"replies":[{"say":"two"}]},{"replies":[{"say":"three"}]}]}"#,
-            &Default::default(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let server = ScriptServer::from_json(
+        r#"{"turns":[{"replies":[{"say":"one"}]},{"replies":[{"say":"two"}]},{"replies":[{"say":"three"}]}]}"#,
+    );
     let url = server.base_url();
     let state_dir = state(dir.path());
     let output = loopd(

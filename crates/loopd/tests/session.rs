@@ -7,7 +7,6 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use loopd::llama::{LlamaClient, LlamaConfig, Message, ToolCall};
-use loopd::script::Script;
 use loopd::session::{BASELINE_FILE, MESSAGES_FILE, Session, SessionError, SessionIds};
 use loopd::tools::{Entry, FakeTools, Registry, echo_schema};
 use loopd::turn::{Limits, Runtime, run_turn};
@@ -42,8 +41,7 @@ const TWO_TURNS: &str = r#"{"turns":[
 #[test]
 fn changing_the_registry_changes_no_byte_of_an_existing_sessions_baseline_or_prefix() {
     let dir = testkit::temp_dir();
-    let server =
-        ScriptServer::start(Script::parse(TWO_TURNS, &Default::default()).unwrap()).unwrap();
+    let server = ScriptServer::from_json(TWO_TURNS);
     let before = Registry::m2b();
     let mut session =
         Session::create(dir.path(), ids("s1"), "system text", &before.core_schemas()).unwrap();
@@ -229,14 +227,8 @@ fn calls_left_without_a_result_by_a_crash_are_sent_again_with_their_numbers_firs
         .collect();
     assert_eq!(unanswered, [(2, "c2".to_string())]);
 
-    let server = ScriptServer::start(
-        Script::parse(
-            r#"{"turns":[{"replies":[]},{"replies":[{"say":"ok"}]}]}"#,
-            &Default::default(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let server =
+        ScriptServer::from_json(r#"{"turns":[{"replies":[]},{"replies":[{"say":"ok"}]}]}"#);
     let client = LlamaClient::new(LlamaConfig {
         base_url: server.base_url(),
         ..Default::default()

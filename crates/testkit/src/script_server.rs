@@ -45,6 +45,19 @@ impl ScriptServer {
         })
     }
 
+    /// Starts a server for the script written as JSON `text` (no placeholders). A script that
+    /// does not parse is a mistake in the test, so it panics with the parser's message.
+    pub fn from_json(text: &str) -> ScriptServer {
+        let script = match Script::parse(text, &Default::default()) {
+            Ok(script) => script,
+            Err(error) => panic!("invalid test script: {error}"),
+        };
+        match ScriptServer::start(script) {
+            Ok(server) => server,
+            Err(error) => panic!("cannot start the script server: {error}"),
+        }
+    }
+
     /// The API base to give a client, e.g. `http://127.0.0.1:41234/v1`.
     pub fn base_url(&self) -> String {
         self.base_url.clone()

@@ -1,10 +1,9 @@
 //! The scripted server answers like an OpenAI-compatible server, including llama.cpp's quirk.
 
-use loopd::script::Script;
 use testkit::ScriptServer;
 
 fn server(script: &str) -> ScriptServer {
-    ScriptServer::start(Script::parse(script, &Default::default()).unwrap()).unwrap()
+    ScriptServer::from_json(script)
 }
 
 fn post(url: &str, body: &str) -> (u16, String) {
