@@ -299,18 +299,64 @@ fn a_grant_that_asks_returns_a_decision_that_needs_the_owner() {
 }
 
 #[test]
-fn among_several_covering_grants_the_one_that_runs_without_asking_decides() {
+fn a_narrow_grant_that_asks_is_not_silenced_by_a_broad_one_that_runs() {
     let tree = Tree::new();
     let grants = tree.grants(&format!(
-        "{NOTES}approval = \"ask\"\n[[grant]]\nid=\"quiet\"\ntool=\"read_file\"\npaths=[\"{{root}}/notes\"]\nclass=\"public\"\nuntrusted=false\n"
+        "[[grant]]\nid=\"quiet\"\ntool=\"read_file\"\npaths=[\"{{root}}\"]\nclass=\"public\"\nuntrusted=false\n{NOTES}approval = \"ask\"\n"
     ));
-    let Decision::Allow(allowed) = tree.read(&grants, &tree.path("notes/a.md")) else {
-        panic!()
+    let Decision::Ask(allowed, AskReason::GrantAsks) = tree.read(&grants, &tree.path("notes/a.md"))
+    else {
+        panic!("the narrow grant must ask")
     };
-    assert_eq!(allowed.grant, "quiet");
-    // The labels stay the strictest of the covering grants (see the_labels_are_the_strictest…).
+    assert_eq!(allowed.grant, "notes", "the grant that asked is recorded");
     assert_eq!(allowed.class, Class::Private);
     assert!(allowed.untrusted);
+    // Outside the narrow grant, the broad one runs alone.
+    assert_eq!(
+        allowed_grant(&tree.read(&grants, &tree.path("work/x"))),
+        Some("quiet")
+    );
+}
+
+#[test]
+fn any_covering_grant_whose_max_taint_is_exceeded_refuses() {
+    let tree = Tree::new();
+    let grants = tree.grants(&format!(
+        "[[grant]]\nid=\"broad\"\ntool=\"read_file\"\npaths=[\"{{root}}\"]\n{NOTES}max_taint = \"private\"\n"
+    ));
+    let arguments = serde_json::json!({"path": tree.path("notes/a.md")}).to_string();
+    let labels = Labels {
+        taint: Class::Secret,
+        untrusted: false,
+    };
+    let Decision::Deny(denied) = tree.decide(&grants, ToolName::ReadFile, &arguments, labels)
+    else {
+        panic!("not refused")
+    };
+    assert_eq!(denied.reason, DenyReason::TaintTooHigh);
+    assert_eq!(denied.grant.as_deref(), Some("notes"));
+}
+
+#[test]
+fn any_covering_grant_that_refuses_after_untrusted_input_refuses() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"broad\"\ntool=\"write_file\"\npaths=[\"{root}\"]\non_untrusted=\"allow\"\n[[grant]]\nid=\"careful\"\ntool=\"write_file\"\npaths=[\"{root}/notes\"]\non_untrusted=\"deny\"\n",
+    );
+    let labels = Labels {
+        taint: Class::Public,
+        untrusted: true,
+    };
+    let write = |path: &str| {
+        let arguments = serde_json::json!({"path": tree.path(path), "content": "x"}).to_string();
+        tree.decide(&grants, ToolName::WriteFile, &arguments, labels)
+    };
+    let Decision::Deny(denied) = write("notes/a.md") else {
+        panic!("not refused")
+    };
+    assert_eq!(denied.reason, DenyReason::UntrustedInput);
+    assert_eq!(denied.grant.as_deref(), Some("careful"));
+    assert_eq!(allowed_grant(&write("work/x")), Some("broad"));
 }
 
 // ---- protected folders and paths ----
@@ -444,13 +490,11 @@ fn the_labels_are_the_strictest_of_every_covering_grant() {
     let grants = tree.grants(
         "[[grant]]\nid=\"home\"\ntool=\"read_file\"\npaths=[\"{root}\"]\nclass=\"public\"\nuntrusted=false\n[[grant]]\nid=\"sec\"\ntool=\"read_file\"\npaths=[\"{root}/notes\"]\nclass=\"secret\"\napproval=\"ask\"\n",
     );
-    let Decision::Allow(allowed) = tree.read(&grants, &tree.path("notes/a.md")) else {
+    let Decision::Ask(allowed, AskReason::GrantAsks) = tree.read(&grants, &tree.path("notes/a.md"))
+    else {
         panic!()
     };
-    assert_eq!(
-        allowed.grant, "home",
-        "the grant that runs without asking decides"
-    );
+    assert_eq!(allowed.grant, "sec", "the grant that asks decides");
     assert_eq!(
         allowed.class,
         Class::Secret,
@@ -703,4 +747,205 @@ mod properties {
             }
         }
     }
+}
+
+// ---- glob rules: resolved like folders, escapes, both readings for a deny ----
+
+#[test]
+fn a_globs_literal_prefix_is_resolved_like_a_folder() {
+    let tree = Tree::new();
+    // `~` is a symbolic link (as on Fedora Silverblue, /home -> /var/home).
+    fs::create_dir_all(tree.root().join("var/home/proj")).unwrap();
+    fs::write(tree.root().join("var/home/proj/key.pem"), "k").unwrap();
+    std::os::unix::fs::symlink(tree.root().join("var/home"), tree.root().join("home")).unwrap();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"all\"\ntool=\"read_file\"\npaths=[\"~\"]\n[[grant]]\nid=\"pem\"\ntool=\"read_file\"\npaths=[\"~/proj/**/*.pem\"]\ndeny=true\n",
+    );
+    let decision = tree.read(&grants, &tree.path("home/proj/key.pem"));
+    assert_eq!(reason(&decision), Some(DenyReason::DeniedByGrant));
+    let decision = tree.read(&grants, &tree.path("var/home/proj/key.pem"));
+    assert_eq!(reason(&decision), Some(DenyReason::DeniedByGrant));
+}
+
+#[test]
+fn a_folder_name_with_glob_characters_is_named_by_escaping_them() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("mail/[Gmail]")).unwrap();
+    fs::create_dir_all(tree.root().join("mail/G")).unwrap();
+    fs::write(tree.root().join("mail/[Gmail]/m1"), "m").unwrap();
+    fs::write(tree.root().join("mail/G/m2"), "m").unwrap();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"gmail\"\ntool=\"read_file\"\npaths=[\"{root}/mail/\\\\[Gmail\\\\]\"]\n",
+    );
+    assert_eq!(
+        allowed_grant(&tree.read(&grants, &tree.path("mail/[Gmail]/m1"))),
+        Some("gmail")
+    );
+    assert_eq!(
+        reason(&tree.read(&grants, &tree.path("mail/G/m2"))),
+        Some(DenyReason::NoGrant)
+    );
+}
+
+#[test]
+fn a_deny_with_glob_characters_covers_its_literal_and_its_glob_reading() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("mail/[Gmail]")).unwrap();
+    fs::create_dir_all(tree.root().join("mail/G")).unwrap();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"mail\"\ntool=\"read_file\"\npaths=[\"{root}/mail\"]\n[[grant]]\nid=\"no\"\ntool=\"read_file\"\npaths=[\"{root}/mail/[Gmail]\"]\ndeny=true\n",
+    );
+    for path in ["mail/[Gmail]/m1", "mail/G/m2"] {
+        assert_eq!(
+            reason(&tree.read(&grants, &tree.path(path))),
+            Some(DenyReason::DeniedByGrant),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        allowed_grant(&tree.read(&grants, &tree.path("mail/x"))),
+        Some("mail")
+    );
+}
+
+#[test]
+fn an_allow_with_glob_characters_covers_only_its_glob_reading() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("w/[s]")).unwrap();
+    fs::create_dir_all(tree.root().join("w/s")).unwrap();
+    let grants = tree.grants("[[grant]]\nid=\"s\"\ntool=\"read_file\"\npaths=[\"{root}/w/[s]\"]\n");
+    assert_eq!(
+        allowed_grant(&tree.read(&grants, &tree.path("w/s/f"))),
+        Some("s")
+    );
+    assert_eq!(
+        reason(&tree.read(&grants, &tree.path("w/[s]/f"))),
+        Some(DenyReason::NoGrant)
+    );
+}
+
+// ---- writes that change what git runs ----
+
+fn write(tree: &Tree, grants: &[Grant], path: &str) -> Decision {
+    let arguments = serde_json::json!({"path": path, "content": "x"}).to_string();
+    tree.decide(grants, ToolName::WriteFile, &arguments, Labels::default())
+}
+
+const WORK_WRITES: &str = "[[grant]]\nid=\"work\"\ntool=\"write_file\"\npaths=[\"{root}/work\"]\non_untrusted=\"allow\"\n";
+
+#[test]
+fn a_write_into_dot_git_needs_a_grant_that_names_it() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/app/.git/hooks")).unwrap();
+    let broad = tree.grants(WORK_WRITES);
+    for path in [
+        "work/app/.git/config",
+        "work/app/.git/config.worktree",
+        "work/app/.git/hooks/pre-commit",
+        "work/app/.git",
+        "work/other/.git",
+    ] {
+        assert_eq!(
+            reason(&write(&tree, &broad, &tree.path(path))),
+            Some(DenyReason::NoGrant),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        allowed_grant(&write(&tree, &broad, &tree.path("work/app/.gitignore"))),
+        Some("work")
+    );
+    let globbed = tree.grants(
+        "[[grant]]\nid=\"glob\"\ntool=\"write_file\"\npaths=[\"{root}/work/**\"]\non_untrusted=\"allow\"\n",
+    );
+    assert_eq!(
+        reason(&write(&tree, &globbed, &tree.path("work/app/.git/config"))),
+        Some(DenyReason::NoGrant),
+        "a ** glob does not name .git"
+    );
+    let named = tree.grants(
+        "[[grant]]\nid=\"git\"\ntool=\"write_file\"\npaths=[\"{root}/work/app/.git\"]\non_untrusted=\"allow\"\n[[grant]]\nid=\"any-git\"\ntool=\"write_file\"\npaths=[\"{root}/work/*/.git\"]\non_untrusted=\"allow\"\n",
+    );
+    assert_eq!(
+        allowed_grant(&write(&tree, &named, &tree.path("work/app/.git/config"))),
+        Some("git")
+    );
+    assert_eq!(
+        allowed_grant(&write(&tree, &named, &tree.path("work/b/.git/config"))),
+        Some("any-git")
+    );
+}
+
+#[test]
+fn a_write_into_a_folder_that_looks_like_a_bare_repository_needs_a_grant_that_names_it() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/planted/objects")).unwrap();
+    fs::create_dir_all(tree.root().join("work/planted/refs")).unwrap();
+    let broad = tree.grants(WORK_WRITES);
+    for path in [
+        "work/planted/config",
+        "work/planted/HEAD",
+        "work/planted/hooks",
+    ] {
+        assert_eq!(
+            reason(&write(&tree, &broad, &tree.path(path))),
+            Some(DenyReason::NoGrant),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn a_write_to_the_global_git_config_needs_a_grant_that_names_it() {
+    let tree = Tree::new();
+    let home = tree.root().join("work/home");
+    fs::create_dir_all(home.join(".config/git")).unwrap();
+    let protected = tree
+        .protected()
+        .with_home(&home, &brokerd::policy::git::global_configs(&home, None));
+    let broad = tree.grants(WORK_WRITES);
+    for path in [home.join(".gitconfig"), home.join(".config/git/config")] {
+        let args = parse(
+            ToolName::WriteFile,
+            &serde_json::json!({"path": path, "content": "x"}).to_string(),
+        )
+        .unwrap();
+        let decision = decide(&args, &broad, Labels::default(), now(), &protected);
+        assert_eq!(reason(&decision), Some(DenyReason::NoGrant), "{path:?}");
+    }
+    let named = tree.grants(&format!(
+        "{WORK_WRITES}[[grant]]\nid=\"cfg\"\ntool=\"write_file\"\npaths=[\"{}\"]\non_untrusted=\"allow\"\n",
+        home.join(".gitconfig").display()
+    ));
+    let args = parse(
+        ToolName::WriteFile,
+        &serde_json::json!({"path": home.join(".gitconfig"), "content": "x"}).to_string(),
+    )
+    .unwrap();
+    assert!(matches!(
+        decide(&args, &named, Labels::default(), now(), &protected),
+        Decision::Allow(_)
+    ));
+}
+
+// ---- shell: where a call without cwd runs ----
+
+#[test]
+fn a_shell_call_without_cwd_runs_in_the_deciding_grants_first_folder() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"ls\"\ntool=\"shell\"\ncommands=[\"ls\"]\npaths=[\"{root}/work\", \"{root}/notes\"]\n",
+    );
+    let Decision::Allow(allowed) = tree.decide(
+        &grants,
+        ToolName::Shell,
+        r#"{"command":"ls"}"#,
+        Labels::default(),
+    ) else {
+        panic!("not allowed")
+    };
+    let brokerd::args::ToolArgs::Shell(args) = &allowed.args else {
+        panic!("not shell")
+    };
+    assert_eq!(args.cwd.as_deref(), Some(tree.path("work").as_str()));
 }

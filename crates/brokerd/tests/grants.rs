@@ -428,3 +428,32 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn an_allow_path_that_reads_as_a_glob_but_exists_literally_gets_a_warning_to_escape() {
+    let dir = testkit::temp_dir();
+    let mail = dir.path().join("[Gmail]");
+    fs::create_dir_all(&mail).unwrap();
+    let text = format!(
+        "[[grant]]\nid=\"m\"\ntool=\"read_file\"\npaths=[\"{}\"]\n",
+        mail.display()
+    );
+    let parsed = parse_file(&text, Path::new("g.toml"), &home());
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    assert_eq!(parsed.warnings.len(), 1, "{:?}", parsed.warnings);
+    assert!(parsed.warnings[0].message.contains("escape"));
+    assert_eq!(parsed.warnings[0].line, Some(4));
+    // Escaped, it names the folder and needs no warning; a deny never warns (it covers both).
+    let escaped = text.replace("[Gmail]", "\\\\[Gmail\\\\]");
+    assert!(
+        parse_file(&escaped, Path::new("g.toml"), &home())
+            .warnings
+            .is_empty()
+    );
+    let deny = text.replace("tool=", "deny=true\ntool=");
+    assert!(
+        parse_file(&deny, Path::new("g.toml"), &home())
+            .warnings
+            .is_empty()
+    );
+}

@@ -148,7 +148,12 @@ impl GrantReader<'_> {
             }
             Some(v) => self.tool(v),
         };
-        let paths = field("paths").map(|v| self.paths(v)).unwrap_or_default();
+        let deny = field("deny")
+            .and_then(|v| self.boolean(v, "deny"))
+            .unwrap_or(false);
+        let paths = field("paths")
+            .map(|v| self.paths(v, deny))
+            .unwrap_or_default();
         let hosts = field("hosts").map(|v| self.hosts(v)).unwrap_or_default();
         let commands = field("commands")
             .map(|v| self.commands(v))
@@ -160,9 +165,6 @@ impl GrantReader<'_> {
         let untrusted = field("untrusted")
             .and_then(|v| self.boolean(v, "untrusted"))
             .unwrap_or(true);
-        let deny = field("deny")
-            .and_then(|v| self.boolean(v, "deny"))
-            .unwrap_or(false);
         let approval = field("approval")
             .and_then(|v| {
                 self.word(v, "approval", &["auto", "ask"]).map(|w| match w {
@@ -397,11 +399,23 @@ impl GrantReader<'_> {
         }
     }
 
-    fn paths(&mut self, value: &Value<'_>) -> Vec<PathRule> {
+    fn paths(&mut self, value: &Value<'_>, deny: bool) -> Vec<PathRule> {
         let mut rules = Vec::new();
         for (written, line) in self.strings(value, "paths") {
-            match path_rule(&written, self.home) {
-                Ok(rule) => rules.push(rule),
+            match path_rule(&written, self.home, deny) {
+                Ok(rule) => {
+                    if let Some(literal) = rule.literal_exists(self.home).filter(|_| !deny) {
+                        self.warnings.push(problem(
+                            self.file,
+                            Some(line),
+                            format!(
+                                "path {written:?} reads as a glob, but {} exists: to mean that folder, escape each of * ? [ {{ with a backslash",
+                                literal.display()
+                            ),
+                        ));
+                    }
+                    rules.push(rule);
+                }
                 Err(message) => self.say(line, message),
             }
         }

@@ -7,17 +7,30 @@ use globset::{GlobBuilder, GlobMatcher};
 use crate::args::{split_host_port, valid_host};
 
 /// A path a grant names: a folder (covering everything below it) or a glob.
+///
+/// A `paths` entry is a glob when it has an unescaped `*`, `?`, `[` or `{`; a `\` escapes the
+/// one character after it, so `~/mail/\[Gmail\]` names the folder `[Gmail]`. A glob's literal
+/// leading folders are resolved like a folder (symbolic links followed), so a rule and the
+/// resolved paths of calls meet on the same spelling. A deny rule with glob characters covers
+/// both readings: what the glob matches and the folder spelled by its characters taken
+/// literally, so a deny of a maildir's `[Gmail]` never covers nothing.
 #[derive(Debug, Clone)]
 pub struct PathRule {
     /// As the owner wrote it.
     pub written: String,
-    kind: PathKind,
+    /// The folder itself, or a glob's literal leading folder: resolved.
+    base: PathBuf,
+    /// The glob reading, when the entry has unescaped glob characters.
+    glob: Option<Glob>,
+    /// The literal reading of a deny entry with glob characters, resolved.
+    literal: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
-enum PathKind {
-    Folder(PathBuf),
-    Glob(GlobMatcher),
+struct Glob {
+    matcher: GlobMatcher,
+    /// The components after the base, as written (escapes kept).
+    rest: Vec<String>,
 }
 
 impl PathRule {
@@ -25,30 +38,140 @@ impl PathRule {
     /// A folder never covers a sibling that shares its prefix (`/a/notes` does not cover
     /// `/a/notes-private`); a glob covers what it matches and everything below that.
     pub fn covers(&self, resolved: &Path) -> bool {
-        match &self.kind {
-            PathKind::Folder(folder) => resolved.starts_with(folder),
-            PathKind::Glob(glob) => resolved.ancestors().any(|p| glob.is_match(p)),
+        match &self.glob {
+            None => resolved.starts_with(&self.base),
+            Some(glob) => {
+                resolved.ancestors().any(|p| glob.matcher.is_match(p))
+                    || self
+                        .literal
+                        .as_ref()
+                        .is_some_and(|literal| resolved.starts_with(literal))
+            }
         }
     }
 
     /// The folder to make available for this rule: the folder itself, or a glob's longest
-    /// literal leading folder.
+    /// literal leading folder, resolved.
     pub fn base(&self) -> PathBuf {
-        match &self.kind {
-            PathKind::Folder(folder) => folder.clone(),
-            PathKind::Glob(glob) => {
-                let mut base = PathBuf::from("/");
-                for component in Path::new(glob.glob().glob()).components() {
-                    let text = component.as_os_str().to_string_lossy();
-                    if text.contains(['*', '?', '[', '{']) {
-                        break;
-                    }
-                    base.push(component);
-                }
-                base
-            }
+        self.base.clone()
+    }
+
+    /// Whether this rule spells out `root` (a `.git` folder, a git config file or folder)
+    /// rather than reaching it through a broader folder or a glob: the rule is `root` or lies
+    /// below it, or it is a glob whose written components name `root`'s last component
+    /// literally (`~/src/*/.git`). `~/src` and `~/src/**` do not name `~/src/app/.git`.
+    pub fn names(&self, root: &Path) -> bool {
+        if self.base.starts_with(root) {
+            return true;
+        }
+        let (Some(glob), Some(name)) = (&self.glob, root.file_name()) else {
+            return false;
+        };
+        let name = name.to_string_lossy();
+        root.starts_with(&self.base) && glob.rest.iter().any(|c| unescape(c) == name)
+    }
+
+    /// Whether the entry, read literally, names a path that exists although the entry reads
+    /// as a glob: the owner probably meant the literal folder and should escape it.
+    pub fn literal_exists(&self, home: &Path) -> Option<PathBuf> {
+        self.glob.as_ref()?;
+        let literal = expand_home(&self.written, home);
+        literal.exists().then_some(literal)
+    }
+}
+
+/// Reads one `paths` entry: `~` expanded, absolute, a folder (resolved when it exists) or a
+/// glob whose literal leading folders are resolved. `deny` keeps the literal reading of a
+/// glob too.
+pub fn path_rule(written: &str, home: &Path, deny: bool) -> Result<PathRule, String> {
+    let expanded = expand_home(written, home);
+    if !expanded.is_absolute() {
+        return Err(format!(
+            "path {written:?} must be absolute or start with ~/"
+        ));
+    }
+    let text = expanded.to_string_lossy().into_owned();
+    let components: Vec<&str> = text.split('/').filter(|c| !c.is_empty()).collect();
+    let first_glob = components.iter().position(|c| has_glob_characters(c));
+    let Some(first_glob) = first_glob else {
+        let folder = PathBuf::from(unescape(&text));
+        let base = resolve(&folder).map_err(|e| format!("path {written:?}: {e}"))?;
+        return Ok(PathRule {
+            written: written.to_string(),
+            base,
+            glob: None,
+            literal: None,
+        });
+    };
+    let (lead, rest) = components.split_at(first_glob);
+    let lead: PathBuf = std::iter::once("/".to_string())
+        .chain(lead.iter().map(|c| unescape(c)))
+        .collect();
+    let base = resolve(&lead).map_err(|e| format!("path {written:?}: {e}"))?;
+    let pattern = format!(
+        "{}/{}",
+        globset::escape(&base.to_string_lossy()).trim_end_matches('/'),
+        rest.join("/")
+    );
+    let matcher = GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| format!("path {written:?} is not a valid glob: {e}"))?
+        .compile_matcher();
+    let literal = if deny {
+        Some(resolve(&expanded).map_err(|e| format!("path {written:?}: {e}"))?)
+    } else {
+        None
+    };
+    Ok(PathRule {
+        written: written.to_string(),
+        base,
+        glob: Some(Glob {
+            matcher,
+            rest: rest.iter().map(|c| (*c).to_string()).collect(),
+        }),
+        literal,
+    })
+}
+
+fn expand_home(written: &str, home: &Path) -> PathBuf {
+    if written == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = written.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        PathBuf::from(written)
+    }
+}
+
+/// Whether `text` has a `*`, `?`, `[` or `{` that no `\` escapes.
+fn has_glob_characters(text: &str) -> bool {
+    let mut escaped = false;
+    for c in text.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '*' | '?' | '[' | '{' => return true,
+            _ => {}
         }
     }
+    false
+}
+
+/// `text` with each `\x` read as `x`.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut escaped = false;
+    for c in text.chars() {
+        if escaped || c != '\\' {
+            out.push(c);
+            escaped = false;
+        } else {
+            escaped = true;
+        }
+    }
+    out
 }
 
 /// A host a grant names: exactly, or every subdomain of a domain (`*.example.org`, which does
@@ -78,39 +201,6 @@ impl HostRule {
             host == self.host
         }
     }
-}
-
-/// Reads one `paths` entry: `~` expanded, absolute, a folder (resolved when it exists) or a
-/// glob matched against resolved paths.
-pub fn path_rule(written: &str, home: &Path) -> Result<PathRule, String> {
-    let expanded = if written == "~" {
-        home.to_path_buf()
-    } else if let Some(rest) = written.strip_prefix("~/") {
-        home.join(rest)
-    } else {
-        PathBuf::from(written)
-    };
-    if !expanded.is_absolute() {
-        return Err(format!(
-            "path {written:?} must be absolute or start with ~/"
-        ));
-    }
-    let text = expanded.to_string_lossy().into_owned();
-    if text.contains(['*', '?', '[', '{']) {
-        let glob = GlobBuilder::new(&text)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| format!("path {written:?} is not a valid glob: {e}"))?;
-        return Ok(PathRule {
-            written: written.to_string(),
-            kind: PathKind::Glob(glob.compile_matcher()),
-        });
-    }
-    let folder = resolve(&expanded).map_err(|e| format!("path {written:?}: {e}"))?;
-    Ok(PathRule {
-        written: written.to_string(),
-        kind: PathKind::Folder(folder),
-    })
 }
 
 /// Reads one `hosts` entry.

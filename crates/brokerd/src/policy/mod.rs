@@ -6,6 +6,7 @@
 //! [`decide`] is a pure function of the call, the grants, the session's labels and the clock
 //! (path resolution reads the file system, nothing else); it never runs anything.
 
+pub mod git;
 pub mod shell;
 
 use std::net::IpAddr;
@@ -26,11 +27,15 @@ pub struct Labels {
     pub untrusted: bool,
 }
 
-/// boxmaker's own folders (config, grants, ledger, audit log, sessions, runtime): no call may
-/// name a path inside them, whatever a grant says.
+/// What the decision knows of the machine beside the grants: boxmaker's own folders (config,
+/// grants, ledger, audit log, sessions, runtime), which no call may name whatever a grant says,
+/// and the owner's home and global git configuration, which a write may reach only through a
+/// grant that names it.
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     folders: Vec<PathBuf>,
+    home: Option<PathBuf>,
+    git_configs: Vec<PathBuf>,
 }
 
 impl Protected {
@@ -38,11 +43,18 @@ impl Protected {
     pub fn new(folders: &[PathBuf]) -> Protected {
         Protected {
             // A protected folder that cannot be resolved is kept as written.
-            folders: folders
-                .iter()
-                .map(|f| resolve(f).unwrap_or_else(|_| f.clone()))
-                .collect(),
+            folders: folders.iter().map(|f| resolved_or_as_is(f)).collect(),
+            home: None,
+            git_configs: Vec::new(),
         }
+    }
+
+    /// The same, knowing the owner's home (for `~` in command arguments) and their global git
+    /// configuration places ([`git::global_configs`]).
+    pub fn with_home(mut self, home: &Path, git_configs: &[PathBuf]) -> Protected {
+        self.home = Some(resolved_or_as_is(home));
+        self.git_configs = git_configs.iter().map(|f| resolved_or_as_is(f)).collect();
+        self
     }
 
     /// The protected folder that holds `resolved`, if any.
@@ -54,6 +66,10 @@ impl Protected {
     }
 }
 
+fn resolved_or_as_is(path: &Path) -> PathBuf {
+    resolve(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// What a covering grant lets the runner make available: the granted folders, or the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
@@ -63,14 +79,36 @@ pub enum Scope {
     Host(String, u16),
 }
 
-/// Whether `grant` covers `args`: `None` if not; `Some(None)` for a tool without constraints
-/// (`consult`); `Some(Some(scope))` with what the covering paths or host are. `args` must have
-/// its paths resolved ([`resolve_args`]).
-pub fn covers(grant: &Grant, args: &ToolArgs) -> Option<Option<Scope>> {
-    if grant.tool != args.tool() {
+/// A call as the grants meet it: its arguments with every path resolved, and each place it
+/// writes (resolved, with the git-controlled place it changes, if any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The arguments, paths resolved; for a `shell` call without `cwd`, the folder it will run in.
+    pub args: ToolArgs,
+    /// What the call writes.
+    pub writes: Vec<Write>,
+}
+
+/// One place a call writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The path, resolved.
+    pub path: PathBuf,
+    /// The `.git` folder, bare repository or global git configuration it changes, which the
+    /// grant must name ([`git::git_root`]).
+    pub git_root: Option<PathBuf>,
+}
+
+/// Whether `grant` covers `call`: `None` if not; `Some(None)` for a tool without constraints
+/// (`consult`); `Some(Some(scope))` with what the covering paths or host are.
+pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
+    if grant.tool != call.args.tool() {
         return None;
     }
-    match args {
+    if !grant.deny && !call.writes.iter().all(|w| writable(grant, w)) {
+        return None;
+    }
+    match &call.args {
         ToolArgs::ReadFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
         ToolArgs::WriteFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
         ToolArgs::Shell(a) => {
@@ -103,6 +141,16 @@ pub fn covers(grant: &Grant, args: &ToolArgs) -> Option<Option<Scope>> {
         }
         ToolArgs::Consult { .. } => Some(None),
     }
+}
+
+/// Whether an allow grant lets the call write `write`: one of its paths covers it, and when it
+/// changes a git-controlled place, one of its paths names that place.
+fn writable(grant: &Grant, write: &Write) -> bool {
+    grant.paths.iter().any(|rule| rule.covers(&write.path))
+        && write
+            .git_root
+            .as_ref()
+            .is_none_or(|root| grant.paths.iter().any(|rule| rule.names(root)))
 }
 
 /// An allow grant covers a script when every command starts with one of its prefixes; a deny
@@ -191,9 +239,6 @@ fn deny(reason: DenyReason, grant: Option<&Grant>, detail: String) -> Decision {
 /// `args` with every path it names resolved (symbolic links and `..`), or why a path cannot be
 /// used at all.
 pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
-    fn absolute(path: &str) -> Result<PathBuf, String> {
-        resolve(Path::new(path)).map_err(|e| e.to_string())
-    }
     let text = |p: PathBuf| p.to_string_lossy().into_owned();
     Ok(match args {
         ToolArgs::ReadFile(a) => {
@@ -217,16 +262,66 @@ pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
     })
 }
 
-fn named_paths(args: &ToolArgs) -> Vec<&str> {
-    match args {
-        ToolArgs::ReadFile(a) => vec![a.path.as_str()],
-        ToolArgs::WriteFile(a) => vec![a.path.as_str()],
-        ToolArgs::Shell(a) => a.cwd.as_deref().into_iter().collect(),
+fn absolute(path: &str) -> Result<PathBuf, String> {
+    resolve(Path::new(path)).map_err(|e| e.to_string())
+}
+
+fn named_paths(call: &Call) -> Vec<&Path> {
+    let mut paths: Vec<&Path> = match &call.args {
+        ToolArgs::ReadFile(a) => vec![Path::new(&a.path)],
+        ToolArgs::WriteFile(a) => vec![Path::new(&a.path)],
+        ToolArgs::Shell(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
         ToolArgs::HttpFetch(_) | ToolArgs::Consult { .. } => Vec::new(),
+    };
+    paths.extend(call.writes.iter().map(|w| w.path.as_path()));
+    paths
+}
+
+/// The call with its paths resolved and what it writes, or why it cannot be decided
+/// (`InvalidArguments`). A `shell` call without `cwd` runs in the first folder of the first
+/// grant that could cover it, and says so in its arguments.
+fn prepare(
+    args: &ToolArgs,
+    grants: &[Grant],
+    now: Timestamp,
+    protected: &Protected,
+) -> Result<Call, String> {
+    let mut args = resolve_args(args)?;
+    if let ToolArgs::Shell(a) = &mut args
+        && a.cwd.is_none()
+    {
+        a.cwd = grants
+            .iter()
+            .filter(|g| g.tool == ToolName::Shell && !g.deny && !g.expired(now))
+            .filter(|g| g.commands.is_empty() || shell_covered(g, a))
+            .find_map(|g| g.paths.first())
+            .map(|rule| rule.base().to_string_lossy().into_owned());
     }
+    let writes = match &args {
+        ToolArgs::WriteFile(a) => vec![write_at(PathBuf::from(&a.path), protected)],
+        ToolArgs::Shell(a) => shell_writes(a, protected)?,
+        _ => Vec::new(),
+    };
+    Ok(Call { args, writes })
+}
+
+fn write_at(path: PathBuf, protected: &Protected) -> Write {
+    let git_root = git::git_root(&path, &protected.git_configs);
+    Write { path, git_root }
+}
+
+/// The places a covered `shell` script writes, resolved against its `cwd`.
+fn shell_writes(args: &ShellArgs, protected: &Protected) -> Result<Vec<Write>, String> {
+    let _ = (args, protected);
+    Ok(Vec::new())
 }
 
 /// Decides `args` against `grants` for a session with `labels`, at `now`.
+///
+/// Deny wins; then, of the live allow grants that cover the call, the strictest on every axis:
+/// any whose `max_taint` is below the session's taint refuses (`TaintTooHigh`), any whose
+/// `on_untrusted` refuses after untrusted input refuses (`UntrustedInput`), any that asks asks.
+/// The result's labels are the highest class and untrusted if any says so.
 pub fn decide(
     args: &ToolArgs,
     grants: &[Grant],
@@ -235,22 +330,26 @@ pub fn decide(
     protected: &Protected,
 ) -> Decision {
     let tool = args.tool();
-    let args = match resolve_args(args) {
-        Ok(resolved) => resolved,
+    let call = match prepare(args, grants, now, protected) {
+        Ok(call) => call,
         Err(detail) => return deny(DenyReason::InvalidArguments, None, detail),
     };
-    for path in named_paths(&args) {
-        if let Some(folder) = protected.holding(Path::new(path)) {
+    for path in named_paths(&call) {
+        if let Some(folder) = protected.holding(path) {
             return deny(
                 DenyReason::ProtectedPath,
                 None,
-                format!("{path} is inside boxmaker's folder {}", folder.display()),
+                format!(
+                    "{} is inside boxmaker's folder {}",
+                    path.display(),
+                    folder.display()
+                ),
             );
         }
     }
     let covering: Vec<(&Grant, Option<Scope>)> = grants
         .iter()
-        .filter_map(|g| covers(g, &args).map(|scope| (g, scope)))
+        .filter_map(|g| covers(g, &call).map(|scope| (g, scope)))
         .collect();
     if let Some((grant, _)) = covering.iter().find(|(g, _)| g.deny && !g.expired(now)) {
         return deny(
@@ -263,7 +362,7 @@ pub fn decide(
         .iter()
         .filter(|(g, _)| !g.deny && !g.expired(now))
         .collect();
-    if live.is_empty() {
+    let Some((first, first_scope)) = live.first().copied() else {
         if let Some((grant, _)) = covering.iter().find(|(g, _)| !g.deny) {
             return deny(
                 DenyReason::GrantExpired,
@@ -276,29 +375,23 @@ pub fn decide(
             None,
             format!("no grant covers this {} call", tool.as_str()),
         );
-    }
-    let within_taint: Vec<&(&Grant, Option<Scope>)> = live
+    };
+    if let Some((grant, _)) = live
         .iter()
-        .copied()
-        .filter(|(g, _)| g.max_taint.is_none_or(|max| labels.taint <= max))
-        .collect();
-    let chosen = within_taint
-        .iter()
-        .copied()
-        .min_by_key(|(g, _)| friction(g, tool, labels));
-    let Some((grant, scope)) = chosen else {
-        let grant = live.first().map(|(g, _)| *g);
+        .find(|(g, _)| g.max_taint.is_some_and(|max| labels.taint > max))
+    {
         return deny(
             DenyReason::TaintTooHigh,
-            grant,
+            Some(grant),
             format!(
-                "the session has seen {} data; no covering grant allows that much (max_taint)",
-                labels.taint.as_str()
+                "the session has seen {} data; grant {} allows at most {} (max_taint)",
+                labels.taint.as_str(),
+                grant.id,
+                grant.max_taint.map_or("any", Class::as_str)
             ),
         );
-    };
-    let grant: &Grant = grant;
-    if let Some(denied) = unsafe_literal_address(&args, grant) {
+    }
+    if let Some(denied) = unsafe_literal_address(&call.args, &live) {
         return denied;
     }
     // The labels describe the data, not the grant that lets the call run: of every live grant
@@ -308,60 +401,56 @@ pub fn decide(
         .iter()
         .map(|(g, _)| g.class)
         .max()
-        .unwrap_or(grant.class);
+        .unwrap_or(first.class);
     let untrusted = live.iter().any(|(g, _)| g.untrusted);
-    let allowed = Allowed {
+    let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
         grant: grant.id.clone(),
         class,
         untrusted,
-        args: args.clone(),
+        args: call.args.clone(),
         scope: scope.clone(),
     };
-    let after_untrusted = labels.untrusted && tool.has_side_effects();
-    match (
-        after_untrusted.then_some(grant.on_untrusted),
-        grant.approval,
-    ) {
-        (Some(OnUntrusted::Deny), _) => deny(
-            DenyReason::UntrustedInput,
-            Some(grant),
-            format!(
-                "the session has received untrusted content and grant {} refuses {} after that",
-                grant.id,
-                tool.as_str()
-            ),
-        ),
-        (Some(OnUntrusted::Ask), _) => Decision::Ask(allowed, AskReason::AfterUntrusted),
-        (_, Approval::Ask) => Decision::Ask(allowed, AskReason::GrantAsks),
-        _ => Decision::Allow(allowed),
+    if labels.untrusted && tool.has_side_effects() {
+        if let Some((grant, _)) = live
+            .iter()
+            .find(|(g, _)| g.on_untrusted == OnUntrusted::Deny)
+        {
+            return deny(
+                DenyReason::UntrustedInput,
+                Some(grant),
+                format!(
+                    "the session has received untrusted content and grant {} refuses {} after that",
+                    grant.id,
+                    tool.as_str()
+                ),
+            );
+        }
+        if let Some((grant, scope)) = live
+            .iter()
+            .find(|(g, _)| g.on_untrusted == OnUntrusted::Ask)
+        {
+            return Decision::Ask(allowed(grant, scope), AskReason::AfterUntrusted);
+        }
     }
-}
-
-/// How much stands between a grant and running the call: 0 runs, 1 asks, 2 is refused. Among
-/// several grants that cover a call, the one with the least friction decides, file order
-/// breaking ties.
-fn friction(grant: &Grant, tool: ToolName, labels: Labels) -> u8 {
-    let after_untrusted = labels.untrusted && tool.has_side_effects();
-    match (
-        after_untrusted.then_some(grant.on_untrusted),
-        grant.approval,
-    ) {
-        (Some(OnUntrusted::Deny), _) => 2,
-        (Some(OnUntrusted::Ask), _) | (_, Approval::Ask) => 1,
-        _ => 0,
+    if let Some((grant, scope)) = live.iter().find(|(g, _)| g.approval == Approval::Ask) {
+        return Decision::Ask(allowed(grant, scope), AskReason::GrantAsks);
     }
+    Decision::Allow(allowed(first, first_scope))
 }
 
 /// A URL whose host is a literal unsafe address (loopback, private, link-local, metadata) is
 /// refused here unless the grant names that address itself; host names are checked by the
 /// tool after resolution.
-fn unsafe_literal_address(args: &ToolArgs, grant: &Grant) -> Option<Decision> {
+fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) -> Option<Decision> {
     let ToolArgs::HttpFetch(a) = args else {
         return None;
     };
     let (host, _) = https_host(&a.url).ok()?;
     let ip: IpAddr = host.parse().ok()?;
-    let named = grant.hosts.iter().any(|h| !h.wildcard && h.host == host);
+    let named = live
+        .iter()
+        .any(|(g, _)| g.hosts.iter().any(|h| !h.wildcard && h.host == host));
+    let (grant, _) = live.first()?;
     (tools::web::address::classify(ip).is_some() && !named).then(|| {
         deny(
             DenyReason::UnsafeAddress,
