@@ -949,3 +949,37 @@ fn a_shell_call_without_cwd_runs_in_the_deciding_grants_first_folder() {
     };
     assert_eq!(args.cwd.as_deref(), Some(tree.path("work").as_str()));
 }
+
+// ---- between the decision and the run ----
+
+#[test]
+fn a_folder_swapped_for_a_symbolic_link_between_decision_and_run_is_refused() {
+    use brokerd::files::{FileRunError, run_file_call};
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/sub")).unwrap();
+    let grants = tree.grants(WORK_WRITES);
+    let Decision::Allow(allowed) = write(&tree, &grants, &tree.path("work/sub/g.toml")) else {
+        panic!("not allowed")
+    };
+    // Between the decision and the run, work/sub becomes a link into the grants folder.
+    fs::remove_dir(tree.root().join("work/sub")).unwrap();
+    std::os::unix::fs::symlink(
+        tree.root().join("boxmaker/grants"),
+        tree.root().join("work/sub"),
+    )
+    .unwrap();
+    let error = run_file_call(&allowed, 1024).unwrap_err();
+    assert!(
+        matches!(error, FileRunError::File(tools::fs::FileError::Moved(_))),
+        "{error}"
+    );
+    assert!(!tree.root().join("boxmaker/grants/g.toml").exists());
+    // Without the swap the same decision runs.
+    fs::remove_file(tree.root().join("work/sub")).unwrap();
+    fs::create_dir(tree.root().join("work/sub")).unwrap();
+    assert!(run_file_call(&allowed, 1024).is_ok());
+    assert_eq!(
+        fs::read_to_string(tree.root().join("work/sub/g.toml")).unwrap(),
+        "x"
+    );
+}

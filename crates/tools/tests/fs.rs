@@ -3,10 +3,18 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
-use tools::fs::{FileError, READ_CAP, ReadFileArgs, WriteFileArgs, read_file, write_file};
+use tools::fs::{
+    FileError, GrantedDir, READ_CAP, ReadFileArgs, WriteFileArgs, read_file, write_file,
+};
+
+/// The folder that holds `path`, as the broker would hand it to the tool.
+fn folder_of(path: &std::path::Path) -> GrantedDir {
+    GrantedDir::for_target(path, path).unwrap()
+}
 
 fn read(path: &std::path::Path, cap: usize) -> Result<tools::fs::ReadFileResult, FileError> {
     read_file(
+        &folder_of(path),
         &ReadFileArgs {
             path: path.display().to_string(),
         },
@@ -15,10 +23,13 @@ fn read(path: &std::path::Path, cap: usize) -> Result<tools::fs::ReadFileResult,
 }
 
 fn write(path: &std::path::Path, content: &str) -> Result<tools::fs::WriteFileResult, FileError> {
-    write_file(&WriteFileArgs {
-        path: path.display().to_string(),
-        content: content.into(),
-    })
+    write_file(
+        &folder_of(path),
+        &WriteFileArgs {
+            path: path.display().to_string(),
+            content: content.into(),
+        },
+    )
 }
 
 #[test]
@@ -93,7 +104,9 @@ fn directories_pipes_devices_and_missing_files_are_named_errors() {
 
 #[test]
 fn a_relative_path_is_refused() {
+    let dir = GrantedDir::open(std::path::Path::new("/tmp")).unwrap();
     let error = read_file(
+        &dir,
         &ReadFileArgs {
             path: "notes.txt".into(),
         },
@@ -101,11 +114,82 @@ fn a_relative_path_is_refused() {
     )
     .unwrap_err();
     assert!(matches!(error, FileError::NotAbsolute(_)));
-    let error = write_file(&WriteFileArgs {
-        path: "../x".into(),
-        content: String::new(),
-    });
+    let error = write_file(
+        &dir,
+        &WriteFileArgs {
+            path: "../x".into(),
+            content: String::new(),
+        },
+    );
     assert!(matches!(error, Err(FileError::NotAbsolute(_))));
+    assert!(matches!(
+        GrantedDir::open(std::path::Path::new("tmp")),
+        Err(FileError::NotAbsolute(_))
+    ));
+}
+
+#[test]
+fn a_path_outside_the_granted_folder_is_refused() {
+    let dir = testkit::temp_dir();
+    let granted = GrantedDir::open(dir.path()).unwrap();
+    let error = read_file(
+        &granted,
+        &ReadFileArgs {
+            path: "/etc/hostname".into(),
+        },
+        READ_CAP,
+    )
+    .unwrap_err();
+    assert!(matches!(error, FileError::Outside { .. }), "{error}");
+    let error = write_file(
+        &granted,
+        &WriteFileArgs {
+            path: dir.path().display().to_string(),
+            content: "x".into(),
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(error, FileError::Outside { .. }), "{error}");
+}
+
+#[test]
+fn a_folder_swapped_for_a_symbolic_link_after_the_decision_is_refused() {
+    let dir = testkit::temp_dir();
+    let root = dir.path().canonicalize().unwrap();
+    let work = root.join("work");
+    let elsewhere = root.join("elsewhere");
+    fs::create_dir_all(work.join("sub")).unwrap();
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::write(elsewhere.join("secret"), "s").unwrap();
+    // The decision checked work/sub/…; then sub is swapped for a link to elsewhere.
+    let granted = GrantedDir::open(&work).unwrap();
+    fs::remove_dir(work.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, work.join("sub")).unwrap();
+    let read_error = read_file(
+        &granted,
+        &ReadFileArgs {
+            path: work.join("sub/secret").display().to_string(),
+        },
+        READ_CAP,
+    )
+    .unwrap_err();
+    assert!(matches!(read_error, FileError::Moved(_)), "{read_error}");
+    let write_error = write_file(
+        &granted,
+        &WriteFileArgs {
+            path: work.join("sub/planted").display().to_string(),
+            content: "x".into(),
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(write_error, FileError::Moved(_)), "{write_error}");
+    assert!(!elsewhere.join("planted").exists());
+    // The granted folder itself swapped before it is opened: refused too.
+    let moved = root.join("moved");
+    fs::rename(&work, &moved).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &work).unwrap();
+    let error = GrantedDir::open(&work).unwrap_err();
+    assert!(matches!(error, FileError::Moved(_)), "{error}");
 }
 
 #[test]
@@ -158,8 +242,13 @@ fn a_symlink_a_directory_and_a_missing_folder_are_not_written() {
         write(dir.path(), "x"),
         Err(FileError::NotAFile { .. })
     ));
+    let granted = GrantedDir::open(dir.path()).unwrap();
+    let missing = WriteFileArgs {
+        path: dir.path().join("no/such/file").display().to_string(),
+        content: "x".into(),
+    };
     assert!(matches!(
-        write(&dir.path().join("no/such/file"), "x"),
+        write_file(&granted, &missing),
         Err(FileError::NoFolder(_))
     ));
     assert_eq!(fs::read_to_string(&target).unwrap(), "t");

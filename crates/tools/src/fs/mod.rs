@@ -1,0 +1,193 @@
+//! `read_file` and `write_file`: text files, read with a cap and written atomically.
+//!
+//! The broker hands these functions the folder it granted, held open ([`GrantedDir`]), and a
+//! path it has already resolved and checked against the grants and boxmaker's protected
+//! folders. They open the file through that folder's descriptor, so a folder swapped for a
+//! symbolic link after the decision makes the call fail instead of redirecting it, and they
+//! refuse what no file tool should touch (a relative path, a directory, a device or a pipe, a
+//! symbolic link to be replaced).
+
+mod diff;
+mod granted;
+mod read;
+mod write;
+
+pub use granted::GrantedDir;
+pub use read::read_file;
+pub use write::write_file;
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use proto::ToolSchema;
+
+/// The default cap of `read_file`: 1 MiB.
+pub const READ_CAP: usize = 1024 * 1024;
+
+/// The arguments of `read_file`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// The absolute path of the file.
+    pub path: String,
+}
+
+/// The arguments of `write_file`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// The absolute path of the file.
+    pub path: String,
+    /// The whole new content of the file.
+    pub content: String,
+}
+
+/// `read_file`'s schema, with the texts of seed M3a/16.
+pub fn read_file_schema() -> ToolSchema {
+    ToolSchema {
+        name: "read_file".to_string(),
+        description: "Read a text file. Needs a grant from the owner for the path.".to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string", "description": "The absolute path of the file." }
+            },
+            "required": ["path"]
+        }),
+    }
+}
+
+/// `write_file`'s schema, with the texts of seed M3a/16.
+pub fn write_file_schema() -> ToolSchema {
+    ToolSchema {
+        name: "write_file".to_string(),
+        description: "Write a text file, replacing it. Needs a grant from the owner for the path."
+            .to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string", "description": "The absolute path of the file." },
+                "content": { "type": "string", "description": "The whole new content of the file." }
+            },
+            "required": ["path", "content"]
+        }),
+    }
+}
+
+/// What `read_file` read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadFileResult {
+    /// The file read.
+    pub path: String,
+    /// The text: UTF-8, each invalid sequence replaced by U+FFFD, cut on a character boundary.
+    pub content: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Whether the content stops before the end of the file.
+    pub truncated: bool,
+}
+
+/// What `write_file` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WriteFileResult {
+    /// The file written.
+    pub path: String,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Whether the file did not exist before.
+    pub created: bool,
+    /// The file's size before, when it existed.
+    pub previous_size: Option<u64>,
+    /// What changed, as a unified diff (3 lines of context) from the old content (empty when the
+    /// file is new) to the new; a one-line summary instead when either side is over
+    /// [`DIFF_LIMIT`] bytes or the old content is not UTF-8.
+    pub diff: String,
+}
+
+/// The largest old or new content `write_file` diffs, in bytes.
+pub const DIFF_LIMIT: usize = 1024 * 1024;
+
+/// Why a file tool could not do its work.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The path is not absolute.
+    #[error("{0} is not an absolute path")]
+    NotAbsolute(String),
+    /// Nothing is at the path.
+    #[error("{0} does not exist")]
+    NotFound(String),
+    /// The path names a directory, a device, a pipe or a socket.
+    #[error("{path} is not a regular file ({kind})")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// `write_file` would replace a symbolic link.
+    #[error("{0} is a symbolic link; write to the file it points to")]
+    Symlink(String),
+    /// The folder the file goes in does not exist.
+    #[error("the folder of {0} does not exist")]
+    NoFolder(String),
+    /// The path is not below the folder the call was granted.
+    #[error("{path} is not inside the granted folder {folder}")]
+    Outside {
+        /// The path.
+        path: String,
+        /// The granted folder.
+        folder: String,
+    },
+    /// A symbolic link appeared on the way, or the way left the granted folder: the tree
+    /// changed after the call was decided.
+    #[error(
+        "{0} goes through a symbolic link or leaves its granted folder; the files changed after the call was decided"
+    )]
+    Moved(String),
+    /// The operating system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+fn absolute(path: &str) -> Result<PathBuf, FileError> {
+    let buf = PathBuf::from(path);
+    if buf.is_absolute() {
+        Ok(buf)
+    } else {
+        Err(FileError::NotAbsolute(path.to_string()))
+    }
+}
+
+fn kind_of(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn io_error(path: &str, source: io::Error) -> FileError {
+    FileError::Io {
+        path: path.to_string(),
+        source,
+    }
+}
