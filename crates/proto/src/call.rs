@@ -46,7 +46,7 @@ impl Class {
 }
 
 /// Why the broker refused a call. Each reason has one model-facing sentence
-/// (`loopd::tools::denial_text`), so this enum is deliberately exhaustive.
+/// ([`DenyReason::model_text`]), so this enum is deliberately exhaustive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DenyReason {
@@ -78,6 +78,46 @@ pub enum DenyReason {
     UnsafeAddress,
     /// The session has received untrusted content and the grant refuses side effects after it.
     UntrustedInput,
+}
+
+impl DenyReason {
+    /// The one sentence the model reads for this reason. The broker, loopd and the MCP front
+    /// all render denials with it, so every client sees the same bytes. The first ten are the
+    /// seed's sentences, byte for byte; there is no `_` arm, so a new reason cannot compile
+    /// without its sentence.
+    pub fn model_text(self) -> &'static str {
+        match self {
+            DenyReason::NoGrant => "Denied: no grant allows this call.",
+            DenyReason::GrantExpired => "Denied: the grant for this call has expired.",
+            DenyReason::TaintTooHigh => {
+                "Denied: this session has seen data too sensitive for this call."
+            }
+            DenyReason::DeniedByGrant => "Denied: a grant forbids this call.",
+            DenyReason::ApprovalRefused => "Denied: the owner refused this call.",
+            DenyReason::ApprovalExpired => {
+                "Denied: the approval request expired without an answer."
+            }
+            DenyReason::InvalidArguments => "Denied: the arguments are not valid for this tool.",
+            DenyReason::GrantsInvalid => {
+                "Denied: the grant files have an error; the owner has been told."
+            }
+            DenyReason::AuditUnavailable => {
+                "Denied: the audit log cannot be written; the owner has been told."
+            }
+            DenyReason::StateUnreadable => {
+                "Denied: this session's broker state is damaged; the owner has been told."
+            }
+            DenyReason::ProtectedPath => {
+                "Denied: this path belongs to boxmaker itself; no tool may read or write it."
+            }
+            DenyReason::UnsafeAddress => {
+                "Denied: the address is loopback, private or link-local, and no grant names it."
+            }
+            DenyReason::UntrustedInput => {
+                "Denied: this session has received untrusted content, and the grant forbids this call after that."
+            }
+        }
+    }
 }
 
 /// What the broker answers to a [`ToolRequest`].

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::{ToolRequest, ToolResponse, ToolSchema};
+use crate::{CallId, SessionId, ToolRequest, ToolResponse, ToolSchema};
 
 /// The largest frame body, in bytes (16 MiB). A bigger one is refused before it is read.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -19,7 +19,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 #[serde(deny_unknown_fields)]
 pub struct Resume {
     /// The session id the broker issued.
-    pub session: String,
+    pub session: SessionId,
     /// The resume token the broker issued with it.
     pub token: String,
 }
@@ -54,7 +54,7 @@ pub enum BrokerFrame {
         /// [`PROTOCOL_VERSION`] of the broker.
         version: u32,
         /// The session id.
-        session: String,
+        session: SessionId,
         /// The token that resumes this session later.
         resume_token: String,
     },
@@ -66,7 +66,7 @@ pub enum BrokerFrame {
     /// An answer to a call; `PendingApproval` is followed by a final answer for the same call.
     Response {
         /// The call this answers.
-        call_id: u64,
+        call_id: CallId,
         /// The answer.
         response: ToolResponse,
     },

@@ -10,6 +10,7 @@
 
 mod call;
 mod frame;
+mod ids;
 mod schema;
 mod timestamp;
 
@@ -18,5 +19,6 @@ pub use frame::{
     AgentFrame, BrokerFrame, FrameError, MAX_FRAME, PROTOCOL_VERSION, Resume, decode_frame,
     encode_frame, read_frame, write_frame,
 };
+pub use ids::{ApprovalId, CallId, GrantId, SessionId};
 pub use schema::ToolSchema;
 pub use timestamp::{Timestamp, TimestampError};

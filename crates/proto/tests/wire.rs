@@ -180,7 +180,7 @@ fn broker_frames_have_golden_json() {
     );
     golden(
         &BrokerFrame::Response {
-            call_id: 2,
+            call_id: proto::CallId(2),
             response: ToolResponse::Denied {
                 reason: DenyReason::TaintTooHigh,
             },
@@ -306,4 +306,55 @@ mod properties {
             prop_assert_eq!(Timestamp::parse(&at.to_rfc3339()).unwrap(), at);
         }
     }
+}
+
+#[test]
+fn typed_ids_are_written_as_their_bare_values() {
+    use proto::{ApprovalId, CallId, GrantId, SessionId};
+    assert_eq!(
+        serde_json::to_string(&SessionId::from("s1")).unwrap(),
+        "\"s1\""
+    );
+    assert_eq!(
+        serde_json::to_string(&GrantId::from("notes")).unwrap(),
+        "\"notes\""
+    );
+    assert_eq!(serde_json::to_string(&CallId(7)).unwrap(), "7");
+    assert_eq!(serde_json::to_string(&ApprovalId(9)).unwrap(), "9");
+    let welcome = proto::BrokerFrame::Welcome {
+        version: 1,
+        session: SessionId::from("s1"),
+        resume_token: "t".into(),
+    };
+    assert_eq!(
+        serde_json::to_string(&welcome).unwrap(),
+        r#"{"type":"welcome","version":1,"session":"s1","resume_token":"t"}"#
+    );
+}
+
+#[test]
+fn every_denial_reason_has_its_own_sentence() {
+    use proto::DenyReason::*;
+    let all = [
+        NoGrant,
+        GrantExpired,
+        TaintTooHigh,
+        DeniedByGrant,
+        ApprovalRefused,
+        ApprovalExpired,
+        InvalidArguments,
+        GrantsInvalid,
+        AuditUnavailable,
+        StateUnreadable,
+        ProtectedPath,
+        UnsafeAddress,
+        UntrustedInput,
+    ];
+    let sentences: std::collections::BTreeSet<&str> = all.iter().map(|r| r.model_text()).collect();
+    assert_eq!(sentences.len(), all.len());
+    assert!(
+        sentences
+            .iter()
+            .all(|s| s.starts_with("Denied: ") && s.ends_with('.'))
+    );
 }

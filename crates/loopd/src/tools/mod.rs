@@ -311,38 +311,11 @@ pub fn cap_result(text: &str, cap: usize) -> (String, bool) {
     (format!("{head}\n[truncated]"), true)
 }
 
-/// The one sentence the model reads for each reason the broker can refuse a call. The first ten
-/// are seed M3a/16's, byte for byte.
+/// The one sentence the model reads for each reason the broker can refuse a call (the seed's
+/// function; the sentences live in [`DenyReason::model_text`], so the broker and the MCP front
+/// render the same bytes without depending on loopd).
 pub fn denial_text(reason: DenyReason) -> &'static str {
-    match reason {
-        DenyReason::NoGrant => "Denied: no grant allows this call.",
-        DenyReason::GrantExpired => "Denied: the grant for this call has expired.",
-        DenyReason::TaintTooHigh => {
-            "Denied: this session has seen data too sensitive for this call."
-        }
-        DenyReason::DeniedByGrant => "Denied: a grant forbids this call.",
-        DenyReason::ApprovalRefused => "Denied: the owner refused this call.",
-        DenyReason::ApprovalExpired => "Denied: the approval request expired without an answer.",
-        DenyReason::InvalidArguments => "Denied: the arguments are not valid for this tool.",
-        DenyReason::GrantsInvalid => {
-            "Denied: the grant files have an error; the owner has been told."
-        }
-        DenyReason::AuditUnavailable => {
-            "Denied: the audit log cannot be written; the owner has been told."
-        }
-        DenyReason::StateUnreadable => {
-            "Denied: this session's broker state is damaged; the owner has been told."
-        }
-        DenyReason::ProtectedPath => {
-            "Denied: this path belongs to boxmaker itself; no tool may read or write it."
-        }
-        DenyReason::UnsafeAddress => {
-            "Denied: the address is loopback, private or link-local, and no grant names it."
-        }
-        DenyReason::UntrustedInput => {
-            "Denied: this session has received untrusted content, and the grant forbids this call after that."
-        }
-    }
+    reason.model_text()
 }
 
 /// The in-process stand-in for the broker: `echo` answers its `text`, every other tool is

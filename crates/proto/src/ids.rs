@@ -1,0 +1,70 @@
+//! Typed ids for the frames the broker, the ledger and the owner exchange, so a session id is
+//! never passed where a grant id belongs. Each is written on the wire as its bare value
+//! (`serde(transparent)`). The seed-shaped types (`ToolRequest`, `ToolResponse`, the turn
+//! events) keep their plain `String` and `u64` fields.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! text_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(text: &str) -> Self {
+                $name(text.to_string())
+            }
+        }
+    };
+}
+
+macro_rules! number_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub u64);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+    };
+}
+
+text_id!(
+    /// A broker session: one conversation for its whole life, issued by the broker.
+    SessionId
+);
+text_id!(
+    /// A grant, by the `id` its owner wrote.
+    GrantId
+);
+number_id!(
+    /// A tool call within its session, numbered by the client from 1.
+    CallId
+);
+number_id!(
+    /// A pending approval, numbered by the broker.
+    ApprovalId
+);
