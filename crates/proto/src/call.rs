@@ -43,6 +43,16 @@ impl Class {
             Class::Secret => "secret",
         }
     }
+
+    /// The class named `text` (as [`Class::as_str`] writes it).
+    pub fn parse(text: &str) -> Option<Class> {
+        match text {
+            "public" => Some(Class::Public),
+            "private" => Some(Class::Private),
+            "secret" => Some(Class::Secret),
+            _ => None,
+        }
+    }
 }
 
 /// Why the broker refused a call. Each reason has one model-facing sentence

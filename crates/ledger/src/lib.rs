@@ -1,0 +1,16 @@
+//! boxmaker's durable state, for the broker and the owner's `bx`: the hash-chained audit log
+//! ([`audit`]), the durable record of every answer, and the SQLite ledger ([`store`]) of
+//! sessions, labels and calls, which the broker can rebuild forward from the log.
+//!
+//! Nothing here talks to a socket. The log is written first and fsynced; the ledger then
+//! records the log's last sequence number and hash ([`store::Ledger::set_anchor`]), so at start
+//! the log may be ahead of the ledger by whole records, never behind.
+
+pub mod audit;
+pub mod store;
+
+pub use audit::{
+    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Opened,
+    Record, Summary, sha256_hex, verify,
+};
+pub use store::{CallRow, CallState, Ledger, LedgerError, SessionRow};

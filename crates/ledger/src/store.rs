@@ -1,0 +1,537 @@
+//! The ledger: SQLite in WAL mode (so `bx` reads while the broker writes) holding each
+//! session's resume-token hash and labels and each call's state and answer, with numbered
+//! migrations. It is a cache of the audit log in the sense that matters: [`Ledger::apply`]
+//! replays a record, so a ledger behind the log is rebuilt forward at start.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use proto::{CallId, Class, SessionId, Timestamp, ToolResponse};
+
+use crate::audit::{Anchor, Event, INTERRUPTED, Record};
+
+/// The migrations, in order; `PRAGMA user_version` is the number applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions, calls, and the audit anchor.
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE sessions (
+         id TEXT PRIMARY KEY,
+         token_sha256 TEXT NOT NULL,
+         created_ms INTEGER NOT NULL,
+         last_used_ms INTEGER NOT NULL,
+         taint TEXT NOT NULL,
+         untrusted INTEGER NOT NULL,
+         ended_ms INTEGER
+     );
+     CREATE TABLE calls (
+         session TEXT NOT NULL,
+         call_id INTEGER NOT NULL,
+         tool TEXT NOT NULL,
+         arguments_sha256 TEXT NOT NULL,
+         state TEXT NOT NULL,
+         response TEXT,
+         updated_ms INTEGER NOT NULL,
+         PRIMARY KEY (session, call_id)
+     );",
+];
+
+/// Why the ledger cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// SQLite failed (a locked, missing or corrupt database).
+    #[error("the ledger {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: String,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// A row cannot be read back as what it should hold.
+    #[error("the ledger's row for {what} is damaged: {detail}")]
+    Damaged {
+        /// The session or call.
+        what: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The database was written by a newer boxmaker.
+    #[error("the ledger {path} has schema version {found}; this boxmaker knows up to {known}")]
+    TooNew {
+        /// The database file.
+        path: String,
+        /// Its version.
+        found: i64,
+        /// The latest this build knows.
+        known: usize,
+    },
+}
+
+/// A session as the ledger keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    /// The session.
+    pub id: SessionId,
+    /// SHA-256 (hex) of its resume token.
+    pub token_sha256: String,
+    /// When it was opened.
+    pub created: Timestamp,
+    /// When a client last used it.
+    pub last_used: Timestamp,
+    /// The highest class it has received.
+    pub taint: Class,
+    /// Whether it has received untrusted content.
+    pub untrusted: bool,
+    /// When it ended, if it has.
+    pub ended: Option<Timestamp>,
+}
+
+/// Where a call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallState {
+    /// Waiting for the owner.
+    Pending,
+    /// The owner said yes; about to run.
+    Approved,
+    /// Running now (found at start: the broker stopped during it).
+    Running,
+    /// Answered; the answer is kept.
+    Done,
+    /// Its client left while it waited; never run.
+    Abandoned,
+}
+
+impl CallState {
+    fn as_str(self) -> &'static str {
+        match self {
+            CallState::Pending => "pending",
+            CallState::Approved => "approved",
+            CallState::Running => "running",
+            CallState::Done => "done",
+            CallState::Abandoned => "abandoned",
+        }
+    }
+
+    fn parse(text: &str) -> Option<CallState> {
+        Some(match text {
+            "pending" => CallState::Pending,
+            "approved" => CallState::Approved,
+            "running" => CallState::Running,
+            "done" => CallState::Done,
+            "abandoned" => CallState::Abandoned,
+            _ => return None,
+        })
+    }
+}
+
+/// A call as the ledger keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRow {
+    /// Its session.
+    pub session: SessionId,
+    /// Its number in the session.
+    pub call_id: CallId,
+    /// The tool.
+    pub tool: String,
+    /// SHA-256 of its arguments, so a reused id with other arguments is told apart.
+    pub arguments_sha256: String,
+    /// Where it stands.
+    pub state: CallState,
+    /// The answer given, once there is one.
+    pub response: Option<ToolResponse>,
+    /// When it last changed.
+    pub updated: Timestamp,
+}
+
+/// The open ledger.
+#[derive(Debug)]
+pub struct Ledger {
+    conn: Connection,
+    path: String,
+}
+
+impl Ledger {
+    /// Opens (or creates) the ledger at `path`: WAL, `synchronous=NORMAL`, migrations applied.
+    pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        let shown = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| LedgerError::Sqlite {
+            path: shown.clone(),
+            source,
+        })?;
+        let ledger = Ledger { conn, path: shown };
+        ledger
+            .conn
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+            )
+            .map_err(|e| ledger.sqlite(e))?;
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
+        LedgerError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn migrate(&self) -> Result<(), LedgerError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(|e| self.sqlite(e))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(LedgerError::TooNew {
+                path: self.path.clone(),
+                found: version,
+                known: MIGRATIONS.len(),
+            });
+        }
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            let next = index + 1;
+            self.conn
+                .execute_batch(&format!(
+                    "BEGIN; {sql} PRAGMA user_version = {next}; COMMIT;"
+                ))
+                .map_err(|e| self.sqlite(e))?;
+        }
+        Ok(())
+    }
+
+    /// The audit log's last record as the ledger knows it.
+    pub fn anchor(&self) -> Result<Option<Anchor>, LedgerError> {
+        let get = |key: &str| -> Result<Option<String>, LedgerError> {
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(|e| self.sqlite(e))
+        };
+        match (get("audit_seq")?, get("audit_hash")?) {
+            (Some(seq), Some(hash)) => {
+                let seq = seq.parse().map_err(|_| LedgerError::Damaged {
+                    what: "the audit anchor".to_string(),
+                    detail: format!("audit_seq {seq:?} is not a number"),
+                })?;
+                Ok(Some(Anchor { seq, hash }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Records that the audit log holds `anchor` on disk.
+    pub fn set_anchor(&self, anchor: &Anchor) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES ('audit_seq', ?1), ('audit_hash', ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![anchor.seq.to_string(), anchor.hash],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// A session, or `None` when there is no such session; a row that cannot be read back is
+    /// [`LedgerError::Damaged`] for that session only.
+    pub fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, LedgerError> {
+        let raw = self
+            .conn
+            .query_row(
+                "SELECT token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms
+                 FROM sessions WHERE id = ?1",
+                [id.as_str()],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, i64>(4)?,
+                        row.get::<_, Option<i64>>(5)?,
+                    ))
+                },
+            )
+            .optional();
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(rusqlite::Error::FromSqlConversionFailure(_, _, e)) => {
+                return Err(damaged(id.as_str(), e.to_string()));
+            }
+            Err(rusqlite::Error::InvalidColumnType(_, column, kind)) => {
+                return Err(damaged(
+                    id.as_str(),
+                    format!("column {column} holds {kind}"),
+                ));
+            }
+            Err(e) => return Err(self.sqlite(e)),
+        };
+        let Some((token, created, last_used, taint, untrusted, ended)) = raw else {
+            return Ok(None);
+        };
+        let taint = Class::parse(&taint)
+            .ok_or_else(|| damaged(id.as_str(), format!("taint {taint:?} is not a class")))?;
+        if token.len() != 64 {
+            return Err(damaged(id.as_str(), "the token hash is not SHA-256".into()));
+        }
+        let time =
+            |ms: i64| Timestamp::from_millis(ms).map_err(|e| damaged(id.as_str(), e.to_string()));
+        Ok(Some(SessionRow {
+            id: id.clone(),
+            token_sha256: token,
+            created: time(created)?,
+            last_used: time(last_used)?,
+            taint,
+            untrusted: untrusted != 0,
+            ended: ended.map(time).transpose()?,
+        }))
+    }
+
+    /// Adds a session (or replaces a row of the same id while rebuilding).
+    pub fn put_session(&self, row: &SessionRow) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO sessions
+                 (id, token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    row.id.as_str(),
+                    row.token_sha256,
+                    row.created.as_millis(),
+                    row.last_used.as_millis(),
+                    row.taint.as_str(),
+                    row.untrusted as i64,
+                    row.ended.map(|t| t.as_millis()),
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// Sets a session's labels and last use.
+    pub fn set_labels(
+        &self,
+        id: &SessionId,
+        taint: Class,
+        untrusted: bool,
+        now: Timestamp,
+    ) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE sessions SET taint = ?2, untrusted = ?3, last_used_ms = ?4 WHERE id = ?1",
+                params![
+                    id.as_str(),
+                    taint.as_str(),
+                    untrusted as i64,
+                    now.as_millis()
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// Ends a session: its calls' answers are dropped; a later resume is refused.
+    pub fn end_session(&self, id: &SessionId, now: Timestamp) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE sessions SET ended_ms = ?2 WHERE id = ?1 AND ended_ms IS NULL",
+                params![id.as_str(), now.as_millis()],
+            )
+            .and_then(|_| {
+                self.conn
+                    .execute("DELETE FROM calls WHERE session = ?1", [id.as_str()])
+            })
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// The sessions not ended and unused since `before`.
+    pub fn idle_sessions(&self, before: Timestamp) -> Result<Vec<SessionId>, LedgerError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id FROM sessions WHERE ended_ms IS NULL AND last_used_ms < ?1")
+            .map_err(|e| self.sqlite(e))?;
+        let rows = statement
+            .query_map([before.as_millis()], |row| row.get::<_, String>(0))
+            .map_err(|e| self.sqlite(e))?;
+        rows.map(|r| r.map(SessionId).map_err(|e| self.sqlite(e)))
+            .collect()
+    }
+
+    /// A call, when the ledger has it.
+    pub fn call(
+        &self,
+        session: &SessionId,
+        call_id: CallId,
+    ) -> Result<Option<CallRow>, LedgerError> {
+        let raw = self
+            .conn
+            .query_row(
+                "SELECT tool, arguments_sha256, state, response, updated_ms FROM calls
+                 WHERE session = ?1 AND call_id = ?2",
+                params![session.as_str(), call_id.0 as i64],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                        row.get::<_, i64>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.sqlite(e))?;
+        let Some((tool, arguments_sha256, state, response, updated)) = raw else {
+            return Ok(None);
+        };
+        let what = format!("call {call_id} of session {session}");
+        let state = CallState::parse(&state)
+            .ok_or_else(|| damaged(&what, format!("state {state:?} is unknown")))?;
+        let response = response
+            .map(|text| serde_json::from_str::<ToolResponse>(&text))
+            .transpose()
+            .map_err(|e| damaged(&what, format!("the answer is not a response: {e}")))?;
+        Ok(Some(CallRow {
+            session: session.clone(),
+            call_id,
+            tool,
+            arguments_sha256,
+            state,
+            response,
+            updated: Timestamp::from_millis(updated).map_err(|e| damaged(&what, e.to_string()))?,
+        }))
+    }
+
+    /// Records a call's state (and answer).
+    pub fn put_call(&self, row: &CallRow) -> Result<(), LedgerError> {
+        let response = row
+            .response
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| damaged("a call's answer", e.to_string()))?;
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO calls
+                 (session, call_id, tool, arguments_sha256, state, response, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    row.session.as_str(),
+                    row.call_id.0 as i64,
+                    row.tool,
+                    row.arguments_sha256,
+                    row.state.as_str(),
+                    response,
+                    row.updated.as_millis(),
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// The calls in a given state (at start: `Running` ones were interrupted).
+    pub fn calls_in(&self, state: CallState) -> Result<Vec<(SessionId, CallId)>, LedgerError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT session, call_id FROM calls WHERE state = ?1")
+            .map_err(|e| self.sqlite(e))?;
+        let rows = statement
+            .query_map([state.as_str()], |row| {
+                Ok((SessionId(row.get(0)?), CallId(row.get::<_, i64>(1)? as u64)))
+            })
+            .map_err(|e| self.sqlite(e))?;
+        rows.map(|r| r.map_err(|e| self.sqlite(e))).collect()
+    }
+
+    /// Replays one audit record into the ledger and records it as the anchor: how a ledger
+    /// behind the log is brought forward at start.
+    pub fn apply(&self, record: &Record, line_hash: &str) -> Result<(), LedgerError> {
+        let at = record.at;
+        match &record.event {
+            Event::SessionOpened {
+                session,
+                token_sha256,
+            } => self.put_session(&SessionRow {
+                id: session.clone(),
+                token_sha256: token_sha256.clone(),
+                created: at,
+                last_used: at,
+                taint: Class::Public,
+                untrusted: false,
+                ended: None,
+            })?,
+            Event::SessionEnded { session, .. } => self.end_session(session, at)?,
+            Event::Decided {
+                session,
+                call_id,
+                tool,
+                arguments,
+                ..
+            } => self.put_call(&CallRow {
+                session: session.clone(),
+                call_id: *call_id,
+                tool: tool.clone(),
+                arguments_sha256: field_digest(arguments),
+                state: CallState::Running,
+                response: None,
+                updated: at,
+            })?,
+            Event::Answered {
+                session,
+                call_id,
+                tool,
+                arguments,
+                taint,
+                untrusted,
+                answer,
+                ..
+            } => {
+                self.put_call(&CallRow {
+                    session: session.clone(),
+                    call_id: *call_id,
+                    tool: tool.clone(),
+                    arguments_sha256: field_digest(arguments),
+                    state: CallState::Done,
+                    response: Some(answer.response()),
+                    updated: at,
+                })?;
+                self.set_labels(session, *taint, *untrusted, at)?;
+            }
+            Event::Interrupted { session, call_id } => {
+                if let Some(mut row) = self.call(session, *call_id)? {
+                    row.state = CallState::Done;
+                    row.response = Some(ToolResponse::Failed {
+                        message: INTERRUPTED.to_string(),
+                    });
+                    row.updated = at;
+                    self.put_call(&row)?;
+                }
+            }
+            Event::Started { .. }
+            | Event::Cut { .. }
+            | Event::Segment { .. }
+            | Event::SessionResumed { .. } => {}
+        }
+        self.set_anchor(&Anchor {
+            seq: record.seq,
+            hash: line_hash.to_string(),
+        })
+    }
+}
+
+/// The SHA-256 of a recorded field's text (or the digest it already is).
+pub fn field_digest(field: &crate::audit::Field) -> String {
+    match field {
+        crate::audit::Field::Text { text } => crate::audit::sha256_hex(text.as_bytes()),
+        crate::audit::Field::Digest { sha256, .. } => sha256.clone(),
+    }
+}
+
+fn damaged(what: &str, detail: String) -> LedgerError {
+    LedgerError::Damaged {
+        what: what.to_string(),
+        detail,
+    }
+}

@@ -1,0 +1,4 @@
+//! The ledger crate's integration tests, one binary (modules per area).
+
+mod audit;
+mod store;
