@@ -5,6 +5,10 @@
 
 pub mod args;
 pub mod consult;
+pub mod daemon;
 pub mod files;
 pub mod grants;
 pub mod policy;
+
+/// The version `--version` prints, which `bx demo` compares between the binaries it runs.
+pub const BUILD_VERSION: &str = env!("CARGO_PKG_VERSION");

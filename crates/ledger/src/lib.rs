@@ -10,7 +10,7 @@ pub mod audit;
 pub mod store;
 
 pub use audit::{
-    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Opened,
-    Record, Summary, sha256_hex, verify,
+    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Labels,
+    Opened, Record, Summary, sha256_hex, verify,
 };
 pub use store::{CallRow, CallState, Ledger, LedgerError, SessionRow};

@@ -169,6 +169,23 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// Opens an existing ledger to read it (while a broker may be writing it): no migration,
+    /// no change.
+    pub fn open_read_only(path: &Path) -> Result<Ledger, LedgerError> {
+        let shown = path.display().to_string();
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|source| LedgerError::Sqlite {
+                path: shown.clone(),
+                source,
+            })?;
+        let ledger = Ledger { conn, path: shown };
+        ledger
+            .conn
+            .execute_batch("PRAGMA busy_timeout = 5000;")
+            .map_err(|e| ledger.sqlite(e))?;
+        Ok(ledger)
+    }
+
     fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
         LedgerError::Sqlite {
             path: self.path.clone(),
@@ -431,6 +448,25 @@ impl Ledger {
             .map_err(|e| self.sqlite(e))
     }
 
+    /// Replaces a recorded call's answer with the whole one the client received (the audit
+    /// record may keep only its digest; the ledger keeps the answer until the session ends).
+    pub fn set_response(
+        &self,
+        session: &SessionId,
+        call_id: CallId,
+        response: &ToolResponse,
+    ) -> Result<(), LedgerError> {
+        let text = serde_json::to_string(response)
+            .map_err(|e| damaged("a call's answer", e.to_string()))?;
+        self.conn
+            .execute(
+                "UPDATE calls SET response = ?3 WHERE session = ?1 AND call_id = ?2",
+                params![session.as_str(), call_id.0 as i64, text],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
     /// The calls in a given state (at start: `Running` ones were interrupted).
     pub fn calls_in(&self, state: CallState) -> Result<Vec<(SessionId, CallId)>, LedgerError> {
         let mut statement = self
@@ -443,6 +479,47 @@ impl Ledger {
             })
             .map_err(|e| self.sqlite(e))?;
         rows.map(|r| r.map_err(|e| self.sqlite(e))).collect()
+    }
+
+    /// Replays records (each with its line's hash) in one transaction: the ledger follows the
+    /// log, at start (catching up) and after every append.
+    pub fn apply_all(&mut self, records: &[(Record, String)]) -> Result<(), LedgerError> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.sqlite(e))?;
+        for (record, hash) in records {
+            if let Err(error) = self.apply(record, hash) {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                return Err(error);
+            }
+        }
+        self.conn
+            .execute_batch("COMMIT")
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// Brings the ledger forward from the audit log at `log`: every whole record after the
+    /// ledger's anchor is applied. Returns how many were.
+    pub fn catch_up(&mut self, log: &Path) -> Result<usize, LedgerError> {
+        let from = self.anchor()?.map_or(0, |a| a.seq);
+        let text = match std::fs::read(log) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => {
+                return Err(damaged("the audit log", e.to_string()));
+            }
+        };
+        let mut behind = Vec::new();
+        for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let Ok(record) = serde_json::from_slice::<Record>(line) else {
+                break; // a torn last line: the log's own open cuts it
+            };
+            if record.seq > from {
+                behind.push((record, crate::audit::sha256_hex(line)));
+            }
+        }
+        self.apply_all(&behind)?;
+        Ok(behind.len())
     }
 
     /// Replays one audit record into the ledger and records it as the anchor: how a ledger
@@ -483,8 +560,7 @@ impl Ledger {
                 call_id,
                 tool,
                 arguments,
-                taint,
-                untrusted,
+                labels,
                 answer,
                 ..
             } => {
@@ -497,7 +573,9 @@ impl Ledger {
                     response: Some(answer.response()),
                     updated: at,
                 })?;
-                self.set_labels(session, *taint, *untrusted, at)?;
+                if let Some(labels) = labels {
+                    self.set_labels(session, labels.taint, labels.untrusted, at)?;
+                }
             }
             Event::Interrupted { session, call_id } => {
                 if let Some(mut row) = self.call(session, *call_id)? {

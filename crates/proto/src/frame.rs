@@ -43,6 +43,9 @@ pub enum AgentFrame {
         /// The call.
         request: ToolRequest,
     },
+    /// Ends the session for good: its answers are dropped and a later resume is refused.
+    /// (`loopd chat` never sends it, since a conversation can always go on.)
+    Close {},
 }
 
 /// A frame from the broker to an agent-side client.
@@ -70,11 +73,37 @@ pub enum BrokerFrame {
         /// The answer.
         response: ToolResponse,
     },
-    /// The broker cannot serve the connection; it closes after this frame.
+    /// The broker cannot serve the connection (or this request); it closes after this frame.
     Error {
+        /// What kind of error, for programs.
+        code: ErrorCode,
         /// What is wrong, for a person.
         message: String,
     },
+    /// The answer to `close`: the session has ended.
+    Closed {},
+}
+
+/// Why the broker sent an [`BrokerFrame::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The resume named an unknown session or the wrong token.
+    ResumeRefused,
+    /// The session has ended (closed, or idle too long).
+    SessionEnded,
+    /// The client's protocol version is not the broker's.
+    Version,
+    /// The frame could not be read (too large, not JSON, not a frame of this socket).
+    BadFrame,
+    /// The first frame was not `hello`.
+    NotHello,
+    /// A call named another session than the connection's.
+    WrongSession,
+    /// A call id was sent again with other arguments.
+    CallIdReused,
+    /// The broker failed inside (its state could not be read or written).
+    Internal,
 }
 
 /// Why a frame could not be written or read.

@@ -9,6 +9,7 @@
 //! 4-byte big-endian length followed by a JSON body of at most [`MAX_FRAME`] bytes.
 
 mod call;
+pub mod dirs;
 mod frame;
 mod ids;
 mod schema;
@@ -16,8 +17,8 @@ mod timestamp;
 
 pub use call::{Class, DenyReason, ToolRequest, ToolResponse};
 pub use frame::{
-    AgentFrame, BrokerFrame, FrameError, MAX_FRAME, PROTOCOL_VERSION, Resume, decode_frame,
-    encode_frame, read_frame, write_frame,
+    AgentFrame, BrokerFrame, ErrorCode, FrameError, MAX_FRAME, PROTOCOL_VERSION, Resume,
+    decode_frame, encode_frame, read_frame, write_frame,
 };
 pub use ids::{ApprovalId, CallId, GrantId, SessionId};
 pub use schema::ToolSchema;

@@ -189,10 +189,20 @@ fn broker_frames_have_golden_json() {
     );
     golden(
         &BrokerFrame::Error {
+            code: proto::ErrorCode::Version,
             message: "unknown protocol version 9".into(),
         },
-        r#"{"type":"error","message":"unknown protocol version 9"}"#,
+        r#"{"type":"error","code":"version","message":"unknown protocol version 9"}"#,
     );
+    golden(
+        &BrokerFrame::Error {
+            code: proto::ErrorCode::CallIdReused,
+            message: "m".into(),
+        },
+        r#"{"type":"error","code":"call_id_reused","message":"m"}"#,
+    );
+    golden(&BrokerFrame::Closed {}, r#"{"type":"closed"}"#);
+    golden(&AgentFrame::Close {}, r#"{"type":"close"}"#);
 }
 
 #[test]

@@ -119,6 +119,18 @@ impl AuditLog {
     /// Appends `events` as consecutive records with one write and one fsync, and returns the
     /// anchor of the last. On failure nothing is kept: the file is cut back to where it was.
     pub fn append(&mut self, events: &[Event], now: Timestamp) -> Result<Anchor, AuditError> {
+        self.append_records(events, now)?;
+        Ok(self.anchor())
+    }
+
+    /// [`AuditLog::append`], returning each record written with the hash of its line (what
+    /// [`crate::Ledger::apply`] takes).
+    pub fn append_records(
+        &mut self,
+        events: &[Event],
+        now: Timestamp,
+    ) -> Result<Vec<(Record, String)>, AuditError> {
+        let mut written = Vec::with_capacity(events.len());
         let mut batch = Vec::new();
         let mut seq = self.last_seq;
         let mut hash = self.last_hash.clone();
@@ -135,13 +147,14 @@ impl AuditLog {
             hash = sha256_hex(&line);
             batch.extend_from_slice(&line);
             batch.push(b'\n');
+            written.push((record, hash.clone()));
         }
         let before = self.file.metadata().map(|m| m.len());
-        let written = self
+        let synced = self
             .file
             .write_all(&batch)
             .and_then(|()| self.file.sync_data());
-        if let Err(error) = written {
+        if let Err(error) = synced {
             if let Ok(len) = before {
                 let _ = self.file.set_len(len);
             }
@@ -149,7 +162,7 @@ impl AuditLog {
         }
         self.last_seq = seq;
         self.last_hash = hash;
-        Ok(self.anchor())
+        Ok(written)
     }
 
     /// The last record written: what the ledger records once the append returned.

@@ -81,6 +81,17 @@ impl Field {
     }
 }
 
+/// A session's two labels: the highest class it has received, and whether any of it was
+/// untrusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labels {
+    /// The highest class received.
+    pub taint: Class,
+    /// Whether untrusted content was received.
+    pub untrusted: bool,
+}
+
 /// How a call was answered, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -181,10 +192,9 @@ pub enum Event {
         arguments: Field,
         /// The grant that decided it, when one did.
         grant: Option<GrantId>,
-        /// The session's labels after this answer.
-        taint: Class,
-        /// Whether the session has received untrusted content after this answer.
-        untrusted: bool,
+        /// The session's labels after this answer, when the answer set them (an answer that
+        /// carries no outside bytes, or a session whose state is unreadable, leaves them).
+        labels: Option<Labels>,
         /// The answer.
         answer: Answer,
         /// Why, for the owner (a denial's detail, a failure's cause).

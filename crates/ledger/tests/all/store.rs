@@ -171,8 +171,10 @@ fn answered(session: &SessionId, id: u64, text: Field, class: Class) -> Event {
         tool: "read_file".into(),
         arguments: Field::of("{\"path\":\"/a\"}"),
         grant: Some("g".into()),
-        taint: class,
-        untrusted: true,
+        labels: Some(ledger::Labels {
+            taint: class,
+            untrusted: true,
+        }),
         answer: ledger::Answer::Result {
             text,
             class,

@@ -1,0 +1,340 @@
+//! One call through the broker, in the design brief's order: session state, grants, arguments,
+//! the decision (grants, taint, integrity, approval), the decision on disk before a
+//! side-effecting run, the run under the tool's time limit, the rendered and labelled answer,
+//! and the answer on disk before it leaves. A call id sent again gets the answer it got, and
+//! never runs twice.
+
+use std::sync::Arc;
+
+use ledger::{Answer, CallState, Event, Field, sha256_hex};
+use proto::{
+    CallId, DenyReason, ErrorCode, GrantId, SessionId, Timestamp, ToolRequest, ToolResponse,
+};
+
+use crate::args::{ArgsError, ToolName, parse};
+use crate::policy::{Allowed, AskReason, Decision, Labels, decide};
+
+use super::journal::{JournalError, WholeAnswer};
+use super::render::render;
+use super::runner::{Outcome, RunContext};
+use super::sessions::Refusal;
+use super::{Broker, GrantsState};
+
+/// What a memory tool answers until the memory store exists.
+pub const MEMORY_NOT_YET: &str = "memory tools are not available yet";
+/// What the audit record of a call that needed the owner says until approvals exist.
+pub const APPROVALS_NOT_YET: &str = "approvals are not available yet";
+
+/// Answers `request` for `session`: a response, or a refusal that closes the connection
+/// (another session's id, a reused call id).
+pub async fn answer(
+    broker: &Arc<Broker>,
+    session: &SessionId,
+    request: &ToolRequest,
+) -> Result<ToolResponse, Refusal> {
+    if request.session != session.as_str() {
+        return Err(Refusal::new(
+            ErrorCode::WrongSession,
+            format!(
+                "this connection serves session {session}; the call names {}",
+                request.session
+            ),
+        ));
+    }
+    let lock = broker.session_lock(session);
+    let _one_at_a_time = lock.lock().await;
+    let call = Pending {
+        session: session.clone(),
+        call_id: CallId(request.call_id),
+        tool: request.tool.clone(),
+        arguments: request.arguments.clone(),
+        identity: sha256_hex(request.arguments.as_bytes()),
+    };
+    if let Some(response) = earlier_answer(broker, &call)? {
+        return Ok(response);
+    }
+    let labels = match broker.with_ledger(|l| l.session(session)) {
+        Ok(Some(row)) if row.ended.is_some() => {
+            return Err(Refusal::new(
+                ErrorCode::SessionEnded,
+                format!("session {session} has ended"),
+            ));
+        }
+        Ok(Some(row)) => Labels {
+            taint: row.taint,
+            untrusted: row.untrusted,
+        },
+        Ok(None) => {
+            let detail = format!("session {session} is not in the ledger");
+            return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
+        }
+        Err(error) => {
+            let detail = error.to_string();
+            return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
+        }
+    };
+    let grants = match broker.grants_now() {
+        GrantsState::Loaded(grants) => grants,
+        GrantsState::Invalid(problems) => {
+            let detail = format!("the grant files have {} problem(s)", problems.len());
+            return deny(broker, &call, DenyReason::GrantsInvalid, None, detail).await;
+        }
+    };
+    let Some(tool) = ToolName::parse(&request.tool) else {
+        let known: Vec<&str> = ToolName::KNOWN.iter().map(|t| t.as_str()).collect();
+        let detail = format!(
+            "there is no tool {:?}; the tools are {}",
+            request.tool,
+            known.join(", ")
+        );
+        return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
+    };
+    let args = match parse(tool, &request.arguments) {
+        Ok(args) => args,
+        Err(ArgsError::NotRunnable(_)) => {
+            let answer = Answer::Failed {
+                message: Field::of(MEMORY_NOT_YET),
+            };
+            return finish(broker, &call, None, answer, None, MEMORY_NOT_YET.into()).await;
+        }
+        Err(error) => {
+            let detail = error.detail();
+            return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
+        }
+    };
+    let now = Timestamp::now();
+    match decide(&args, &grants, labels, now, &broker.protected) {
+        Decision::Deny(denied) => {
+            let grant = denied.grant.as_deref().map(GrantId::from);
+            deny(broker, &call, denied.reason, grant, denied.detail).await
+        }
+        Decision::Ask(allowed, why) => {
+            let why = match why {
+                AskReason::GrantAsks => "the grant asks the owner",
+                AskReason::AfterUntrusted => "the session has received untrusted content",
+            };
+            let detail = format!("{APPROVALS_NOT_YET} ({why})");
+            let grant = Some(GrantId::from(allowed.grant.as_str()));
+            deny(broker, &call, DenyReason::ApprovalRefused, grant, detail).await
+        }
+        Decision::Allow(allowed) => run(broker, &call, tool, allowed, grants, labels).await,
+    }
+}
+
+/// The call being answered.
+struct Pending {
+    session: SessionId,
+    call_id: CallId,
+    tool: String,
+    arguments: String,
+    /// SHA-256 of the arguments: a reused id with another tool or other arguments is refused.
+    identity: String,
+}
+
+/// The answer already given to this call id, if any.
+fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Option<ToolResponse>, Refusal> {
+    let row = match broker.with_ledger(|l| l.call(&call.session, call.call_id)) {
+        Ok(Some(row)) => row,
+        Ok(None) => return Ok(None),
+        // A damaged call row: answered as the session's state being unreadable, below.
+        Err(_) => {
+            return Ok(Some(ToolResponse::Denied {
+                reason: DenyReason::StateUnreadable,
+            }));
+        }
+    };
+    if row.arguments_sha256 != call.identity || row.tool != call.tool {
+        return Err(Refusal::new(
+            ErrorCode::CallIdReused,
+            format!(
+                "call {} of session {} was already made with other arguments",
+                call.call_id, call.session
+            ),
+        ));
+    }
+    Ok(Some(match (row.state, row.response) {
+        (CallState::Done, Some(response)) => response,
+        (CallState::Done, None) => ToolResponse::Failed {
+            message: ledger::ANSWER_LOST.to_string(),
+        },
+        (CallState::Running | CallState::Pending | CallState::Approved, _) => {
+            ToolResponse::Failed {
+                message: "this call is still being answered on another connection".to_string(),
+            }
+        }
+        (CallState::Abandoned, _) => ToolResponse::Failed {
+            message: "this call was abandoned and never ran".to_string(),
+        },
+    }))
+}
+
+async fn deny(
+    broker: &Broker,
+    call: &Pending,
+    reason: DenyReason,
+    grant: Option<GrantId>,
+    detail: String,
+) -> Result<ToolResponse, Refusal> {
+    tracing::info!(session = %call.session, call = %call.call_id, tool = %call.tool, ?reason, %detail, "denied");
+    finish(broker, call, grant, Answer::Denied { reason }, None, detail).await
+}
+
+/// Records the answer, then returns `response` (what the client gets: the answer whole, where
+/// the record may keep only a digest); when the record cannot be written the answer is
+/// `AuditUnavailable`, whatever was decided.
+async fn finish(
+    broker: &Broker,
+    call: &Pending,
+    grant: Option<GrantId>,
+    answer: Answer,
+    labels: Option<ledger::Labels>,
+    detail: String,
+) -> Result<ToolResponse, Refusal> {
+    let response = answer.response();
+    finish_with(broker, call, grant, answer, response, labels, detail).await
+}
+
+async fn finish_with(
+    broker: &Broker,
+    call: &Pending,
+    grant: Option<GrantId>,
+    answer: Answer,
+    response: ToolResponse,
+    labels: Option<ledger::Labels>,
+    detail: String,
+) -> Result<ToolResponse, Refusal> {
+    let event = Event::Answered {
+        session: call.session.clone(),
+        call_id: call.call_id,
+        tool: call.tool.clone(),
+        arguments: Field::of(&call.arguments),
+        grant,
+        labels,
+        answer,
+        detail,
+    };
+    let whole = WholeAnswer {
+        session: call.session.clone(),
+        call_id: call.call_id,
+        response: response.clone(),
+    };
+    match broker.journal.record_with(vec![event], Some(whole)).await {
+        Ok(()) => Ok(response),
+        Err(JournalError::Ledger(error)) => {
+            tracing::error!(%error, "the answer is on disk but the ledger lags");
+            Ok(response)
+        }
+        Err(error) => {
+            tracing::error!(%error, session = %call.session, call = %call.call_id, "answer not recorded");
+            Ok(ToolResponse::Denied {
+                reason: DenyReason::AuditUnavailable,
+            })
+        }
+    }
+}
+
+async fn run(
+    broker: &Arc<Broker>,
+    call: &Pending,
+    tool: ToolName,
+    allowed: Allowed,
+    grants: Arc<Vec<crate::grants::Grant>>,
+    labels: Labels,
+) -> Result<ToolResponse, Refusal> {
+    let grant = Some(GrantId::from(allowed.grant.as_str()));
+    if tool.has_side_effects() {
+        let decided = Event::Decided {
+            session: call.session.clone(),
+            call_id: call.call_id,
+            tool: call.tool.clone(),
+            arguments: Field::of(&call.arguments),
+            grant: grant.clone(),
+        };
+        if let Err(error) = broker.journal.record(vec![decided]).await {
+            tracing::error!(%error, "decision not recorded; the call does not run");
+            return Ok(ToolResponse::Denied {
+                reason: DenyReason::AuditUnavailable,
+            });
+        }
+    }
+    let limit = broker.config.time_limit(tool);
+    let context = RunContext {
+        grants,
+        labels,
+        protected: Arc::clone(&broker.protected),
+        limit,
+    };
+    let runner = Arc::clone(&broker.runner);
+    let to_run = allowed.clone();
+    // The tools keep their own limits; this one is the broker's backstop, a little later.
+    let backstop = limit + std::time::Duration::from_secs(2);
+    let ran = tokio::time::timeout(
+        backstop,
+        tokio::task::spawn_blocking(move || runner.run(&to_run, &context)),
+    )
+    .await;
+    let outcome = match ran {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(join)) => Outcome::Failed(format!("the tool stopped unexpectedly: {join}")),
+        Err(_) => Outcome::Failed(format!(
+            "the tool did not finish within its limit of {} ms",
+            limit.as_millis()
+        )),
+    };
+    let raised = ledger::Labels {
+        taint: labels.taint.max(allowed.class),
+        untrusted: labels.untrusted || allowed.untrusted,
+    };
+    let cap = broker.config.result_cap;
+    let (answer, response, labels_after, detail) = match outcome {
+        Outcome::Ran { fields, body } => {
+            let rendered = render(
+                &call.tool,
+                allowed.class,
+                allowed.untrusted,
+                fields,
+                &body,
+                cap,
+            );
+            let answer = Answer::Result {
+                text: Field::of(&rendered.text),
+                class: allowed.class,
+                untrusted: allowed.untrusted,
+                truncated: rendered.truncated,
+            };
+            let response = ToolResponse::Result {
+                content: rendered.text,
+                class: allowed.class,
+                untrusted: allowed.untrusted,
+                truncated: rendered.truncated,
+            };
+            (answer, response, Some(raised), String::new())
+        }
+        Outcome::Failed(message) => {
+            // A failure may carry bytes from outside (a command's output): labelled like a
+            // result, in the same envelope.
+            let rendered = render(
+                &call.tool,
+                allowed.class,
+                allowed.untrusted,
+                serde_json::Map::new(),
+                &message,
+                cap,
+            );
+            let answer = Answer::Failed {
+                message: Field::of(&rendered.text),
+            };
+            let response = ToolResponse::Failed {
+                message: rendered.text,
+            };
+            (answer, response, Some(raised), message)
+        }
+        Outcome::Denied(reason, detail) => (
+            Answer::Denied { reason },
+            ToolResponse::Denied { reason },
+            None,
+            detail,
+        ),
+    };
+    finish_with(broker, call, grant, answer, response, labels_after, detail).await
+}

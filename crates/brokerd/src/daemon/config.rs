@@ -1,0 +1,137 @@
+//! `brokerd.toml`: every key optional, every duration in milliseconds (so tests run in
+//! seconds), unknown keys refused with their name.
+//!
+//! ```toml
+//! read_file_ms = 10000        # each tool's time limit (seed M6b/04's time_limit)
+//! write_file_ms = 10000
+//! shell_ms = 60000
+//! http_fetch_ms = 30000
+//! consult_ms = 120000         # its own limit: a local model needs more than read_file_ms
+//! memory_ms = 10000           # recall, memory, ask_memory
+//! result_cap = 32768          # bytes of a rendered answer
+//! idle_timeout_ms = 60000     # a client silent mid-frame or never reading is closed
+//! session_idle_days = 30      # a session unused this long ends
+//! protected = ["/srv/keys"]   # more folders no tool may name
+//! [consult]                   # the model `consult` asks (optional)
+//! url = "http://127.0.0.1:8081/v1"
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::args::ToolName;
+use crate::consult::Consult;
+
+/// The broker's settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `read_file`'s time limit.
+    pub read_file_ms: u64,
+    /// `write_file`'s time limit.
+    pub write_file_ms: u64,
+    /// `shell`'s time limit.
+    pub shell_ms: u64,
+    /// `http_fetch`'s time limit.
+    pub http_fetch_ms: u64,
+    /// `consult`'s time limit.
+    pub consult_ms: u64,
+    /// The memory tools' time limit.
+    pub memory_ms: u64,
+    /// The most bytes of a rendered answer.
+    pub result_cap: usize,
+    /// How long a connection may stay silent in the middle of a frame or not read an answer.
+    pub idle_timeout_ms: u64,
+    /// How many days a session may go unused before it ends.
+    pub session_idle_days: u64,
+    /// Folders no tool may name, beside boxmaker's own.
+    pub protected: Vec<PathBuf>,
+    /// The model `consult` asks.
+    pub consult: Option<Consult>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            read_file_ms: 10_000,
+            write_file_ms: 10_000,
+            shell_ms: 60_000,
+            http_fetch_ms: 30_000,
+            consult_ms: 120_000,
+            memory_ms: 10_000,
+            result_cap: 32 * 1024,
+            idle_timeout_ms: 60_000,
+            session_idle_days: 30,
+            protected: Vec::new(),
+            consult: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads `path`; a missing file means every default.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let config: Config =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if config.result_cap < 1024 {
+            return Err(format!(
+                "{}: result_cap is {}; it must be at least 1024 bytes",
+                path.display(),
+                config.result_cap
+            ));
+        }
+        if let Some(bad) = config.protected.iter().find(|p| !p.is_absolute()) {
+            return Err(format!(
+                "{}: protected folder {} must be an absolute path",
+                path.display(),
+                bad.display()
+            ));
+        }
+        Ok(config)
+    }
+
+    /// The time limit of `tool`.
+    pub fn time_limit(&self, tool: ToolName) -> Duration {
+        let ms = match tool {
+            ToolName::ReadFile => self.read_file_ms,
+            ToolName::WriteFile => self.write_file_ms,
+            ToolName::Shell => self.shell_ms,
+            ToolName::HttpFetch => self.http_fetch_ms,
+            ToolName::Consult => self.consult_ms,
+            ToolName::Recall | ToolName::Memory | ToolName::AskMemory => self.memory_ms,
+        };
+        Duration::from_millis(ms)
+    }
+
+    /// The idle timeout of a connection.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_optional_and_unknown_keys_are_named() {
+        assert_eq!(toml::from_str::<Config>("").ok(), Some(Config::default()));
+        let config: Config = toml::from_str("shell_ms = 50\nresult_cap = 2048\n").unwrap();
+        assert_eq!(
+            config.time_limit(ToolName::Shell),
+            Duration::from_millis(50)
+        );
+        assert_eq!(config.result_cap, 2048);
+        let error = toml::from_str::<Config>("shel_ms = 5")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("shel_ms"), "{error}");
+    }
+}

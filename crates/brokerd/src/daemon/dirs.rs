@@ -1,0 +1,160 @@
+//! The broker's checks on its folders, and the locks that keep one broker per state folder and
+//! per runtime folder.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use proto::dirs::{Dirs, LOCK_FILE, MAX_SOCKET_PATH};
+use rustix::fs::{FlockOperation, flock};
+
+/// Why the broker cannot use its folders.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    /// The runtime folder is not private to this user.
+    #[error(
+        "the runtime folder {path} {why}; it must be a real directory owned by uid {uid} with mode 0700 (remove it or fix it)"
+    )]
+    UnsafeRuntime {
+        /// The folder.
+        path: String,
+        /// What is wrong.
+        why: String,
+        /// The broker's uid.
+        uid: u32,
+    },
+    /// The socket path would be too long for a Unix socket.
+    #[error(
+        "the socket path {path} is {len} bytes; a Unix socket path is at most {MAX_SOCKET_PATH} (use a shorter --runtime-dir)"
+    )]
+    SocketPathTooLong {
+        /// The path.
+        path: String,
+        /// Its length.
+        len: usize,
+    },
+    /// Another broker holds the lock.
+    #[error("another brokerd (pid {pid}) is already running on {path}")]
+    Locked {
+        /// What is locked.
+        path: String,
+        /// The holder's pid, as it wrote it.
+        pid: String,
+    },
+    /// The file system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// Makes `dir` (and its parents) with mode 0700 when missing.
+pub fn make_private_dir(dir: &Path) -> Result<(), FolderError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| FolderError::Io {
+            path: dir.display().to_string(),
+            source,
+        })
+}
+
+/// Makes the runtime folder when missing and checks that it is private: a real directory (not
+/// a symbolic link), owned by this uid, mode 0700. Also checks that the socket path fits.
+pub fn check_runtime(dirs: &Dirs) -> Result<(), FolderError> {
+    let uid = rustix::process::getuid().as_raw();
+    let path = &dirs.runtime;
+    if fs::symlink_metadata(path).is_err() {
+        make_private_dir(path)?;
+    }
+    let unsafe_because = |why: String| FolderError::UnsafeRuntime {
+        path: path.display().to_string(),
+        why,
+        uid,
+    };
+    let meta = fs::symlink_metadata(path).map_err(|source| FolderError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_because("is a symbolic link".into()));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_because("is not a directory".into()));
+    }
+    if meta.uid() != uid {
+        return Err(unsafe_because(format!("is owned by uid {}", meta.uid())));
+    }
+    if meta.permissions().mode() & 0o777 != 0o700 {
+        return Err(unsafe_because(format!(
+            "has mode {:04o}",
+            meta.permissions().mode() & 0o7777
+        )));
+    }
+    let socket = dirs.agent_socket();
+    let len = socket.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(FolderError::SocketPathTooLong {
+            path: socket.display().to_string(),
+            len,
+        });
+    }
+    Ok(())
+}
+
+/// An exclusive lock held for the broker's life: on `<state>/brokerd.lock` (which holds the
+/// pid) and on the runtime folder itself.
+#[derive(Debug)]
+pub struct Locks {
+    _state: File,
+    _runtime: File,
+}
+
+/// Takes both locks, or names the pid of the broker that holds them.
+pub fn lock(dirs: &Dirs) -> Result<Locks, FolderError> {
+    let lock_path = dirs.state.join(LOCK_FILE);
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| FolderError::Io { path, source }
+    };
+    let mut state = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    if flock(&state, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut pid = String::new();
+        let _ = state.read_to_string(&mut pid);
+        return Err(FolderError::Locked {
+            path: dirs.state.display().to_string(),
+            pid: pid.trim().to_string(),
+        });
+    }
+    let runtime = File::open(&dirs.runtime).map_err(io(&dirs.runtime))?;
+    if flock(&runtime, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut pid = String::new();
+        let _ = state.read_to_string(&mut pid);
+        return Err(FolderError::Locked {
+            path: dirs.runtime.display().to_string(),
+            pid: "unknown (another state folder)".to_string(),
+        });
+    }
+    state
+        .set_len(0)
+        .and_then(|()| state.rewind())
+        .and_then(|()| writeln!(state, "{}", std::process::id()))
+        .and_then(|()| state.sync_data())
+        .map_err(io(&lock_path))?;
+    Ok(Locks {
+        _state: state,
+        _runtime: runtime,
+    })
+}

@@ -1,0 +1,68 @@
+//! Reloading the grants when their folder changes (`notify`, not polling): a call made after the
+//! broker logs `grants reloaded` sees the change. Editors that save through a temporary file and
+//! a rename, and a grants folder deleted and made again, both work, since the whole config
+//! folder is watched. A folder with problems loads nothing: every call gets `GrantsInvalid`
+//! until it is fixed, and each problem is logged with its file and line.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+
+use crate::grants::load_dir;
+
+use super::{Broker, GrantsState};
+
+/// How long changes settle before a reload (an editor's save is several events).
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Loads the grants folder now.
+pub fn load(grants: &Path, home: &Path) -> GrantsState {
+    match load_dir(grants, home) {
+        Ok(set) => {
+            for warning in &set.warnings {
+                tracing::warn!(%warning, "grant warning");
+            }
+            GrantsState::Loaded(Arc::new(set.grants))
+        }
+        Err(problems) => {
+            for problem in &problems {
+                tracing::error!(%problem, "grant problem");
+            }
+            GrantsState::Invalid(Arc::new(problems))
+        }
+    }
+}
+
+/// Watches the config folder and reloads the grants into `broker` on every change; the
+/// watcher lives as long as the returned value.
+pub fn watch(broker: Arc<Broker>, home: PathBuf) -> notify::Result<notify::RecommendedWatcher> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reading the files (our own reload included) is an access, not a change.
+        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+            let _ = tx.send(());
+        }
+    })?;
+    watcher.watch(&broker.dirs.config, RecursiveMode::Recursive)?;
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            tokio::time::sleep(SETTLE).await;
+            while rx.try_recv().is_ok() {}
+            let state = load(&broker.dirs.grants(), &home);
+            let count = match &state {
+                GrantsState::Loaded(grants) => Some(grants.len()),
+                GrantsState::Invalid(_) => None,
+            };
+            broker.set_grants(state);
+            match count {
+                Some(count) => tracing::info!(grants = count, "grants reloaded"),
+                None => tracing::error!(
+                    "grants reloaded with problems: every call is refused until they are fixed"
+                ),
+            }
+        }
+    });
+    Ok(watcher)
+}

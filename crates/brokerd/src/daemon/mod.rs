@@ -1,0 +1,111 @@
+//! The broker daemon: its folders and settings, the journal (audit log and ledger), sessions,
+//! the call pipeline, the runner and the agent socket. [`start`] brings it up; `brokerd serve`
+//! calls it.
+
+pub mod audit;
+pub mod calls;
+pub mod config;
+pub mod dirs;
+pub mod grants_watch;
+pub mod journal;
+pub mod render;
+pub mod runner;
+pub mod server;
+pub mod sessions;
+pub mod startup;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use ledger::Ledger;
+use proto::SessionId;
+use proto::dirs::Dirs;
+
+use crate::grants::{Grant, Problem};
+use crate::policy::Protected;
+
+use config::Config;
+use journal::Journal;
+use runner::Runner;
+
+pub use startup::{StartError, StartOptions, start};
+
+/// The grants in force: all of them, or none and the problems that stopped them.
+#[derive(Debug, Clone)]
+pub enum GrantsState {
+    /// Loaded without problems.
+    Loaded(Arc<Vec<Grant>>),
+    /// The folder has problems; every call gets `GrantsInvalid` until it is fixed.
+    Invalid(Arc<Vec<Problem>>),
+}
+
+/// Everything a connection needs, shared.
+pub struct Broker {
+    /// The settings.
+    pub config: Config,
+    /// The folders.
+    pub dirs: Dirs,
+    /// The grants in force.
+    pub grants: RwLock<GrantsState>,
+    /// boxmaker's own folders and the owner's git configuration.
+    pub protected: Arc<Protected>,
+    /// The audit log and the ledger's one writer.
+    pub journal: Journal,
+    /// The ledger, for reads.
+    pub ledger: Arc<Mutex<Ledger>>,
+    /// What runs decided calls.
+    pub runner: Arc<dyn Runner>,
+    session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Broker {
+    /// A broker over these parts.
+    pub fn new(
+        config: Config,
+        dirs: Dirs,
+        grants: GrantsState,
+        protected: Protected,
+        journal: Journal,
+        ledger: Arc<Mutex<Ledger>>,
+        runner: Arc<dyn Runner>,
+    ) -> Broker {
+        Broker {
+            config,
+            dirs,
+            grants: RwLock::new(grants),
+            protected: Arc::new(protected),
+            journal,
+            ledger,
+            runner,
+            session_locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The grants in force now.
+    pub fn grants_now(&self) -> GrantsState {
+        self.grants
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the grants in force.
+    pub fn set_grants(&self, state: GrantsState) {
+        *self.grants.write().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
+    /// The lock that runs one session's calls one at a time (so its labels rise in order).
+    pub fn session_lock(&self, session: &SessionId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .session_locks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(locks.entry(session.clone()).or_default())
+    }
+
+    /// Runs `f` on the ledger.
+    pub fn with_ledger<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
+        let ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&ledger)
+    }
+}

@@ -1,0 +1,215 @@
+//! Running a decided call. [`Runner`] is the seam where the sandbox comes in later; the
+//! [`DirectRunner`] runs each tool in the broker's process (file tools through the granted
+//! folder's descriptor, `shell` contained by the tools library, `http_fetch` with every
+//! redirect decided again, `consult` through its client). Blocking tools run off the async
+//! threads; the caller enforces each tool's time limit as well.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proto::{DenyReason, Timestamp};
+use serde_json::{Map, Value, json};
+
+use crate::args::ToolArgs;
+use crate::consult::ConsultClient;
+use crate::files::{FileOutcome, FileRunError, run_file_call};
+use crate::grants::Grant;
+use crate::policy::{Allowed, Decision, Labels, Protected, decide};
+
+/// What a run gave, before rendering.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The tool ran: its metadata (the header's fields) and its body.
+    Ran {
+        /// The header fields.
+        fields: Map<String, Value>,
+        /// The body text.
+        body: String,
+    },
+    /// The tool failed; the message may carry bytes from outside (a command's output).
+    Failed(String),
+    /// The tool could not run for a reason the decision could not see (an address that
+    /// resolved to a private one).
+    Denied(DenyReason, String),
+}
+
+/// What a run may need beside the decision: the grants and labels it was decided against, to
+/// decide each redirect again.
+#[derive(Clone)]
+pub struct RunContext {
+    /// The grants in force.
+    pub grants: Arc<Vec<Grant>>,
+    /// The session's labels when the call was decided.
+    pub labels: Labels,
+    /// boxmaker's own folders.
+    pub protected: Arc<Protected>,
+    /// The tool's time limit.
+    pub limit: Duration,
+}
+
+/// Runs decided calls.
+pub trait Runner: Send + Sync {
+    /// Runs `allowed` (blocking; the caller runs it off the async threads).
+    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome;
+}
+
+/// Runs every tool in the broker's own process.
+pub struct DirectRunner {
+    /// The `consult` client, when a consult server is configured.
+    pub consult: Option<ConsultClient>,
+    /// `read_file`'s cap, in bytes.
+    pub read_cap: usize,
+    /// Extra trusted roots for `http_fetch` (tests use a local CA).
+    pub root_certificates: Vec<Vec<u8>>,
+}
+
+impl Runner for DirectRunner {
+    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        match &allowed.args {
+            ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) => {
+                file_outcome(run_file_call(allowed, self.read_cap))
+            }
+            ToolArgs::Shell(args) => shell(args, context.limit),
+            ToolArgs::HttpFetch(args) => self.fetch(args, context),
+            ToolArgs::Consult { .. } => self.consult(allowed),
+        }
+    }
+}
+
+fn fields(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
+    match result {
+        Ok(FileOutcome::Read(read)) => Outcome::Ran {
+            fields: fields(json!({
+                "path": read.path, "size": read.size, "truncated": read.truncated,
+            })),
+            body: read.content,
+        },
+        Ok(FileOutcome::Wrote(wrote)) => Outcome::Ran {
+            fields: fields(json!({
+                "path": wrote.path, "bytes": wrote.bytes, "created": wrote.created,
+                "previous_size": wrote.previous_size,
+            })),
+            body: wrote.diff,
+        },
+        Err(error) => Outcome::Failed(error.to_string()),
+    }
+}
+
+fn shell(args: &tools::shell::ShellArgs, limit: Duration) -> Outcome {
+    let options = tools::shell::ShellOptions {
+        timeout: limit,
+        ..tools::shell::ShellOptions::default()
+    };
+    match tools::shell::shell(args, &options) {
+        Ok(result) => {
+            let mut body = result.stdout.clone();
+            if !result.stderr.is_empty() {
+                if !body.is_empty() && !body.ends_with('\n') {
+                    body.push('\n');
+                }
+                body.push_str("[stderr]\n");
+                body.push_str(&result.stderr);
+            }
+            Outcome::Ran {
+                fields: fields(json!({
+                    "cwd": args.cwd.as_deref().unwrap_or("/"),
+                    "exit_code": result.exit_code,
+                    "signal": result.signal,
+                    "timed_out": result.timed_out,
+                    "truncated": result.truncated,
+                    "stdout_bytes": result.stdout_bytes,
+                    "stderr_bytes": result.stderr_bytes,
+                    "duration_ms": result.duration_ms,
+                })),
+                body,
+            }
+        }
+        Err(error) => Outcome::Failed(error.to_string()),
+    }
+}
+
+impl DirectRunner {
+    fn fetch(&self, args: &tools::web::HttpFetchArgs, context: &RunContext) -> Outcome {
+        let explicit: Vec<String> = context
+            .grants
+            .iter()
+            .filter(|g| g.tool == crate::args::ToolName::HttpFetch && !g.deny)
+            .flat_map(|g| {
+                g.hosts
+                    .iter()
+                    .filter(|h| !h.wildcard)
+                    .map(|h| h.host.clone())
+            })
+            .collect();
+        let redirect_context = context.clone();
+        // Each host on the way (the first and every redirect) is decided again as a call of
+        // its own: only a call that would run unasked is followed.
+        let host_allowed = move |host: &str, port: u16| {
+            let url = format!("https://{host}:{port}/");
+            let Ok(args) = crate::args::parse(
+                crate::args::ToolName::HttpFetch,
+                &json!({ "url": url }).to_string(),
+            ) else {
+                return false;
+            };
+            matches!(
+                decide(
+                    &args,
+                    &redirect_context.grants,
+                    redirect_context.labels,
+                    Timestamp::now(),
+                    &redirect_context.protected,
+                ),
+                Decision::Allow(_)
+            )
+        };
+        let mut options = tools::web::FetchOptions::new(host_allowed)
+            .with_timeout(context.limit)
+            .with_explicit_hosts(explicit);
+        for root in &self.root_certificates {
+            options = options.with_root_certificate(root.clone());
+        }
+        match tools::web::http_fetch(args, &options) {
+            Ok(fetched) => Outcome::Ran {
+                fields: fields(json!({
+                    "url": fetched.url,
+                    "status": fetched.status,
+                    "content_type": fetched.content_type,
+                    "bytes": fetched.bytes,
+                    "truncated": fetched.truncated,
+                    "redirects": fetched.redirects,
+                })),
+                body: fetched.body,
+            },
+            Err(error @ tools::web::FetchError::UnsafeAddress { .. }) => {
+                Outcome::Denied(DenyReason::UnsafeAddress, error.to_string())
+            }
+            Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
+                Outcome::Denied(DenyReason::NoGrant, error.to_string())
+            }
+            Err(error) => Outcome::Failed(error.to_string()),
+        }
+    }
+
+    fn consult(&self, allowed: &Allowed) -> Outcome {
+        let Some(client) = &self.consult else {
+            return Outcome::Failed(
+                "no consult server is configured ([consult] in brokerd.toml)".to_string(),
+            );
+        };
+        match client.run(&allowed.args.canonical_json()) {
+            Ok((answer, truncated)) => Outcome::Ran {
+                fields: fields(json!({ "truncated": truncated })),
+                body: answer,
+            },
+            Err(error) => Outcome::Failed(error.to_string()),
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The agent socket: `hello` (open or resume a session), `list_tools`, `call`, `close`. Each
+//! connection is a task; a bad frame closes only its own connection; a client silent in the
+//! middle of a frame, or that never reads its answers, is closed after `idle_timeout`. The
+//! peer's uid must be the broker's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proto::{
+    AgentFrame, BrokerFrame, ErrorCode, MAX_FRAME, PROTOCOL_VERSION, ToolSchema, encode_frame,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::args::ToolName;
+
+use super::sessions::{self, Refusal};
+use super::{Broker, GrantsState, calls};
+
+/// Accepts connections until the listener fails.
+pub async fn serve(broker: Arc<Broker>, listener: UnixListener) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let broker = Arc::clone(&broker);
+        tokio::spawn(async move {
+            if let Err(reason) = connection(broker, stream).await {
+                tracing::debug!(%reason, "connection closed");
+            }
+        });
+    }
+}
+
+/// Why a connection ended early (for the log).
+type Closed = String;
+
+async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
+    let our_uid = rustix::process::getuid().as_raw();
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == our_uid => {}
+        Ok(cred) => {
+            tracing::warn!(uid = cred.uid(), "refused a client of another user");
+            return Err(format!("peer uid {} is not the broker's", cred.uid()));
+        }
+        Err(e) => return Err(format!("cannot read the peer's credentials: {e}")),
+    }
+    let idle = broker.config.idle_timeout();
+    let (mut reader, mut writer) = stream.into_split();
+    let session = match read(&mut reader, idle, true).await {
+        Ok(Some(AgentFrame::Hello { version, resume })) => {
+            if version != PROTOCOL_VERSION {
+                let message = format!(
+                    "protocol version {version} is not this broker's version {PROTOCOL_VERSION}"
+                );
+                return refuse(&mut writer, idle, Refusal::new(ErrorCode::Version, message)).await;
+            }
+            let opened = match resume {
+                Some(resume) => sessions::resume(&broker, &resume)
+                    .await
+                    .map(|session| (session, resume.token)),
+                None => sessions::open(&broker).await,
+            };
+            match opened {
+                Ok((session, token)) => {
+                    let welcome = BrokerFrame::Welcome {
+                        version: PROTOCOL_VERSION,
+                        session: session.clone(),
+                        resume_token: token,
+                    };
+                    write(&mut writer, &welcome, idle).await?;
+                    session
+                }
+                Err(refusal) => return refuse(&mut writer, idle, refusal).await,
+            }
+        }
+        Ok(Some(_)) => {
+            let refusal = Refusal::new(ErrorCode::NotHello, "the first frame must be hello");
+            return refuse(&mut writer, idle, refusal).await;
+        }
+        Ok(None) => return Ok(()),
+        Err(bad) => return refuse(&mut writer, idle, bad).await,
+    };
+    loop {
+        let frame = match read(&mut reader, idle, false).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(()),
+            Err(bad) => return refuse(&mut writer, idle, bad).await,
+        };
+        match frame {
+            AgentFrame::Hello { .. } => {
+                let refusal = Refusal::new(
+                    ErrorCode::BadFrame,
+                    "hello was already sent on this connection",
+                );
+                return refuse(&mut writer, idle, refusal).await;
+            }
+            AgentFrame::ListTools {} => {
+                let tools = BrokerFrame::Tools {
+                    tools: catalog(&broker),
+                };
+                write(&mut writer, &tools, idle).await?;
+            }
+            AgentFrame::Call { request } => {
+                let call_id = proto::CallId(request.call_id);
+                match calls::answer(&broker, &session, &request).await {
+                    Ok(response) => {
+                        let frame = BrokerFrame::Response { call_id, response };
+                        write(&mut writer, &frame, idle).await?;
+                    }
+                    Err(refusal) => return refuse(&mut writer, idle, refusal).await,
+                }
+            }
+            AgentFrame::Close {} => {
+                match sessions::close(&broker, &session, "closed by its client").await {
+                    Ok(()) => write(&mut writer, &BrokerFrame::Closed {}, idle).await?,
+                    Err(refusal) => return refuse(&mut writer, idle, refusal).await,
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The schemas of every tool at least one live allow grant could cover.
+pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
+    let GrantsState::Loaded(grants) = broker.grants_now() else {
+        return Vec::new();
+    };
+    let now = proto::Timestamp::now();
+    ToolName::KNOWN
+        .iter()
+        .filter(|tool| {
+            grants
+                .iter()
+                .any(|g| g.tool == **tool && !g.deny && !g.expired(now))
+        })
+        .filter_map(|tool| schema_of(*tool))
+        .collect()
+}
+
+fn schema_of(tool: ToolName) -> Option<ToolSchema> {
+    match tool {
+        ToolName::ReadFile => Some(tools::fs::read_file_schema()),
+        ToolName::WriteFile => Some(tools::fs::write_file_schema()),
+        ToolName::Shell => Some(tools::shell::shell_schema()),
+        ToolName::HttpFetch => Some(tools::web::http_fetch_schema()),
+        ToolName::Consult => Some(crate::consult::consult_schema()),
+        // Not offered until the memory store exists.
+        ToolName::Recall | ToolName::Memory | ToolName::AskMemory => None,
+    }
+}
+
+async fn refuse(
+    writer: &mut OwnedWriteHalf,
+    idle: Duration,
+    refusal: Refusal,
+) -> Result<(), Closed> {
+    let reason = refusal.message.clone();
+    let frame = BrokerFrame::Error {
+        code: refusal.code,
+        message: refusal.message,
+    };
+    let _ = write(writer, &frame, idle).await;
+    let _ = writer.shutdown().await;
+    Err(reason)
+}
+
+/// Reads one frame: `None` at a clean end. Waiting for a frame to start has no limit (except
+/// for the first, `hello`); once it has started, the rest must come within `idle`.
+async fn read(
+    reader: &mut OwnedReadHalf,
+    idle: Duration,
+    first: bool,
+) -> Result<Option<AgentFrame>, Refusal> {
+    let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
+    let mut length = [0u8; 4];
+    let start = reader.read(&mut length[..1]);
+    let got = if first {
+        tokio::time::timeout(idle, start)
+            .await
+            .map_err(|_| bad("no hello within the idle timeout".into()))?
+    } else {
+        start.await
+    };
+    match got {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e) => return Err(bad(format!("cannot read: {e}"))),
+    }
+    tokio::time::timeout(idle, reader.read_exact(&mut length[1..]))
+        .await
+        .map_err(|_| bad("silent in the middle of a frame".into()))?
+        .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
+    let size = u32::from_be_bytes(length) as usize;
+    if size > MAX_FRAME {
+        return Err(bad(format!(
+            "a frame of {size} bytes is larger than the limit of {MAX_FRAME} bytes"
+        )));
+    }
+    let mut body = vec![0u8; size];
+    tokio::time::timeout(idle, reader.read_exact(&mut body))
+        .await
+        .map_err(|_| bad("silent in the middle of a frame".into()))?
+        .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| bad(format!("the frame is not an agent frame: {e}")))
+}
+
+async fn write(
+    writer: &mut OwnedWriteHalf,
+    frame: &BrokerFrame,
+    idle: Duration,
+) -> Result<(), Closed> {
+    let bytes = encode_frame(frame).map_err(|e| e.to_string())?;
+    tokio::time::timeout(idle, writer.write_all(&bytes))
+        .await
+        .map_err(|_| "the client did not read its answer within the idle timeout".to_string())?
+        .map_err(|e| e.to_string())
+}

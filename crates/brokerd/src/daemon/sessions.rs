@@ -1,0 +1,131 @@
+//! Sessions: issued by the broker with a resume token (kept only as its SHA-256, compared in
+//! constant time), resumed by id and token, ended by `close` or after `session_idle_days`.
+
+use ledger::{Event, sha256_hex};
+use proto::{ErrorCode, Resume, SessionId, Timestamp};
+
+use super::Broker;
+
+/// A refusal sent as an error frame, after which the connection closes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The code.
+    pub code: ErrorCode,
+    /// The sentence.
+    pub message: String,
+}
+
+impl Refusal {
+    /// A refusal with `code` and `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+fn random_hex(bytes: usize) -> Result<String, Refusal> {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer).map_err(|e| {
+        Refusal::new(
+            ErrorCode::Internal,
+            format!("no randomness for a session id: {e}"),
+        )
+    })?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Opens a new session: its id and resume token.
+pub async fn open(broker: &Broker) -> Result<(SessionId, String), Refusal> {
+    let session = SessionId(format!("s-{}", random_hex(12)?));
+    let token = random_hex(32)?;
+    broker
+        .journal
+        .record(vec![Event::SessionOpened {
+            session: session.clone(),
+            token_sha256: sha256_hex(token.as_bytes()),
+        }])
+        .await
+        .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    tracing::info!(%session, "session opened");
+    Ok((session, token))
+}
+
+/// Resumes the session `resume` names, when its token is right and it has not ended.
+pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refusal> {
+    let row = broker.with_ledger(|l| l.session(&resume.session));
+    let row = match row {
+        Ok(Some(row)) => row,
+        Ok(None) => {
+            return Err(Refusal::new(
+                ErrorCode::ResumeRefused,
+                format!("there is no session {}", resume.session),
+            ));
+        }
+        Err(error) => {
+            return Err(Refusal::new(
+                ErrorCode::ResumeRefused,
+                format!("session {} cannot be read: {error}", resume.session),
+            ));
+        }
+    };
+    if !same(&row.token_sha256, &sha256_hex(resume.token.as_bytes())) {
+        return Err(Refusal::new(
+            ErrorCode::ResumeRefused,
+            format!("the resume token for session {} is wrong", resume.session),
+        ));
+    }
+    if let Some(ended) = row.ended {
+        return Err(Refusal::new(
+            ErrorCode::SessionEnded,
+            format!(
+                "session {} ended at {ended}; start a new conversation",
+                resume.session
+            ),
+        ));
+    }
+    broker
+        .journal
+        .record(vec![Event::SessionResumed {
+            session: resume.session.clone(),
+        }])
+        .await
+        .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    tracing::info!(session = %resume.session, "session resumed");
+    Ok(resume.session.clone())
+}
+
+/// Ends `session` (its client asked).
+pub async fn close(broker: &Broker, session: &SessionId, reason: &str) -> Result<(), Refusal> {
+    broker
+        .journal
+        .record(vec![Event::SessionEnded {
+            session: session.clone(),
+            reason: reason.to_string(),
+        }])
+        .await
+        .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))
+}
+
+/// Ends every session unused for `session_idle_days`.
+pub async fn end_idle(broker: &Broker) -> Result<usize, Refusal> {
+    let days = broker.config.session_idle_days as i64;
+    let before = Timestamp::now().plus_millis(-days.saturating_mul(86_400_000));
+    let idle = broker
+        .with_ledger(|l| l.idle_sessions(before))
+        .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    for session in &idle {
+        close(broker, session, &format!("unused for {days} days")).await?;
+    }
+    Ok(idle.len())
+}
+
+/// Whether two hex digests are equal, in time that does not depend on where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}

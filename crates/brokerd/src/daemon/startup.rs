@@ -1,0 +1,195 @@
+//! Bringing the broker up: folders checked and locked, the process made non-dumpable, the
+//! settings and grants read, the ledger caught up from the audit log, calls the last broker
+//! left running marked as such, and the agent socket bound (mode 0600).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use ledger::{AuditLog, CallState, Event, Ledger};
+use proto::Timestamp;
+use proto::dirs::Dirs;
+use tokio::net::UnixListener;
+
+use crate::consult::ConsultClient;
+use crate::policy::{Protected, git};
+
+use super::config::Config;
+use super::dirs::{FolderError, Locks, check_runtime, lock, make_private_dir};
+use super::journal::Journal;
+use super::runner::DirectRunner;
+use super::{Broker, grants_watch};
+
+/// How the broker was asked to start.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// `--config-dir`.
+    pub config_dir: Option<PathBuf>,
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
+    /// `--runtime-dir`.
+    pub runtime_dir: Option<PathBuf>,
+    /// `--new-audit-segment`: start a new audit segment if the log is broken.
+    pub new_audit_segment: bool,
+}
+
+/// Why the broker did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A folder cannot be named.
+    #[error(transparent)]
+    Dirs(#[from] proto::dirs::DirsError),
+    /// A folder cannot be used, or another broker holds it.
+    #[error(transparent)]
+    Folder(#[from] FolderError),
+    /// `brokerd.toml` is wrong.
+    #[error("{0}")]
+    Config(String),
+    /// The audit log is broken or cannot be opened.
+    #[error(
+        "{0} (start with --new-audit-segment to keep the broken log aside and begin a new segment)"
+    )]
+    Audit(ledger::AuditError),
+    /// The ledger cannot be opened or caught up.
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+    /// Something else (the socket, the consult client, the watcher).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A broker ready to serve.
+pub struct Running {
+    /// The shared state.
+    pub broker: Arc<Broker>,
+    /// The bound agent socket.
+    pub listener: UnixListener,
+    /// Held for the broker's life.
+    pub locks: Locks,
+    /// Held for the broker's life.
+    pub watcher: notify::RecommendedWatcher,
+}
+
+/// Starts the broker (inside a tokio runtime).
+pub async fn start(options: StartOptions) -> Result<Running, StartError> {
+    let uid = rustix::process::getuid().as_raw();
+    let dirs = Dirs::resolve(
+        options.config_dir.as_deref(),
+        options.state_dir.as_deref(),
+        options.runtime_dir.as_deref(),
+        &|name| std::env::var_os(name),
+        uid,
+    )?;
+    make_private_dir(&dirs.state)?;
+    make_private_dir(&dirs.config)?;
+    check_runtime(&dirs)?;
+    let locks = lock(&dirs)?;
+    let config = Config::load(&dirs.config_file()).map_err(StartError::Config)?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let mut folders = vec![
+        dirs.config.clone(),
+        dirs.state.clone(),
+        dirs.runtime.clone(),
+    ];
+    folders.extend(config.protected.iter().cloned());
+    let xdg_config = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
+    let protected = Protected::new(&folders)
+        .with_home(&home, &git::global_configs(&home, xdg_config.as_deref()));
+
+    let mut ledger = Ledger::open(&dirs.ledger())?;
+    let anchor = ledger.anchor()?;
+    let now = Timestamp::now();
+    let opened = if options.new_audit_segment {
+        AuditLog::open_new_segment(&dirs.audit_log(), anchor.as_ref(), now)
+    } else {
+        AuditLog::open(&dirs.audit_log(), anchor.as_ref(), now)
+    };
+    let (log, opened) = opened.map_err(StartError::Audit)?;
+    if let Some((offset, bytes)) = opened.cut {
+        tracing::warn!(offset, bytes, "cut a torn last line of the audit log");
+    }
+    if let Some(previous) = &opened.previous_segment {
+        tracing::warn!(previous = %previous.display(), "started a new audit segment after a break");
+    }
+    let caught_up = ledger.catch_up(&dirs.audit_log())?;
+    if caught_up > 0 {
+        tracing::info!(
+            records = caught_up,
+            "the ledger caught up from the audit log"
+        );
+    }
+    let interrupted = ledger.calls_in(CallState::Running)?;
+    let ledger = Arc::new(Mutex::new(ledger));
+    let journal =
+        Journal::start(log, Arc::clone(&ledger)).map_err(|e| StartError::Other(e.to_string()))?;
+    let mut events: Vec<Event> = interrupted
+        .into_iter()
+        .map(|(session, call_id)| {
+            tracing::warn!(%session, %call_id, "a call was running when the broker stopped");
+            Event::Interrupted { session, call_id }
+        })
+        .collect();
+    events.push(Event::Started {
+        pid: std::process::id(),
+        version: crate::BUILD_VERSION.to_string(),
+    });
+    journal
+        .record(events)
+        .await
+        .map_err(|e| StartError::Other(e.to_string()))?;
+
+    let consult = match &config.consult {
+        Some(settings) => Some(
+            ConsultClient::start(settings.clone(), config.consult_ms)
+                .map_err(|e| StartError::Config(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let runner = DirectRunner {
+        consult,
+        read_cap: tools::fs::READ_CAP,
+        root_certificates: test_roots()?,
+    };
+    let grants = grants_watch::load(&dirs.grants(), &home);
+    let broker = Arc::new(Broker::new(
+        config,
+        dirs.clone(),
+        grants,
+        protected,
+        journal,
+        ledger,
+        Arc::new(runner),
+    ));
+    let watcher = grants_watch::watch(Arc::clone(&broker), home)
+        .map_err(|e| StartError::Other(format!("cannot watch {}: {e}", dirs.config.display())))?;
+
+    let socket = dirs.agent_socket();
+    // The lock is held: a socket file left here belongs to a broker that is gone.
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket)
+        .map_err(|e| StartError::Other(format!("cannot listen on {}: {e}", socket.display())))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| StartError::Other(format!("{}: {e}", socket.display())))?;
+    Ok(Running {
+        broker,
+        listener,
+        locks,
+        watcher,
+    })
+}
+
+/// Extra trusted roots for `http_fetch`, from `BOXMAKER_EXTRA_ROOTS` (PEM files, for tests
+/// with a local certificate authority).
+fn test_roots() -> Result<Vec<Vec<u8>>, StartError> {
+    let Some(paths) = std::env::var_os("BOXMAKER_EXTRA_ROOTS") else {
+        return Ok(Vec::new());
+    };
+    std::env::split_paths(&paths)
+        .map(|path| {
+            std::fs::read(&path).map_err(|e| StartError::Config(format!("{}: {e}", path.display())))
+        })
+        .collect()
+}

@@ -1,0 +1,179 @@
+//! `brokerd`: the broker daemon (`brokerd serve`, the default) and `brokerd audit verify`.
+//!
+//! Exit status: 0 done; 1 refused or failed (a broken audit log, another broker running, bad
+//! settings); 2 bad usage.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "brokerd",
+    version = brokerd::BUILD_VERSION,
+    about = "boxmaker's broker: decides every tool call against the owner's grants, runs it, and records it in a hash-chained audit log",
+    after_help = "Folders (flag, variable, default):\n  config   --config-dir   BOXMAKER_CONFIG_DIR   $XDG_CONFIG_HOME/boxmaker (brokerd.toml, grants/)\n  state    --state-dir    BOXMAKER_STATE_DIR    $XDG_STATE_HOME/boxmaker (ledger, audit log, sessions/)\n  runtime  --runtime-dir  BOXMAKER_RUNTIME_DIR  $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid> (agent.sock)\n\nExit status: 0 done, 1 refused or failed, 2 bad usage."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the agent socket (the default).
+    Serve(ServeArgs),
+    /// The audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check the audit log's hash chain: exit 0 with a summary, or 1 naming the first broken
+    /// record. While a broker runs, the check reaches the ledger's last recorded record.
+    Verify {
+        /// The state folder holding the log and the ledger.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Args, Clone, Default)]
+struct ServeArgs {
+    /// The config folder (brokerd.toml, grants/).
+    #[arg(long, value_name = "DIR")]
+    config_dir: Option<PathBuf>,
+    /// The state folder (ledger, audit log, loopd's sessions/).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// The runtime folder (agent.sock); it must be yours with mode 0700.
+    #[arg(long, value_name = "DIR")]
+    runtime_dir: Option<PathBuf>,
+    /// If the audit log is broken, keep it aside and start a new segment that records the
+    /// break (instead of refusing to start).
+    #[arg(long)]
+    new_audit_segment: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Audit {
+            command: AuditCommand::Verify { state_dir },
+        }) => audit_verify(state_dir),
+        Some(Command::Serve(args)) => serve(args),
+        None => serve(cli.serve),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let verbose = std::env::var("BOXMAKER_LOG").is_ok_and(|v| v == "debug");
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_max_level(if verbose {
+            tracing::Level::DEBUG
+        } else {
+            tracing::Level::INFO
+        })
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("brokerd: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let options = brokerd::daemon::StartOptions {
+            config_dir: args.config_dir,
+            state_dir: args.state_dir,
+            runtime_dir: args.runtime_dir,
+            new_audit_segment: args.new_audit_segment,
+        };
+        let running = match brokerd::daemon::start(options).await {
+            Ok(running) => running,
+            Err(e) => {
+                eprintln!("brokerd: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let socket = running.broker.dirs.agent_socket();
+        tracing::info!(socket = %socket.display(), "brokerd is serving");
+        let brokerd::daemon::startup::Running {
+            broker,
+            listener,
+            locks,
+            watcher,
+        } = running;
+        let served = tokio::select! {
+            served = brokerd::daemon::server::serve(broker, listener) => served,
+            _ = shutdown() => Ok(()),
+        };
+        drop(watcher);
+        drop(locks);
+        let _ = std::fs::remove_file(&socket);
+        match served {
+            Ok(()) => {
+                tracing::info!("brokerd stopped");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("brokerd: the socket failed: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn audit_verify(state_dir: Option<PathBuf>) -> ExitCode {
+    let uid = rustix::process::getuid().as_raw();
+    let dirs = match proto::dirs::Dirs::resolve(
+        None,
+        state_dir.as_deref(),
+        None,
+        &|name| std::env::var_os(name),
+        uid,
+    ) {
+        Ok(dirs) => dirs,
+        Err(e) => {
+            eprintln!("brokerd audit verify: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match brokerd::daemon::audit::verify_state(&dirs) {
+        Ok(summary) => {
+            println!("{}: {summary}", dirs.audit_log().display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("{}: {e}", dirs.audit_log().display());
+            ExitCode::from(1)
+        }
+    }
+}
