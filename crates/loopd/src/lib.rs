@@ -3,10 +3,12 @@
 //! itself: the model sees a fixed `tools` array (`clock`, `find_tool`, `call_tool`), loopd
 //! answers those three, and everything else goes to the port, whose far side decides.
 //!
-//! Modules: [`llama`] (the model client), [`tools`] (registry, dispatch, port), [`turn`] (the
+//! Modules: [`llama`] (the model client), [`tools`] (registry, dispatch, port), [`broker`]
+//! (the port over brokerd's agent socket), [`turn`] (the
 //! turn loop), [`session`] (conversations on disk), [`script`] (scripted models), [`chat`]
 //! (the `loopd chat` command).
 
+pub mod broker;
 pub mod chat;
 pub mod llama;
 pub mod script;

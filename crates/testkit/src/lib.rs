@@ -1,11 +1,14 @@
 //! Test support for boxmaker (dev-only; never in a shipped binary): a scripted
-//! OpenAI-compatible HTTP server, a finder for the daemons' binaries, and temporary folders.
+//! OpenAI-compatible HTTP server, a finder for the daemons' binaries, a `brokerd` launcher and
+//! agent-socket client, and temporary folders.
 
 mod binaries;
+mod daemon;
 mod script_server;
 pub mod tls_server;
 
 pub use binaries::{BinaryError, binary};
+pub use daemon::{AgentClient, BrokerProcess};
 pub use script_server::ScriptServer;
 
 /// A fresh temporary folder, removed when the value is dropped.

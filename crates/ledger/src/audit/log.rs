@@ -149,6 +149,7 @@ impl AuditLog {
             batch.push(b'\n');
             written.push((record, hash.clone()));
         }
+        self.check_still_at_path()?;
         let before = self.file.metadata().map(|m| m.len());
         let synced = self
             .file
@@ -163,6 +164,24 @@ impl AuditLog {
         self.last_seq = seq;
         self.last_hash = hash;
         Ok(written)
+    }
+
+    /// The log must still be the file at its path: a log moved, deleted or replaced (by a
+    /// link to a device, say) is not written behind the owner's back.
+    fn check_still_at_path(&self) -> Result<(), AuditError> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata().map_err(|e| io(&self.path, e))?;
+        let replaced = match std::fs::metadata(&self.path) {
+            Ok(now) => now.dev() != open.dev() || now.ino() != open.ino(),
+            Err(_) => true,
+        };
+        if replaced {
+            return Err(io(
+                &self.path,
+                std::io::Error::other("the log was moved, deleted or replaced since it was opened"),
+            ));
+        }
+        Ok(())
     }
 
     /// The last record written: what the ledger records once the append returned.

@@ -213,3 +213,18 @@ fn a_missing_log_is_empty() {
     let summary = verify(&dir.path().join("none.jsonl"), None).unwrap();
     assert_eq!(summary.records, 0);
 }
+
+#[test]
+fn a_log_replaced_after_opening_is_not_written() {
+    let (_dir, path, anchor) = log_of(2);
+    let (mut log, _) = AuditLog::open(&path, Some(&anchor), now()).unwrap();
+    let kept = path.with_extension("kept");
+    fs::rename(&path, &kept).unwrap();
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    let error = log.append(&opened_one(), now()).unwrap_err();
+    assert!(error.to_string().contains("replaced"), "{error}");
+    fs::remove_file(&path).unwrap();
+    fs::rename(&kept, &path).unwrap();
+    assert_eq!(log.append(&opened_one(), now()).unwrap().seq, 3);
+    assert_eq!(verify(&path, None).unwrap().records, 3);
+}

@@ -37,6 +37,13 @@ pub trait ToolPort: Send + Sync {
     /// Returns the final answer, never `PendingApproval`. If the broker says the call is waiting
     /// for the owner, the port calls `on_pending` once and goes on waiting.
     fn call(&self, request: &ToolRequest, on_pending: &mut dyn FnMut(&Pending)) -> ToolResponse;
+
+    /// The schemas of the tools the far side can run now (the broker's `list_tools`, asked
+    /// again on every `find_tool` and `call_tool`, so a grant fixed mid-session is seen), or
+    /// `None` when the port has no catalog and the turn's registry is used as it is.
+    fn catalog(&self) -> Option<Vec<ToolSchema>> {
+        None
+    }
 }
 
 /// A call waiting for the owner: the approval's number and when it lapses.

@@ -1,0 +1,76 @@
+//! End-to-end tests of the `brokerd` daemon: real processes on temporary folders, as root.
+//! Test grants set `untrusted` and `on_untrusted` explicitly (the defaults make every side
+//! effect after a read ask).
+
+mod calls;
+mod frames;
+mod restart;
+
+use std::time::Duration;
+
+use proto::{DenyReason, ToolResponse};
+use testkit::BrokerProcess;
+
+/// A `brokerd.toml` for tests: short limits.
+pub const FAST: &str = "idle_timeout_ms = 1000\nshell_ms = 5000\n";
+
+/// Grants used by most tests: read and write in the work folder, labels explicit.
+pub const WORK: &str = r#"
+[[grant]]
+id = "read-work"
+tool = "read_file"
+paths = ["{work}"]
+class = "private"
+untrusted = false
+
+[[grant]]
+id = "write-work"
+tool = "write_file"
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+
+/// The reason of a denial, or a panic naming what came instead.
+pub fn denied(response: &ToolResponse) -> DenyReason {
+    match response {
+        ToolResponse::Denied { reason } => *reason,
+        other => panic!("not a denial: {other:?}"),
+    }
+}
+
+/// The content of a result, or a panic.
+pub fn content(response: &ToolResponse) -> &str {
+    match response {
+        ToolResponse::Result { content, .. } => content,
+        other => panic!("not a result: {other:?}"),
+    }
+}
+
+/// JSON arguments with one `path`.
+pub fn path_args(path: &std::path::Path) -> String {
+    serde_json::json!({ "path": path }).to_string()
+}
+
+/// `brokerd audit verify` on the broker's state folder: exit code and output.
+pub fn audit_verify(broker: &BrokerProcess) -> (i32, String) {
+    let output = std::process::Command::new(testkit::binary("brokerd").unwrap())
+        .args(["audit", "verify", "--state-dir"])
+        .arg(&broker.state)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+/// Waits for `brokerd` to log a reload after `before` reloads.
+pub fn reloaded(broker: &BrokerProcess, needle: &str, times: usize) {
+    assert!(
+        broker.wait_for_log(needle, times, Duration::from_secs(10)),
+        "no {needle:?} in the log:\n{}",
+        broker.log()
+    );
+}

@@ -1,0 +1,170 @@
+//! The broker killed and started again: nothing an answered client saw is lost, nothing runs
+//! twice, sessions resume with their labels.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use proto::{Class, DenyReason, ToolResponse};
+use testkit::{AgentClient, BrokerProcess};
+
+use super::{FAST, WORK, audit_verify, denied, path_args};
+
+#[test]
+fn a_session_resumes_after_a_restart_with_its_labels() {
+    let grants = format!(
+        "{WORK}\n[[grant]]\nid = \"secret\"\ntool = \"read_file\"\npaths = [\"{{work}}/secret\"]\nclass = \"secret\"\nuntrusted = false\n\n[[grant]]\nid = \"careful\"\ntool = \"read_file\"\npaths = [\"{{work}}/public\"]\nmax_taint = \"private\"\nuntrusted = false\n"
+    );
+    let mut broker = BrokerProcess::start(&grants, FAST);
+    fs::create_dir_all(broker.work.join("secret")).unwrap();
+    fs::create_dir_all(broker.work.join("public")).unwrap();
+    fs::write(broker.work.join("secret/k"), "k").unwrap();
+    fs::write(broker.work.join("public/p"), "p").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let read = client
+        .call(1, "read_file", &path_args(&broker.work.join("secret/k")))
+        .unwrap();
+    assert!(
+        matches!(
+            read,
+            ToolResponse::Result {
+                class: Class::Secret,
+                ..
+            }
+        ),
+        "{read:?}"
+    );
+    let resume = client.session.clone().unwrap();
+    broker.restart();
+    let mut again = AgentClient::open(&broker.socket(), Some(resume));
+    let refused = again
+        .call(2, "read_file", &path_args(&broker.work.join("public/p")))
+        .unwrap();
+    assert_eq!(denied(&refused), DenyReason::TaintTooHigh);
+    // Another session of the same owner is not refused.
+    let mut fresh = AgentClient::open(&broker.socket(), None);
+    let read = fresh
+        .call(1, "read_file", &path_args(&broker.work.join("public/p")))
+        .unwrap();
+    assert!(matches!(read, ToolResponse::Result { .. }), "{read:?}");
+}
+
+#[test]
+fn a_closed_session_cannot_be_resumed() {
+    let broker = BrokerProcess::start(WORK, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let resume = client.session.clone().unwrap();
+    assert!(matches!(
+        client.send(&proto::AgentFrame::Close {}),
+        Some(proto::BrokerFrame::Closed {})
+    ));
+    let mut again = AgentClient::connect(&broker.socket());
+    let answer = again.send(&proto::AgentFrame::Hello {
+        version: proto::PROTOCOL_VERSION,
+        resume: Some(resume),
+    });
+    assert!(
+        matches!(
+            answer,
+            Some(proto::BrokerFrame::Error {
+                code: proto::ErrorCode::SessionEnded,
+                ..
+            })
+        ),
+        "{answer:?}"
+    );
+}
+
+#[test]
+fn a_kill_during_sixteen_busy_clients_loses_no_answer_and_runs_nothing_twice() {
+    let grants = r#"
+[[grant]]
+id = "mktemp"
+tool = "shell"
+commands = ["mktemp -p {work}/made"]
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+    let mut broker = BrokerProcess::start(grants, FAST);
+    fs::create_dir_all(broker.work.join("made")).unwrap();
+    let command = serde_json::json!({
+        "command": format!("mktemp -p {}/made", broker.work.display()),
+    })
+    .to_string();
+    // Each client keeps what it was answered: (session token, call id) -> answered.
+    let answered: Arc<Mutex<Vec<(proto::Resume, u64)>>> = Arc::default();
+    let socket = broker.socket();
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let socket = socket.clone();
+            let command = command.clone();
+            let answered = Arc::clone(&answered);
+            thread::spawn(move || {
+                let mut client = AgentClient::open(&socket, None);
+                let resume = client.session.clone().unwrap();
+                for id in 1..=1000u64 {
+                    match client.call(id, "shell", &command) {
+                        Ok(ToolResponse::Result { .. }) => {
+                            answered.lock().unwrap().push((resume.clone(), id))
+                        }
+                        Ok(other) => panic!("{other:?}"),
+                        Err(_) => return (resume, id),
+                    }
+                }
+                (resume, 1001)
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(1500));
+    broker.kill();
+    let stopped: Vec<(proto::Resume, u64)> =
+        workers.into_iter().map(|w| w.join().unwrap()).collect();
+    broker.spawn();
+    let (code, output) = audit_verify(&broker);
+    assert_eq!(code, 0, "{output}");
+    let log = fs::read_to_string(broker.state.join("audit.jsonl")).unwrap();
+    let seen = answered.lock().unwrap().clone();
+    assert!(seen.len() > 16, "too few calls were made before the kill");
+    for (resume, id) in &seen {
+        let needle = format!("\"session\":\"{}\",\"call_id\":{id},", resume.session);
+        assert!(
+            log.contains(&needle),
+            "answer {id} of {} is not in the log",
+            resume.session
+        );
+    }
+    // Every client resumes and sends its interrupted call again, and more: files made equal
+    // distinct call ids answered.
+    let mut ids: BTreeSet<(String, u64)> = seen
+        .iter()
+        .map(|(r, id)| (r.session.to_string(), *id))
+        .collect();
+    for (resume, stopped_at) in stopped {
+        let mut client = AgentClient::open(&broker.socket(), Some(resume.clone()));
+        for id in stopped_at.saturating_sub(1).max(1)..stopped_at + 2 {
+            let answer = client.call(id, "shell", &command).unwrap();
+            let ran = match &answer {
+                ToolResponse::Result { .. } => true,
+                ToolResponse::Failed { message } => {
+                    assert!(message.contains("broker stopped"), "{message}");
+                    false
+                }
+                other => panic!("{other:?}"),
+            };
+            if ran {
+                ids.insert((resume.session.to_string(), id));
+            }
+        }
+    }
+    let made = fs::read_dir(broker.work.join("made")).unwrap().count();
+    // A call interrupted by the kill may have made its file without an answer: at most one per
+    // client.
+    assert!(
+        made >= ids.len() && made <= ids.len() + 16,
+        "{made} files for {} calls",
+        ids.len()
+    );
+}

@@ -1,0 +1,243 @@
+//! A real `brokerd` process on temporary folders, and a raw client of its agent socket, for
+//! end-to-end tests.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use proto::{
+    AgentFrame, BrokerFrame, PROTOCOL_VERSION, Resume, SessionId, ToolRequest, ToolResponse,
+    read_frame, write_frame,
+};
+
+/// A `brokerd serve` child on its own temporary config, state and runtime folders (and a
+/// `work` folder for tests to grant). Killed when dropped.
+pub struct BrokerProcess {
+    child: Option<Child>,
+    /// The temporary root holding every folder.
+    pub root: tempfile::TempDir,
+    /// The config folder (`brokerd.toml`, `grants/`).
+    pub config: PathBuf,
+    /// The state folder.
+    pub state: PathBuf,
+    /// The runtime folder.
+    pub runtime: PathBuf,
+    /// A folder for the tests' files.
+    pub work: PathBuf,
+    log: PathBuf,
+    starts: usize,
+}
+
+impl BrokerProcess {
+    /// Starts a broker with `grants` (TOML, `{work}` replaced by the work folder) and
+    /// `config` (`brokerd.toml`).
+    pub fn start(grants: &str, config: &str) -> BrokerProcess {
+        let root = crate::temp_dir();
+        let base = match root.path().canonicalize() {
+            Ok(base) => base,
+            Err(e) => panic!("cannot resolve the temporary folder: {e}"),
+        };
+        let mut broker = BrokerProcess {
+            child: None,
+            config: base.join("config"),
+            state: base.join("state"),
+            runtime: base.join("rt"),
+            work: base.join("work"),
+            log: base.join("brokerd.log"),
+            root,
+            starts: 0,
+        };
+        must(std::fs::create_dir_all(broker.config.join("grants")));
+        must(std::fs::create_dir_all(&broker.work));
+        must(std::fs::write(broker.config.join("brokerd.toml"), config));
+        broker.write_grants("grants.toml", grants);
+        broker.spawn();
+        broker
+    }
+
+    /// Writes (or replaces) a grants file, `{work}` replaced by the work folder.
+    pub fn write_grants(&self, name: &str, grants: &str) {
+        let text = grants.replace("{work}", &self.work.display().to_string());
+        must(std::fs::write(self.config.join("grants").join(name), text));
+    }
+
+    /// The agent socket.
+    pub fn socket(&self) -> PathBuf {
+        self.runtime.join("agent.sock")
+    }
+
+    /// The broker's log so far (standard error, every start).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log holds `needle` `times` times in all; false after `timeout`.
+    pub fn wait_for_log(&self, needle: &str, times: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.log().matches(needle).count() >= times {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Starts the process (again) and waits for its socket.
+    pub fn spawn(&mut self) {
+        let binary = match crate::binary("brokerd") {
+            Ok(binary) => binary,
+            Err(e) => panic!("{e}"),
+        };
+        let log = must(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.log),
+        );
+        let _ = std::fs::remove_file(self.socket());
+        let child = must(
+            Command::new(binary)
+                .arg("serve")
+                .arg("--config-dir")
+                .arg(&self.config)
+                .arg("--state-dir")
+                .arg(&self.state)
+                .arg("--runtime-dir")
+                .arg(&self.runtime)
+                .env("HOME", self.root.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn(),
+        );
+        self.child = Some(child);
+        self.starts += 1;
+        if !self.wait_for_log("brokerd is serving", self.starts, Duration::from_secs(20)) {
+            panic!("brokerd did not start:\n{}", self.log());
+        }
+    }
+
+    /// `kill -9` and wait.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills and starts again on the same folders.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+impl Drop for BrokerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn must<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("test set-up failed: {e}"),
+    }
+}
+
+/// A raw client of the agent socket: frames in, frames out.
+pub struct AgentClient {
+    /// The connection.
+    pub stream: UnixStream,
+    /// The session this connection serves, after `hello`.
+    pub session: Option<Resume>,
+}
+
+impl AgentClient {
+    /// Connects to `socket`.
+    pub fn connect(socket: &Path) -> AgentClient {
+        let stream = must(UnixStream::connect(socket));
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        AgentClient {
+            stream,
+            session: None,
+        }
+    }
+
+    /// Connects and opens (or resumes) a session; panics unless welcomed.
+    pub fn open(socket: &Path, resume: Option<Resume>) -> AgentClient {
+        let mut client = AgentClient::connect(socket);
+        match client.send(&AgentFrame::Hello {
+            version: PROTOCOL_VERSION,
+            resume,
+        }) {
+            Some(BrokerFrame::Welcome {
+                session,
+                resume_token,
+                ..
+            }) => {
+                client.session = Some(Resume {
+                    session,
+                    token: resume_token,
+                })
+            }
+            other => panic!("hello was answered with {other:?}"),
+        }
+        client
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> SessionId {
+        match &self.session {
+            Some(resume) => resume.session.clone(),
+            None => SessionId(String::new()),
+        }
+    }
+
+    /// Sends a frame and reads one back (`None` when the broker closed).
+    pub fn send(&mut self, frame: &AgentFrame) -> Option<BrokerFrame> {
+        if write_frame(&mut self.stream, frame).is_err() {
+            return None;
+        }
+        self.receive()
+    }
+
+    /// Reads one frame (`None` when the broker closed or the read failed).
+    pub fn receive(&mut self) -> Option<BrokerFrame> {
+        read_frame(&mut self.stream).ok().flatten()
+    }
+
+    /// Calls `tool` with `arguments` as call `call_id` of this session: the final response,
+    /// or the frame that came instead.
+    pub fn call(
+        &mut self,
+        call_id: u64,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<ToolResponse, Option<BrokerFrame>> {
+        let request = ToolRequest {
+            session: self.session_id().to_string(),
+            call_id,
+            tool: tool.to_string(),
+            arguments: arguments.to_string(),
+        };
+        match self.send(&AgentFrame::Call { request }) {
+            Some(BrokerFrame::Response { response, .. }) => Ok(response),
+            other => Err(other),
+        }
+    }
+
+    /// Whether the broker has closed the connection (reads end).
+    pub fn is_closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
