@@ -36,6 +36,44 @@ pub const FIXED_ENV: &[(&str, &str)] = &[
     ("GIT_TERMINAL_PROMPT", "0"),
 ];
 
+/// Git's own hooks into a repository, turned off for every command: a repository is data from
+/// outside, and its `.git/config` must not choose programs that run when the agent types
+/// `git status`. These are command-line level settings (`GIT_CONFIG_COUNT`, as `git -c`),
+/// which win over every configuration file; `GIT_CONFIG_NOSYSTEM` skips `/etc/gitconfig`.
+///
+/// - `core.fsmonitor=false`: no file-system monitor hook (run by `git status`).
+/// - `core.hooksPath=/dev/null`: no hook of `.git/hooks` (commit, checkout, merge, ...).
+/// - `core.pager=cat`, `core.editor=false`, `sequence.editor=false`: no pager or editor from
+///   the repository (and an editor fails instead of waiting for input).
+/// - `core.sshCommand=ssh`: no transport program from the repository.
+/// - `protocol.ext.allow=never`: no `ext::` remote helper, which runs any command.
+/// - `safe.bareRepository=explicit`: a bare repository planted inside a work tree is not
+///   entered by merely changing into it.
+///
+/// Not covered by any setting: `diff.external` and the drivers and filters a repository's
+/// `.gitattributes` names (`diff.<driver>.command`, `filter.<name>.clean`); an empty value
+/// makes `git diff` fail instead. The sandbox's box is what confines those.
+pub const GIT_ENV: &[(&str, &str)] = &[
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_CONFIG_COUNT", "8"),
+    ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
+    ("GIT_CONFIG_VALUE_0", "false"),
+    ("GIT_CONFIG_KEY_1", "core.hooksPath"),
+    ("GIT_CONFIG_VALUE_1", "/dev/null"),
+    ("GIT_CONFIG_KEY_2", "core.pager"),
+    ("GIT_CONFIG_VALUE_2", "cat"),
+    ("GIT_CONFIG_KEY_3", "core.editor"),
+    ("GIT_CONFIG_VALUE_3", "false"),
+    ("GIT_CONFIG_KEY_4", "sequence.editor"),
+    ("GIT_CONFIG_VALUE_4", "false"),
+    ("GIT_CONFIG_KEY_5", "core.sshCommand"),
+    ("GIT_CONFIG_VALUE_5", "ssh"),
+    ("GIT_CONFIG_KEY_6", "protocol.ext.allow"),
+    ("GIT_CONFIG_VALUE_6", "never"),
+    ("GIT_CONFIG_KEY_7", "safe.bareRepository"),
+    ("GIT_CONFIG_VALUE_7", "explicit"),
+];
+
 /// The `PATH` a command gets when the broker has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -209,7 +247,7 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
 }
 
 /// The whole environment of a command: `PASSED_ENV` from the broker's where set (with
-/// `DEFAULT_PATH` when it has no `PATH`), then `FIXED_ENV`.
+/// `DEFAULT_PATH` when it has no `PATH`), then `FIXED_ENV` and `GIT_ENV`.
 fn command_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = PASSED_ENV
         .iter()
@@ -218,7 +256,7 @@ fn command_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     if std::env::var_os("PATH").is_none() {
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
-    for (name, value) in FIXED_ENV {
+    for (name, value) in FIXED_ENV.iter().chain(GIT_ENV) {
         env.push(((*name).into(), (*value).into()));
     }
     env

@@ -2,6 +2,7 @@
 //! environment or a non-dumpable broker run a body of this same binary in a child process
 //! (`child_entry`), so that nothing changes this process's environment.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -138,10 +139,12 @@ fn the_environment_is_scrubbed_to_the_allow_list() {
     for name in &names {
         let allowed = tools::shell::PASSED_ENV.contains(name)
             || tools::shell::FIXED_ENV.iter().any(|(n, _)| n == name)
+            || tools::shell::GIT_ENV.iter().any(|(n, _)| n == name)
             || ["PWD", "SHLVL", "_", "OLDPWD"].contains(name);
         assert!(allowed, "{name} leaked into the environment");
     }
     assert!(stdout.contains("TERM=dumb"));
+    assert!(stdout.contains("GIT_CONFIG_KEY_0=core.fsmonitor"));
 }
 
 #[test]
@@ -377,4 +380,75 @@ fn stdin_is_empty() {
 fn unknown_argument_fields_are_refused() {
     assert!(serde_json::from_str::<ShellArgs>(r#"{"command":"ls","timeout":5}"#).is_err());
     assert!(serde_json::from_str::<ShellArgs>(r#"{"command":"ls"}"#).is_ok());
+}
+
+/// A repository whose own `.git/config` and hooks run `touch <marker>` on `git status` (the
+/// file-system monitor) and on `git commit` (a pre-commit hook).
+fn booby_trapped_repository(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let repo = dir.join("repo");
+    let marker = dir.join("ran");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    std::fs::create_dir(&repo).unwrap();
+    git(&["init", "-q"]);
+    let trap = dir.join("trap.sh");
+    std::fs::write(&trap, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    let hook = repo.join(".git/hooks/pre-commit");
+    std::fs::copy(&trap, &hook).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for file in [&trap, &hook] {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    git(&["config", "core.fsmonitor", &trap.display().to_string()]);
+    git(&["config", "user.email", "a@example.org"]);
+    git(&["config", "user.name", "a"]);
+    std::fs::write(repo.join("f"), "x").unwrap();
+    (repo, marker)
+}
+
+#[test]
+fn a_repositorys_fsmonitor_does_not_run_on_git_status() {
+    let dir = testkit::temp_dir();
+    let (repo, marker) = booby_trapped_repository(dir.path());
+    let args = ShellArgs {
+        command: "git status --short".into(),
+        cwd: Some(repo.display().to_string()),
+    };
+    let result = shell(&args, &ShellOptions::default()).unwrap();
+    assert_eq!(result.exit_code, Some(0), "{}", result.stderr);
+    assert_eq!(result.stdout, "?? f\n");
+    assert!(!marker.exists(), "the repository's fsmonitor ran");
+    // The control: the same git without GIT_ENV runs it.
+    Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(marker.exists(), "the trap is not a trap");
+}
+
+#[test]
+fn a_repositorys_hooks_do_not_run_on_git_commit() {
+    let dir = testkit::temp_dir();
+    let (repo, marker) = booby_trapped_repository(dir.path());
+    let args = ShellArgs {
+        command: "git add f && git commit -q -m one".into(),
+        cwd: Some(repo.display().to_string()),
+    };
+    let result = shell(&args, &ShellOptions::default()).unwrap();
+    assert_eq!(result.exit_code, Some(0), "{}", result.stderr);
+    assert!(!marker.exists(), "the repository's pre-commit hook ran");
+    std::fs::write(repo.join("f"), "y").unwrap();
+    Command::new("git")
+        .args(["-c", "core.fsmonitor=false", "commit", "-q", "-am", "two"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(marker.exists(), "the trap is not a trap");
 }
