@@ -22,6 +22,7 @@
 //! folder.
 
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 mod child;
 mod contain;
