@@ -8,9 +8,10 @@
 //!
 //! - Namespaces: the intermediate calls `unshare(CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWUSER])`
 //!   and forks the init, PID 1 of the new PID namespace. The init makes `/` `MS_REC |
-//!   MS_PRIVATE`, mounts a fresh `/proc`, drops every capability (so the command can never
-//!   unmount it), forks the command and reaps until the command ends; its exit takes every
-//!   other process of the namespace with it. The command is not PID 1 itself, so a signal it
+//!   MS_PRIVATE`, mounts a fresh `/proc` (and, for uid 0, makes the kernel's knobs read-only:
+//!   see `mounts`), drops every capability (so the command can never undo a mount), forks the
+//!   command and reaps until the command ends; its exit takes every other process of the
+//!   namespace with it. The command is not PID 1 itself, so a signal it
 //!   sends to itself (`kill -TERM $$`) works as anywhere else.
 //! - Subreaper: where `unshare` is refused, the intermediate becomes a child subreaper, forks
 //!   the command, and when it ends kills every process it has adopted until none is left.
@@ -32,7 +33,6 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{Mode, OFlags, open};
 use rustix::io::{Errno, write};
-use rustix::mount::{MountFlags, MountPropagationFlags, mount, mount_change};
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{
     Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, WaitOptions, WaitStatus, getpid, kill_process,
@@ -41,6 +41,7 @@ use rustix::process::{
 use rustix::thread::{UnshareFlags, unshare_unsafe};
 
 use crate::harden::{Hardening, make_non_dumpable};
+use crate::mounts;
 use crate::reap::kill_all_descendants;
 use crate::record::Record;
 
@@ -166,19 +167,13 @@ impl Plan {
         }
     }
 
-    /// In the init, before the command: its own `/proc`, then no privilege left.
+    /// In the init, before the command: its own `/proc`, the kernel's knobs read-only when
+    /// the command's user id is 0 (see `mounts`), then no privilege left.
     fn init_setup(&self) -> Result<(), Errno> {
-        mount_change(
-            c"/",
-            MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
-        )?;
-        mount(
-            c"proc",
-            c"/proc",
-            c"proc",
-            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
-            None,
-        )?;
+        mounts::own_proc()?;
+        if self.maps.root {
+            mounts::kernel_knobs_read_only()?;
+        }
         set_non_dumpable()?;
         self.hardening
             .apply()

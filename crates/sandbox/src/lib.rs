@@ -27,6 +27,7 @@
 mod child;
 mod contain;
 mod harden;
+mod mounts;
 mod reap;
 mod record;
 

@@ -237,6 +237,49 @@ fn proc_cannot_be_unmounted_and_nothing_can_be_mounted() {
     assert!(!mounts.contains(&dir.path().display().to_string()));
 }
 
+#[test]
+fn the_kernels_knobs_are_read_only_for_a_command_of_uid_0() {
+    // Writes back the value it read, so that the control changes nothing.
+    let script = "v=$(cat /proc/sys/kernel/domainname); echo \"$v\" > /proc/sys/kernel/domainname && echo wrote; \
+                  awk '$5 ~ \"^/sys|^/proc/(sys|sysrq-trigger|irq|bus|fs)$\" {print $5, $6}' /proc/self/mountinfo";
+    let boxed = run(script, Containment::PidNamespace);
+    assert!(!boxed.stdout.contains("wrote"), "{}", boxed.stdout);
+    assert!(
+        boxed.stderr.contains("Read-only file system"),
+        "{}",
+        boxed.stderr
+    );
+    let mounts: Vec<&str> = boxed.stdout.lines().collect();
+    let expected = [
+        "/sys",
+        "/proc/sys",
+        "/proc/sysrq-trigger",
+        "/proc/irq",
+        "/proc/bus",
+        "/proc/fs",
+    ];
+    for path in expected.iter().filter(|p| Path::new(p).exists()) {
+        let prefix = format!("{path} ");
+        assert!(
+            mounts.iter().any(|m| m.starts_with(&prefix)),
+            "{path}: {mounts:?}"
+        );
+    }
+    for mount in mounts {
+        assert!(
+            mount.split(' ').nth(1).unwrap().starts_with("ro"),
+            "{mount}"
+        );
+    }
+    // The control: uid 0 without any capability, outside the box's mounts, can write them.
+    let uncontained = run(script, Containment::ProcessGroup);
+    assert!(
+        uncontained.stdout.contains("wrote"),
+        "{}",
+        uncontained.stderr
+    );
+}
+
 /// Runs `body` of this binary in a child process, as `nobody` when asked; returns its `@@`
 /// lines.
 fn child_process(body: &str, as_nobody: bool, dir: &Path) -> Vec<String> {
