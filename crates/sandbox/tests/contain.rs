@@ -115,6 +115,33 @@ fn a_process_group_does_not_hold_a_setsid_child_which_is_why_boxes_exist() {
 }
 
 #[test]
+fn dropping_a_contained_child_kills_everything_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    for mode in ALL {
+        let marker = dir.path().join(mode.as_str());
+        let script = format!(
+            "setsid sh -c 'sleep 2; touch {}' & sleep 2",
+            marker.display()
+        );
+        let options = ContainOptions {
+            containment: mode,
+            ..ContainOptions::default()
+        };
+        drop(spawn_contained(&spec(&script), &options).unwrap());
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    thread::sleep(Duration::from_secs(3));
+    for mode in BOXES {
+        assert!(!dir.path().join(mode.as_str()).exists(), "{mode:?}");
+    }
+}
+
+#[test]
 fn a_grandchild_holding_stdout_does_not_delay_the_return_past_the_deadline() {
     for mode in BOXES {
         let run = run_with("(sleep 8) & sleep 30", mode, Duration::from_secs(1));
