@@ -107,6 +107,15 @@ fn parse_var(text: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> ExitCode {
+    // loopd holds the model server's key and the conversation: no other process of this user
+    // (a command run by a tool included) may read its memory or environment. A process that
+    // cannot protect them says so and stops.
+    if let Err(error) = sandbox::make_non_dumpable() {
+        eprintln!(
+            "loopd: cannot make this process non-dumpable (PR_SET_DUMPABLE): {error}; refusing to run with its memory readable"
+        );
+        return ExitCode::from(1);
+    }
     let cli = Cli::parse();
     let options = match cli.command {
         Command::Chat(args) => chat_options(*args),

@@ -311,3 +311,46 @@ fn resuming_a_session_that_does_not_exist_is_an_error_not_a_new_session() {
     assert_eq!(output.status.code(), Some(2));
     assert!(err.contains("no session local-missing"), "{err}");
 }
+
+#[test]
+fn loopd_is_non_dumpable_so_a_process_of_the_same_user_cannot_read_its_environment() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    // Both sides run as nobody: a process without capabilities, of the same user, is what a
+    // tool's command would be; only loopd's own PR_SET_DUMPABLE keeps it out.
+    let dir = testkit::temp_dir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopd"))
+        .args(["chat", "--port", "fake", "--model", "http://127.0.0.1:9/v1"])
+        .args(["--state-dir", &state(dir.path())])
+        .env("BOXMAKER_TEST_SECRET", "hunter2")
+        .uid(65534)
+        .gid(65534)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let environ = format!("/proc/{}/environ", child.id());
+    // A non-dumpable process's /proc files belong to root; wait for loopd's first act.
+    let mut owner = u32::MAX;
+    for _ in 0..500 {
+        owner = std::fs::metadata(&environ).unwrap().uid();
+        if owner == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let read = Command::new("cat")
+        .arg(&environ)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    assert_eq!(owner, 0, "loopd stayed dumpable");
+    assert!(!read.status.success());
+    assert!(!String::from_utf8_lossy(&read.stdout).contains("hunter2"));
+    assert!(String::from_utf8_lossy(&read.stderr).contains("Permission denied"));
+}

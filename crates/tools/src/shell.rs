@@ -1,18 +1,20 @@
-//! `shell`: one command line through `bash -c` (or `sh -c` where there is no bash), in its own
-//! process group, with a scrubbed environment, a time limit, and output bounded in memory.
+//! `shell`: one command line through `bash -c` (or `sh -c` where there is no bash), contained
+//! by the sandbox crate (the first process of its own PID and mount namespaces, every
+//! capability dropped, `no_new_privs`), with a scrubbed environment, a time limit, and output
+//! bounded in memory.
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use proto::ToolSchema;
+use sandbox::{CommandSpec, ContainOptions, Exit, spawn_contained};
+
+pub use sandbox::Containment;
 
 /// Bytes kept from the start of each stream.
 pub const HEAD_BYTES: usize = 64 * 1024;
@@ -32,6 +34,44 @@ pub const FIXED_ENV: &[(&str, &str)] = &[
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
     ("GIT_TERMINAL_PROMPT", "0"),
+];
+
+/// Git's own hooks into a repository, turned off for every command: a repository is data from
+/// outside, and its `.git/config` must not choose programs that run when the agent types
+/// `git status`. These are command-line level settings (`GIT_CONFIG_COUNT`, as `git -c`),
+/// which win over every configuration file; `GIT_CONFIG_NOSYSTEM` skips `/etc/gitconfig`.
+///
+/// - `core.fsmonitor=false`: no file-system monitor hook (run by `git status`).
+/// - `core.hooksPath=/dev/null`: no hook of `.git/hooks` (commit, checkout, merge, ...).
+/// - `core.pager=cat`, `core.editor=false`, `sequence.editor=false`: no pager or editor from
+///   the repository (and an editor fails instead of waiting for input).
+/// - `core.sshCommand=ssh`: no transport program from the repository.
+/// - `protocol.ext.allow=never`: no `ext::` remote helper, which runs any command.
+/// - `safe.bareRepository=explicit`: a bare repository planted inside a work tree is not
+///   entered by merely changing into it.
+///
+/// Not covered by any setting: `diff.external` and the drivers and filters a repository's
+/// `.gitattributes` names (`diff.<driver>.command`, `filter.<name>.clean`); an empty value
+/// makes `git diff` fail instead. The sandbox's box is what confines those.
+pub const GIT_ENV: &[(&str, &str)] = &[
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_CONFIG_COUNT", "8"),
+    ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
+    ("GIT_CONFIG_VALUE_0", "false"),
+    ("GIT_CONFIG_KEY_1", "core.hooksPath"),
+    ("GIT_CONFIG_VALUE_1", "/dev/null"),
+    ("GIT_CONFIG_KEY_2", "core.pager"),
+    ("GIT_CONFIG_VALUE_2", "cat"),
+    ("GIT_CONFIG_KEY_3", "core.editor"),
+    ("GIT_CONFIG_VALUE_3", "false"),
+    ("GIT_CONFIG_KEY_4", "sequence.editor"),
+    ("GIT_CONFIG_VALUE_4", "false"),
+    ("GIT_CONFIG_KEY_5", "core.sshCommand"),
+    ("GIT_CONFIG_VALUE_5", "ssh"),
+    ("GIT_CONFIG_KEY_6", "protocol.ext.allow"),
+    ("GIT_CONFIG_VALUE_6", "never"),
+    ("GIT_CONFIG_KEY_7", "safe.bareRepository"),
+    ("GIT_CONFIG_VALUE_7", "explicit"),
 ];
 
 /// The `PATH` a command gets when the broker has none.
@@ -67,7 +107,7 @@ pub fn shell_schema() -> ToolSchema {
 /// How `shell` runs commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellOptions {
-    /// The longest a command may run; then its whole process group is killed.
+    /// The longest a command may run; then every process it started is killed.
     pub timeout: Duration,
     /// The directory used when the call names none.
     pub default_cwd: PathBuf,
@@ -75,6 +115,11 @@ pub struct ShellOptions {
     pub head_bytes: usize,
     /// Bytes kept from the end of each stream.
     pub tail_bytes: usize,
+    /// Contain each command (default): the first process of its own PID and mount namespaces,
+    /// or under a child subreaper where the kernel refuses namespaces. When false, the command
+    /// only leads its own process group (which `setsid` leaves): for the sandbox's box, which
+    /// contains its commands itself, to set. Capabilities are dropped either way.
+    pub contain: bool,
 }
 
 impl Default for ShellOptions {
@@ -84,6 +129,7 @@ impl Default for ShellOptions {
             default_cwd: PathBuf::from("/"),
             head_bytes: HEAD_BYTES,
             tail_bytes: TAIL_BYTES,
+            contain: true,
         }
     }
 }
@@ -109,6 +155,9 @@ pub struct ShellResult {
     pub truncated: bool,
     /// How long it ran, in milliseconds.
     pub duration_ms: u64,
+    /// How the command's processes were held together (`pid_namespace`, or the fall-backs
+    /// `subreaper` and `process_group`), so the result header names a weaker one.
+    pub containment: Containment,
 }
 
 /// Why a command could not be run at all.
@@ -131,6 +180,9 @@ pub enum ShellError {
         /// The cause.
         source: io::Error,
     },
+    /// The command started, but its output or its end could not be followed.
+    #[error("lost track of the command: {0}")]
+    Follow(io::Error),
 }
 
 /// Runs `args.command` and waits for it, at most `options.timeout`.
@@ -147,100 +199,67 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
         None => options.default_cwd.clone(),
     };
     let shell = find_shell();
-    let mut command = Command::new(&shell);
-    command
-        .arg("-c")
-        .arg(&args.command)
-        .current_dir(&cwd)
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    for name in PASSED_ENV {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    if std::env::var_os("PATH").is_none() {
-        command.env("PATH", DEFAULT_PATH);
-    }
-    for (name, value) in FIXED_ENV {
-        command.env(name, value);
-    }
+    let spec = CommandSpec {
+        program: shell.clone(),
+        args: vec!["-c".into(), args.command.clone().into()],
+        env: command_env(),
+        cwd,
+    };
+    let contain = ContainOptions {
+        timeout: options.timeout,
+        containment: if options.contain {
+            Containment::PidNamespace
+        } else {
+            Containment::ProcessGroup
+        },
+    };
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|source| ShellError::Spawn {
+    let child = spawn_contained(&spec, &contain).map_err(|source| ShellError::Spawn {
         shell: shell.display().to_string(),
         source,
     })?;
-    let group = child.id() as libc::pid_t;
-    let readers = [
-        child.stdout.take().map(|out| capture(out, options)),
-        child.stderr.take().map(|err| capture(err, options)),
-    ];
-    let (done_tx, done_rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        // Wait for the leader without reaping it, so its process group id cannot be reused
-        // before the rest of the group is killed: nothing of the group outlives the call.
-        wait_without_reaping(group);
-        kill_group(group);
-        let status = child.wait();
-        let _ = done_tx.send(());
-        status
-    });
-    let timed_out = done_rx.recv_timeout(options.timeout).is_err();
-    if timed_out {
-        kill_group(group);
-    }
-    let status = waiter.join().ok().and_then(Result::ok);
-    let [stdout, stderr] = readers.map(|reader| {
-        reader
-            .and_then(|r| r.join().ok())
-            .unwrap_or_else(|| Captured::new(0, 0))
-    });
+    let containment = child.containment();
+    let mut stdout = Captured::new(options.head_bytes, options.tail_bytes);
+    let mut stderr = Captured::new(options.head_bytes, options.tail_bytes);
+    let ended = child
+        .finish(&mut |bytes| stdout.push(bytes), &mut |bytes| {
+            stderr.push(bytes)
+        })
+        .map_err(ShellError::Follow)?;
     Ok(ShellResult {
-        exit_code: if timed_out {
-            None
-        } else {
-            status.and_then(|s| s.code())
+        exit_code: match ended.exit {
+            Some(Exit::Code(code)) if !ended.timed_out => Some(code),
+            _ => None,
         },
-        signal: status.and_then(|s| s.signal()),
-        timed_out,
+        signal: match ended.exit {
+            Some(Exit::Signal(signal)) => Some(signal),
+            _ => None,
+        },
+        timed_out: ended.timed_out,
         truncated: stdout.cut() > 0 || stderr.cut() > 0,
         stdout_bytes: stdout.total,
         stderr_bytes: stderr.total,
         stdout: stdout.text(),
         stderr: stderr.text(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        containment,
     })
 }
 
-fn wait_without_reaping(pid: libc::pid_t) {
-    loop {
-        // SAFETY: waitid writes only into the siginfo_t we own; WNOWAIT leaves the child
-        // waitable, so std's Child::wait still reaps it afterwards.
-        let result = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if result == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return;
-        }
+/// The whole environment of a command: `PASSED_ENV` from the broker's where set (with
+/// `DEFAULT_PATH` when it has no `PATH`), then `FIXED_ENV` and `GIT_ENV`.
+fn command_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = PASSED_ENV
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| ((*name).into(), value)))
+        .collect();
+    if std::env::var_os("PATH").is_none() {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
-}
-
-fn kill_group(group: libc::pid_t) {
-    if group > 0 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-        unsafe {
-            libc::kill(-group, libc::SIGKILL);
-        }
+    for (name, value) in FIXED_ENV.iter().chain(GIT_ENV) {
+        env.push(((*name).into(), (*value).into()));
     }
+    env
 }
 
 /// `bash` from the `PATH` (or the usual places), else `/bin/sh`.
@@ -302,25 +321,6 @@ impl Captured {
         text.push_str(&String::from_utf8_lossy(&tail));
         text
     }
-}
-
-fn capture(
-    mut stream: impl Read + Send + 'static,
-    options: &ShellOptions,
-) -> std::thread::JoinHandle<Captured> {
-    let mut captured = Captured::new(options.head_bytes, options.tail_bytes);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => captured.push(buf.get(..n).unwrap_or_default()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        captured
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,543 @@
+//! The broker's side of a contained command: spawn it, collect its output until it ends or
+//! its deadline passes, and leave no process of it behind.
+
+// `Command::pre_exec` is unsafe because its hook runs between `fork` and `exec` of a possibly
+// multithreaded parent. The hook here is `child::Plan::run`, async-signal-safe by
+// construction; this is the one `unsafe` of this module.
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::fs::{OFlags, fcntl_setfl};
+use rustix::io::{Errno, read};
+use rustix::pipe::{PipeFlags, pipe_with};
+use rustix::process::{
+    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, getegid, geteuid, kill_process,
+    kill_process_group, pidfd_open, waitid,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::child::{IdMaps, Plan, Want};
+use crate::harden::Hardening;
+use crate::record::{self, Record};
+
+/// How long past the deadline the broker waits for the supervisor's own report before it kills
+/// the supervisor itself.
+const BACKSTOP: Duration = Duration::from_secs(1);
+
+/// How long the broker keeps reading once the command has ended and its box is gone: only
+/// something that escaped the box could still hold a pipe open.
+const DRAIN: Duration = Duration::from_millis(250);
+
+/// How a command's processes are held together, strongest first. Serialized in snake_case
+/// (`pid_namespace`, `subreaper`, `process_group`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Containment {
+    /// The command is the only child of an init that is PID 1 of new PID and mount namespaces
+    /// (and a new user namespace when the owner is not root), with its own `/proc`. Ending the
+    /// init ends every descendant. Asked for, it falls back to [`Containment::Subreaper`]
+    /// where the kernel refuses namespaces.
+    PidNamespace,
+    /// The command is the child of a child subreaper that kills every process it adopts when
+    /// the command ends, at the deadline, or when the broker lets go. The command sees the
+    /// host's `/proc` and could kill the subreaper (same user), so this is a fall-back.
+    Subreaper,
+    /// The command leads its own process group, killed whole when it ends or at the deadline;
+    /// `setsid` leaves the group. For a caller whose own box already contains the command.
+    ProcessGroup,
+}
+
+impl Containment {
+    /// The snake_case name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Containment::PidNamespace => "pid_namespace",
+            Containment::Subreaper => "subreaper",
+            Containment::ProcessGroup => "process_group",
+        }
+    }
+}
+
+/// The command to run: a program, its arguments, its whole environment (nothing else is
+/// inherited) and its working folder. Standard input is empty; output is collected by
+/// [`ContainedChild::finish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The program, by path.
+    pub program: PathBuf,
+    /// Its arguments, without the program's name.
+    pub args: Vec<OsString>,
+    /// Its environment, whole.
+    pub env: Vec<(OsString, OsString)>,
+    /// The folder it starts in.
+    pub cwd: PathBuf,
+}
+
+/// How to contain a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainOptions {
+    /// The longest the command may run; then everything it started is killed.
+    pub timeout: Duration,
+    /// The containment wanted; [`Containment::PidNamespace`] falls back to
+    /// [`Containment::Subreaper`] where namespaces are refused.
+    pub containment: Containment,
+}
+
+impl Default for ContainOptions {
+    fn default() -> Self {
+        ContainOptions {
+            timeout: Duration::from_secs(60),
+            containment: Containment::PidNamespace,
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// This signal ended it.
+    Signal(i32),
+}
+
+/// What [`ContainedChild::finish`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// How the command ended, when that is known (a command killed at the deadline ended by
+    /// `SIGKILL`).
+    pub exit: Option<Exit>,
+    /// Whether it was killed at the deadline.
+    pub timed_out: bool,
+}
+
+/// A running contained command. Dropping it without [`ContainedChild::finish`] kills every
+/// process of the command and reaps the supervisor.
+///
+/// The thread that spawned it must outlive it: the kernel's parent-death signal, one of the
+/// ties between the broker and the box, follows the spawning thread.
+#[derive(Debug)]
+pub struct ContainedChild {
+    child: Option<Child>,
+    containment: Containment,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// The status pipe's read end (namespaces and subreaper).
+    status: Option<OwnedFd>,
+    /// A pidfd of the command (process group).
+    pidfd: Option<OwnedFd>,
+    /// The leash's write end: closing it tells the supervisor to kill everything.
+    leash: Option<OwnedFd>,
+    deadline: Option<Instant>,
+    records: Vec<u8>,
+}
+
+/// Starts `spec` contained as `options` says, hardened ([`Hardening::apply`]) whatever the
+/// containment. Fails when the program cannot be started, or when the namespaces were entered
+/// but could not be set up and the subreaper fall-back failed too.
+pub fn spawn_contained(spec: &CommandSpec, options: &ContainOptions) -> io::Result<ContainedChild> {
+    let hardening = Hardening::new()?;
+    let want = match options.containment {
+        Containment::PidNamespace => Want::Namespaces,
+        Containment::Subreaper => Want::Subreaper,
+        Containment::ProcessGroup => Want::ProcessGroup,
+    };
+    match spawn_once(spec, options, hardening, want) {
+        Err(Attempt::SetupFailed(_)) => {
+            spawn_once(spec, options, hardening, Want::Subreaper).map_err(Attempt::into_error)
+        }
+        other => other.map_err(Attempt::into_error),
+    }
+}
+
+/// Why one attempt failed.
+enum Attempt {
+    /// The namespaces were entered but `/proc` or the hardening could not be set up there.
+    SetupFailed(io::Error),
+    Failed(io::Error),
+}
+
+impl Attempt {
+    fn into_error(self) -> io::Error {
+        match self {
+            Attempt::SetupFailed(e) => e,
+            Attempt::Failed(e) => e,
+        }
+    }
+}
+
+impl From<io::Error> for Attempt {
+    fn from(e: io::Error) -> Self {
+        Attempt::Failed(e)
+    }
+}
+
+fn spawn_once(
+    spec: &CommandSpec,
+    options: &ContainOptions,
+    hardening: Hardening,
+    want: Want,
+) -> Result<ContainedChild, Attempt> {
+    let (status_r, status_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
+    let (leash_r, leash_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
+    let uid = geteuid();
+    let gid = getegid();
+    let maps = IdMaps {
+        uid_map: id_map(uid.as_raw())?,
+        gid_map: id_map(gid.as_raw())?,
+        root: uid.is_root(),
+    };
+    let deadline = Instant::now().checked_add(options.timeout);
+    let plan = Plan {
+        want,
+        hardening,
+        deadline,
+        status: status_w.as_raw_fd(),
+        leash: leash_r.as_raw_fd(),
+        maps,
+    };
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: `Plan::run` is async-signal-safe (see `child`): system calls only, with buffers
+    // on the stack or built above, before the fork.
+    unsafe {
+        command.pre_exec(move || plan.run());
+    }
+    let spawned = command.spawn();
+    drop(status_w);
+    drop(leash_r);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            // The supervisor has been reaped by `spawn`: whatever it and the init wrote is in
+            // the pipe already.
+            let _ = fcntl_setfl(&status_r, OFlags::NONBLOCK);
+            let mut bytes = Vec::new();
+            read_available(&status_r, &mut bytes);
+            let setup_failed = record::parse_all(&bytes)
+                .iter()
+                .any(|r| matches!(r, Record::SetupFailed(_)));
+            return Err(if setup_failed {
+                Attempt::SetupFailed(e)
+            } else {
+                Attempt::Failed(e)
+            });
+        }
+    };
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut contained = ContainedChild {
+        child: Some(child),
+        containment: Containment::ProcessGroup,
+        stdout,
+        stderr,
+        status: None,
+        pidfd: None,
+        leash: None,
+        deadline,
+        records: Vec::new(),
+    };
+    if want == Want::ProcessGroup {
+        let pid = contained
+            .pid()
+            .ok_or_else(|| io::Error::other("the child has no pid"))?;
+        contained.pidfd = Some(pidfd_open(pid, PidfdFlags::empty()).map_err(io::Error::from)?);
+        return Ok(contained);
+    }
+    // `spawn` returned once the command's `exec` closed its copy of std's error pipe, and the
+    // supervisor wrote which box it built before forking: the first record is in the pipe.
+    let mut first = [0u8; record::LEN];
+    read_exact(&status_r, &mut first)?;
+    contained.containment = match Record::decode(first) {
+        Some(Record::Namespaces) => Containment::PidNamespace,
+        Some(Record::Subreaper) => Containment::Subreaper,
+        _ => return Err(io::Error::other("the supervisor reported no containment").into()),
+    };
+    fcntl_setfl(&status_r, OFlags::NONBLOCK).map_err(io::Error::from)?;
+    contained.status = Some(status_r);
+    contained.leash = Some(leash_w);
+    Ok(contained)
+}
+
+impl ContainedChild {
+    /// The containment that applied.
+    pub fn containment(&self) -> Containment {
+        self.containment
+    }
+
+    /// The process id of the broker's child: the supervisor, or the command itself for
+    /// [`Containment::ProcessGroup`]. It leads the process group of the command.
+    pub fn id(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn pid(&self) -> Option<Pid> {
+        Pid::from_raw(i32::try_from(self.id()?).ok()?)
+    }
+
+    /// Reads standard output and standard error into `on_stdout` and `on_stderr` until the
+    /// command has ended and its box is gone, then reaps it. At the deadline everything is
+    /// killed; the readers give up at the deadline (or shortly after the command ended) even
+    /// when a process that escaped the box still holds a pipe open.
+    pub fn finish(
+        mut self,
+        on_stdout: &mut dyn FnMut(&[u8]),
+        on_stderr: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<Ended> {
+        let group = self.containment == Containment::ProcessGroup;
+        let kill_at = self.deadline.map(|d| {
+            if group {
+                d
+            } else {
+                d.checked_add(BACKSTOP).unwrap_or(d)
+            }
+        });
+        let mut killed_at: Option<Instant> = None;
+        let mut ended_at: Option<Instant> = None;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let now = Instant::now();
+            if ended_at.is_none() {
+                if killed_at.is_none() && kill_at.is_some_and(|k| now >= k) {
+                    self.kill_everything();
+                    killed_at = Some(now);
+                }
+                if killed_at.is_some_and(|k| now >= k + BACKSTOP) {
+                    ended_at = Some(now);
+                }
+            }
+            let streams_open = self.stdout.is_some() || self.stderr.is_some();
+            if let Some(ended) = ended_at
+                && (!streams_open || now >= ended + DRAIN)
+            {
+                break;
+            }
+            let wake = match (ended_at, killed_at) {
+                (Some(ended), _) => Some(ended + DRAIN),
+                (None, Some(killed)) => Some(killed + BACKSTOP),
+                (None, None) => kill_at,
+            };
+            let events = self.poll_once(wake, &mut buf, on_stdout, on_stderr)?;
+            if events.ended && ended_at.is_none() {
+                ended_at = Some(Instant::now());
+                self.after_end();
+            }
+        }
+        self.stdout = None;
+        self.stderr = None;
+        let status = match self.child.take() {
+            Some(mut child) => Some(child.wait()?),
+            None => None,
+        };
+        let timed_out_here = killed_at.is_some();
+        if group {
+            return Ok(Ended {
+                exit: status
+                    .and_then(|s| s.code().map(Exit::Code).or(s.signal().map(Exit::Signal))),
+                timed_out: timed_out_here,
+            });
+        }
+        let mut exit = None;
+        let mut timed_out = timed_out_here;
+        for record in record::parse_all(&self.records) {
+            match record {
+                Record::Exited(code) => exit = Some(Exit::Code(code)),
+                Record::Signaled(signal) => exit = Some(Exit::Signal(signal)),
+                Record::TimedOut => timed_out = true,
+                _ => {}
+            }
+        }
+        if timed_out {
+            exit = Some(Exit::Signal(Signal::KILL.as_raw()));
+        }
+        Ok(Ended { exit, timed_out })
+    }
+
+    /// One `poll` over the open streams and the end signal (status pipe or pidfd) until `wake`.
+    fn poll_once(
+        &mut self,
+        wake: Option<Instant>,
+        buf: &mut [u8],
+        on_stdout: &mut dyn FnMut(&[u8]),
+        on_stderr: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<Events> {
+        let timeout = wake.map(|w| {
+            let left = w.saturating_duration_since(Instant::now());
+            Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            }
+        });
+        let end_fd = self.status.as_ref().or(self.pidfd.as_ref());
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
+        let mut slots = [None; 3];
+        if let Some(out) = &self.stdout {
+            slots[0] = Some(fds.len());
+            fds.push(PollFd::new(out, PollFlags::IN));
+        }
+        if let Some(err) = &self.stderr {
+            slots[1] = Some(fds.len());
+            fds.push(PollFd::new(err, PollFlags::IN));
+        }
+        if let Some(end) = end_fd {
+            slots[2] = Some(fds.len());
+            fds.push(PollFd::new(end, PollFlags::IN));
+        }
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+        drop(fds);
+        let is_ready =
+            |slot: Option<usize>| slot.and_then(|i| ready.get(i).copied()).unwrap_or(false);
+        if is_ready(slots[0]) && !pump(&mut self.stdout, buf, on_stdout) {
+            self.stdout = None;
+        }
+        if is_ready(slots[1]) && !pump(&mut self.stderr, buf, on_stderr) {
+            self.stderr = None;
+        }
+        let mut ended = false;
+        if is_ready(slots[2]) {
+            match &self.status {
+                Some(status) => {
+                    if !read_available(status, &mut self.records) {
+                        self.status = None;
+                        ended = true;
+                    }
+                }
+                None => {
+                    self.pidfd = None;
+                    ended = true;
+                }
+            }
+        }
+        Ok(Events { ended })
+    }
+
+    /// Once the command has ended: for a process group, kill what is left of the group (the
+    /// leader is a zombie, so its group id cannot have been reused); for a box, wait for the
+    /// supervisor to finish exiting and kill its group too, in case anything is left in it.
+    fn after_end(&mut self) {
+        let Some(pid) = self.pid() else { return };
+        if self.containment != Containment::ProcessGroup {
+            let _ = waitid(
+                WaitId::Pid(pid),
+                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+            );
+        }
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+
+    /// At the deadline (process group) or when the supervisor has not reported by then:
+    /// `SIGKILL` to the group, and to the supervisor, whose death kills the namespace's init.
+    fn kill_everything(&mut self) {
+        let Some(pid) = self.pid() else { return };
+        let _ = kill_process_group(pid, Signal::KILL);
+        let _ = kill_process(pid, Signal::KILL);
+    }
+}
+
+impl Drop for ContainedChild {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // The supervisor kills everything when the leash is let go.
+        self.leash = None;
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+        if self.containment == Containment::ProcessGroup {
+            if let Some(pid) = pid {
+                let _ = kill_process_group(pid, Signal::KILL);
+            }
+        } else if let Some(pid) = pid {
+            let exited = pidfd_open(pid, PidfdFlags::empty()).ok().is_some_and(|fd| {
+                let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+                let timeout = Timespec {
+                    tv_sec: i64::try_from(BACKSTOP.as_secs()).unwrap_or(1),
+                    tv_nsec: 0,
+                };
+                matches!(poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+            });
+            if !exited {
+                let _ = kill_process_group(pid, Signal::KILL);
+                let _ = kill_process(pid, Signal::KILL);
+            }
+        }
+        let _ = child.wait();
+    }
+}
+
+struct Events {
+    ended: bool,
+}
+
+/// Reads what one stream has; `false` at its end or on an error.
+fn pump<S: AsFd>(stream: &mut Option<S>, buf: &mut [u8], sink: &mut dyn FnMut(&[u8])) -> bool {
+    let Some(fd) = stream else { return false };
+    loop {
+        match read(fd.as_fd(), &mut *buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                sink(buf.get(..n).unwrap_or_default());
+                return true;
+            }
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Appends what the status pipe has to `records`; `false` at its end.
+fn read_available(fd: &OwnedFd, records: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 256];
+    loop {
+        match read(fd, &mut buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                records.extend_from_slice(buf.get(..n).unwrap_or_default());
+                if n < buf.len() {
+                    return true;
+                }
+            }
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn read_exact(fd: &OwnedFd, out: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < out.len() {
+        match read(fd, out.get_mut(filled..).unwrap_or_default()) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => filled += n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// `"<id> <id> 1"`: the caller's own id mapped onto itself in a new user namespace.
+fn id_map(id: u32) -> io::Result<CString> {
+    CString::new(format!("{id} {id} 1")).map_err(io::Error::other)
+}
