@@ -73,6 +73,12 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    // The broker holds secrets (a consult key, what sessions have read): no other process of
+    // the same user may read its memory or environment.
+    if let Err(error) = sandbox::make_non_dumpable() {
+        eprintln!("brokerd: cannot protect this process's memory (PR_SET_DUMPABLE): {error}");
+        return ExitCode::from(1);
+    }
     let verbose = std::env::var("BOXMAKER_LOG").is_ok_and(|v| v == "debug");
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -120,6 +120,7 @@ fn shell(args: &tools::shell::ShellArgs, limit: Duration) -> Outcome {
             Outcome::Ran {
                 fields: fields(json!({
                     "cwd": args.cwd.as_deref().unwrap_or("/"),
+                    "containment": result.containment.as_str(),
                     "exit_code": result.exit_code,
                     "signal": result.signal,
                     "timed_out": result.timed_out,
