@@ -28,6 +28,7 @@ pub struct BrokerProcess {
     pub work: PathBuf,
     log: PathBuf,
     starts: usize,
+    verbose: bool,
 }
 
 impl BrokerProcess {
@@ -48,12 +49,21 @@ impl BrokerProcess {
             log: base.join("brokerd.log"),
             root,
             starts: 0,
+            verbose: false,
         };
         must(std::fs::create_dir_all(broker.config.join("grants")));
         must(std::fs::create_dir_all(&broker.work));
         must(std::fs::write(broker.config.join("brokerd.toml"), config));
         broker.write_grants("grants.toml", grants);
         broker.spawn();
+        broker
+    }
+
+    /// [`BrokerProcess::start`] with debug logging (every audit batch is logged).
+    pub fn start_verbose(grants: &str, config: &str) -> BrokerProcess {
+        let mut broker = BrokerProcess::start(grants, config);
+        broker.verbose = true;
+        broker.restart();
         broker
     }
 
@@ -108,6 +118,7 @@ impl BrokerProcess {
                 .arg("--runtime-dir")
                 .arg(&self.runtime)
                 .env("HOME", self.root.path())
+                .env("BOXMAKER_LOG", if self.verbose { "debug" } else { "info" })
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(log)

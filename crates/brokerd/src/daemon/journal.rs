@@ -125,6 +125,7 @@ fn write_loop(
             }
             Ok(records) => {
                 stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(records = records.len(), "audit batch written");
                 stats
                     .records
                     .fetch_add(records.len() as u64, Ordering::Relaxed);

@@ -1,0 +1,113 @@
+//! The daemon's round trip, measured: a small `read_file` over the agent socket with the audit
+//! fsync on, beside one `fsync` of a small append on the same disk (the physical floor).
+//!
+//! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd`).
+//! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
+//! and audit fsyncs per call (read back from the audit log's batches).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use proto::ToolResponse;
+use testkit::{AgentClient, BrokerProcess};
+
+const GRANTS: &str = "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n";
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(at).copied().unwrap_or_default()
+}
+
+fn fsync_floor(dir: &std::path::Path) -> (Duration, Duration) {
+    let path = dir.join("fsync-probe");
+    let mut file = OpenOptions::new().create(true).append(true).open(&path).unwrap();
+    let mut times = Vec::new();
+    for _ in 0..500 {
+        let start = Instant::now();
+        file.write_all(b"{\"seq\":1,\"a\":\"small append\"}\n").unwrap();
+        file.sync_data().unwrap();
+        times.push(start.elapsed());
+    }
+    times.sort();
+    (percentile(&times, 0.5), percentile(&times, 0.99))
+}
+
+/// Records in the audit log.
+fn audit_records(broker: &BrokerProcess) -> usize {
+    std::fs::read_to_string(broker.state.join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .count()
+}
+
+fn main() {
+    let broker = BrokerProcess::start_verbose(GRANTS, "idle_timeout_ms = 60000\n");
+    std::fs::write(broker.work.join("small.txt"), "a small file\n").unwrap();
+    let args = serde_json::json!({ "path": broker.work.join("small.txt") }).to_string();
+    let (fsync_median, fsync_p99) = fsync_floor(&broker.state);
+    println!("one fsync of a small append: median {fsync_median:?}, p99 {fsync_p99:?}");
+
+    // One client: latency.
+    let mut client = AgentClient::open(&broker.socket(), None);
+    for id in 1..=50 {
+        let _ = client.call(id, "read_file", &args);
+    }
+    let mut times = Vec::new();
+    for id in 51..=2050 {
+        let start = Instant::now();
+        let answer = client.call(id, "read_file", &args).unwrap();
+        times.push(start.elapsed());
+        assert!(matches!(answer, ToolResponse::Result { .. }));
+    }
+    times.sort();
+    let median = percentile(&times, 0.5);
+    println!(
+        "1 client read_file round trip: median {median:?}, p99 {:?} ({:.2}x one fsync)",
+        percentile(&times, 0.99),
+        median.as_secs_f64() / fsync_median.as_secs_f64()
+    );
+
+    for clients in [1usize, 16, 64] {
+        let per_client = 4000 / clients;
+        let barrier = Arc::new(Barrier::new(clients + 1));
+        let socket = broker.socket();
+        let before_records = audit_records(&broker);
+        let fsyncs_before = fsync_count(&broker);
+        let workers: Vec<_> = (0..clients)
+            .map(|_| {
+                let barrier = Arc::clone(&barrier);
+                let socket = socket.clone();
+                let args = args.clone();
+                thread::spawn(move || {
+                    let mut client = AgentClient::open(&socket, None);
+                    barrier.wait();
+                    for id in 1..=per_client as u64 {
+                        let _ = client.call(id, "read_file", &args);
+                    }
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        let elapsed = start.elapsed();
+        let calls = clients * per_client;
+        let records = audit_records(&broker) - before_records;
+        let fsyncs = fsync_count(&broker) - fsyncs_before;
+        println!(
+            "{clients} client(s): {:.0} calls/s, {records} records, {:.3} audit fsyncs per call",
+            calls as f64 / elapsed.as_secs_f64(),
+            fsyncs as f64 / calls as f64
+        );
+    }
+}
+
+/// Audit batches written so far (one fsync each), from the broker's debug log.
+fn fsync_count(broker: &BrokerProcess) -> usize {
+    broker.log().matches("audit batch written").count()
+}
