@@ -30,6 +30,21 @@ fn a_git_option_that_changes_its_repository_configuration_or_programs_is_not_cov
         "/usr/bin/git -c core.fsmonitor=x status",
         "git status && git -c x=y log",
         "sh -c 'git --git-dir=x log'",
+        "git clone -c core.fsmonitor=x a b",
+        "git clone --config core.fsmonitor=x a b",
+        "git clone -u 'touch x' a b",
+        "git clone --upload-pack='touch x' a b",
+        "git clone --template=/g/t a b",
+        "git fetch --upload-pack=x origin",
+        "git ls-remote --upl=x origin",
+        "git push --receive-pack=x origin",
+        "git archive --exec=x --remote=. HEAD",
+        "git rebase -x 'touch x' main",
+        "git rebase --exec='touch x' main",
+        "git rebase -ix x main",
+        "git grep -O'touch x' y",
+        "git grep --open-files-in-pager=x y",
+        "git init --template=/g/t x",
     ] {
         assert!(
             matches!(covers_script(script, &git), Err(NotCovered::GitOption(_))),
@@ -51,6 +66,11 @@ fn a_git_option_that_changes_its_repository_configuration_or_programs_is_not_cov
         "git --version",
         "git --help",
         "git log -- --git-dir",
+        "git clone --depth 1 https://e.example/r d",
+        "git rebase -i main",
+        "git rebase --onto main x",
+        "git grep -n foo",
+        "git fetch --unshallow origin",
     ] {
         assert_eq!(covers_script(script, &git), Ok(()), "{script:?}");
     }
@@ -114,6 +134,8 @@ const MAY_PUSH: &[&str] = &[
     "git hook run pre-push",
     "env git push",
     "env GIT_X=1 git p",
+    "env GIT_EXEC_PATH=/g git pull",
+    "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.editor GIT_CONFIG_VALUE_0=x git commit",
     "command git push",
     "command -p git push",
     "nice -n 5 git push",

@@ -129,6 +129,12 @@ fn the_values_of_write_options_of_any_program_are_write_targets() {
         ("7z x a.7z -o/g/x", &["/g/x", "."]),
         ("patch -p1 -d /g/x", &["/g/x", "."]),
         ("patch -o /g/out f", &["/g/out"]),
+        ("cargo new /g/pkg", &["/g/pkg"]),
+        ("cargo +nightly init --lib /g/pkg", &["/g/pkg"]),
+        ("cargo build --target-dir /g/target", &["/g/target"]),
+        ("cargo install --root /g/root ripgrep", &["/g/root"]),
+        ("pip install --prefix=/g/p x", &["/g/p"]),
+        ("anyd --pid-file /g/pid", &["/g/pid"]),
     ]);
     // `-o` that is no output file, and programs that only read.
     check_silent(&[
@@ -137,6 +143,7 @@ fn the_values_of_write_options_of_any_program_are_write_targets() {
         ("find /etc -name x -o -name y", &["/etc", "-name"]),
         ("cat /etc/passwd", &["/etc/passwd"]),
         ("git log --oneline", &["--oneline"]),
+        ("cargo run -- /etc/hosts", &["/etc/hosts"]),
     ]);
     assert_eq!(targets("ls -la /etc; cat x | wc -l"), Ok(vec![]));
 }
@@ -241,7 +248,6 @@ fn git_writes_through_its_options_its_subcommands_and_git_config() {
         ("git show --outp=/g/x", &["/g/x"]),
         ("git format-patch -o /g/p HEAD~1", &["/g/p"]),
         ("git format-patch --output-directory=/g/p HEAD~1", &["/g/p"]),
-        ("git format-patch HEAD~1", &["."]),
         ("git archive -o /g/a.tar HEAD", &["/g/a.tar"]),
         ("git archive --output=/g/a.tar HEAD", &["/g/a.tar"]),
         ("git bundle create /g/b HEAD", &["/g/b"]),
@@ -260,6 +266,14 @@ fn git_writes_through_its_options_its_subcommands_and_git_config() {
         ("git -C /g/repo init x", &["/g/repo", "/g/repo/x"]),
         ("git -C a -C b init", &["a", "a/b", "b"]),
         ("git checkout-index -a --prefix=/g/export/", &["/g/export/"]),
+        (
+            "git fast-export --export-marks=/g/marks HEAD",
+            &["/g/marks"],
+        ),
+        (
+            "git commit-graph write --object-dir /g/objects",
+            &["/g/objects"],
+        ),
     ]);
     check_silent(&[(
         "git clone https://e.example/r /g/dir",
@@ -333,6 +347,11 @@ fn git_writes_through_its_options_its_subcommands_and_git_config() {
     }
     assert!(unknown("git config --bogus a.b c"));
     assert!(unknown("git apply --unsafe-paths p.diff"));
+    assert!(unknown("git format-patch HEAD~1"));
+    assert_eq!(
+        paths("git format-patch --stdout HEAD~1"),
+        Vec::<String>::new()
+    );
     assert!(matches!(
         targets("git -c a.b=c log"),
         Err(NotCovered::GitOption(_))
@@ -357,6 +376,10 @@ fn wrappers_and_shells_are_looked_into() {
     assert!(unknown("env bash script.sh"));
     assert!(unknown("sudo bash -lc 'touch x'"));
     assert!(unknown("env -S 'rm -rf /g'"));
+    assert!(unknown("env GIT_DIR=/g/.git git init"));
+    assert!(unknown("env HOME=/g git config --global a.b c"));
+    assert!(unknown("sudo TMPDIR=/g sort -o x y"));
+    assert_eq!(paths("env LANG=C LC_ALL=C sort -o /g/x y"), vec!["/g/x"]);
     assert!(unknown("watch 'touch /g/x'"));
     assert!(unknown("flock /g/lock -c 'rm /g/x'"));
     assert!(targets("sh -c 'touch x > y'").is_err());

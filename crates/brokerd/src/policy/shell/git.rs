@@ -123,9 +123,14 @@ pub(super) fn globals(args: &[Literal]) -> Globals {
 /// Why a covered `git` command (its words after `git`) is not covered after all: a global
 /// option that makes git use another repository, configuration or program.
 pub(super) fn cover_problem(args: &[Literal]) -> Option<NotCovered> {
-    globals(args)
-        .risky
-        .map(|what| NotCovered::GitOption(show(&what)))
+    let found = globals(args);
+    if let Some(what) = found.risky {
+        return Some(NotCovered::GitOption(show(&what)));
+    }
+    let index = found.sub?;
+    let sub = args[index].text.as_str();
+    program_option(sub, &args[index + 1..], PROGRAM_OPTIONS)
+        .map(|word| NotCovered::GitOption(format!("{sub} {}", show(word))))
 }
 
 /// git's own commands (2.47: builtins and the commands it ships), by the name after `git`. Any
@@ -360,8 +365,22 @@ const RUNS_OTHER: &[(&str, &[&str])] = &[
     ("am", &["apply"]),
 ];
 
-/// Long options, per subcommand, that name a program to run (any abbreviation counts), and short
-/// options that do.
+/// Long options, per subcommand, that name a program to run or the configuration a new
+/// repository starts with (any abbreviation counts), and short options that do: never covered.
+const PROGRAM_OPTIONS: &[(&str, &[&str], &str)] = &[
+    ("rebase", &["exec"], "x"),
+    ("clone", &["upload-pack", "config", "template"], "uc"),
+    ("fetch", &["upload-pack"], ""),
+    ("pull", &["upload-pack"], ""),
+    ("ls-remote", &["upload-pack"], ""),
+    ("push", &["receive-pack", "exec"], ""),
+    ("archive", &["exec"], ""),
+    ("grep", &["open-files-in-pager"], "O"),
+    ("init", &["template"], ""),
+];
+
+/// [`PROGRAM_OPTIONS`], and the options that hand the choice of a command to an editor or a
+/// remote: doubt under a deny.
 const COMMAND_OPTIONS: &[(&str, &[&str], &str)] = &[
     ("rebase", &["exec", "interactive"], "xi"),
     ("clone", &["upload-pack", "config", "template"], "uc"),
@@ -428,7 +447,17 @@ fn config_doubt(rest: &[Literal]) -> Option<String> {
 
 /// An option of `sub` that names a program to run.
 fn option_doubt(sub: &str, rest: &[Literal]) -> Option<String> {
-    let (_, long, short) = COMMAND_OPTIONS.iter().find(|(name, _, _)| *name == sub)?;
+    program_option(sub, rest, COMMAND_OPTIONS).map(|word| format!("`git {sub} {}`", show(word)))
+}
+
+/// The first word of `rest` (the words after the subcommand `sub`) that is one of `table`'s
+/// options for `sub`, by any abbreviation or in a cluster of short options.
+fn program_option<'a>(
+    sub: &str,
+    rest: &'a [Literal],
+    table: &[(&str, &[&str], &str)],
+) -> Option<&'a str> {
+    let (_, long, short) = table.iter().find(|(name, _, _)| *name == sub)?;
     for word in rest {
         let text = word.text.as_str();
         if text == "--" {
@@ -437,12 +466,12 @@ fn option_doubt(sub: &str, rest: &[Literal]) -> Option<String> {
         if let Some(name) = text.strip_prefix("--") {
             let name = name.split('=').next().unwrap_or(name);
             if !name.is_empty() && long.iter().any(|known| known.starts_with(name)) {
-                return Some(format!("`git {sub} {}`", show(text)));
+                return Some(text);
             }
         } else if let Some(letters) = text.strip_prefix('-')
             && letters.chars().any(|letter| short.contains(letter))
         {
-            return Some(format!("`git {sub} {}`", show(text)));
+            return Some(text);
         }
     }
     None

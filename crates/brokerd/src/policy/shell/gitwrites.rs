@@ -7,6 +7,7 @@ use super::git;
 use super::gitconfig::{ConfigUse, config_use};
 use super::show::show;
 use super::words::Literal;
+use super::writers::long_matches;
 use super::writes::{Found, fixed, part, unknown, word_value};
 
 /// git: `-C` folders, `git config` writes, and the paths of the subcommands that create
@@ -41,7 +42,8 @@ pub(super) fn git_writes(args: &[Literal], found: &mut Found) -> Result<(), NotC
             found.paths.push(fixed("."));
         }
         "worktree" | "bundle" => push(positionals.get(1..).unwrap_or(&[])),
-        "format-patch" | "diagnose" | "bugreport" => found.paths.push(fixed(".")),
+        "format-patch" => format_patch(rest)?,
+        "diagnose" | "bugreport" => found.paths.push(fixed(".")),
         "merge-file" | "pack-objects" | "submodule" => push(&positionals),
         "checkout-index" => {
             for word in rest {
@@ -113,4 +115,26 @@ fn git_clone_operands(rest: &[Literal]) -> Vec<&Literal> {
         }
     }
     operands
+}
+
+/// `git format-patch` writes its patches into the folder of `-o`/`--output-directory` (read as a
+/// write option), to standard output with `--stdout`, and otherwise into `format.outputDirectory`
+/// from whichever configuration git reads, which the checker cannot see.
+fn format_patch(rest: &[Literal]) -> Result<(), NotCovered> {
+    let named = rest.iter().any(|word| {
+        let text = word.text.as_str();
+        match text.strip_prefix("--") {
+            Some(long) => {
+                let name = long.split('=').next().unwrap_or(long);
+                long_matches(name, &["output-directory", "stdout"])
+            }
+            None => text.starts_with("-o"),
+        }
+    });
+    if named {
+        return Ok(());
+    }
+    Err(unknown(
+        "`git format-patch` without `-o` or `--stdout` writes into the folder the configuration names (`format.outputDirectory`)".into(),
+    ))
 }

@@ -16,7 +16,7 @@
 use super::Dialect;
 use super::git::deny_doubt;
 use super::runners::{ARGUMENT_ADDERS, SHELL_NAMES, basename, runs_other_programs};
-use super::words::Literal;
+use super::words::{Literal, looks_like_assignment};
 
 /// Whether the command `words` touches one of `prefixes`; the scripts of shells it runs are
 /// passed to `queue`.
@@ -35,6 +35,15 @@ pub(super) fn command_touches(
         for start in 1..words.len() {
             hit |= touches_at(prefixes, &words[start..], adds, queue);
         }
+        // `env GIT_DIR=… git …`, `env GIT_CONFIG_COUNT=…`: git's own variables change its
+        // repository, configuration and programs, so any git it runs may be any subcommand.
+        let sets_git = words[1..]
+            .iter()
+            .any(|word| looks_like_assignment(&word.text) && word.text.starts_with("GIT_"));
+        hit |= sets_git
+            && prefixes
+                .iter()
+                .any(|p| p.first().is_some_and(|program| basename(program) == "git"));
         // The program's name inside a larger word: code for an interpreter, a shell command
         // line for `find -exec sh -c`, … (a word that is the program itself was read above).
         hit |= words[1..].iter().any(|word| {

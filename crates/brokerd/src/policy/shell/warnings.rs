@@ -116,7 +116,7 @@ const GIT_WRITES: &[(&str, &str)] = &[
     ),
     (
         "format-patch",
-        "writes patches into the current folder or the one of `-o`/`--output-directory`",
+        "writes patches into the folder of `-o`/`--output-directory` (without it, into the one the configuration names, which the checker refuses)",
     ),
     ("init", "creates a repository in the folder it names"),
     ("apply", "changes the files its patch names (`--directory`)"),

@@ -46,6 +46,7 @@ pub(super) enum Special {
     Curl,
     Unzip,
     Cpio,
+    Cargo,
 }
 
 impl Writer {
@@ -105,6 +106,16 @@ pub(super) const GENERIC_LONG: &[&str] = &[
     "only-write-batch",
     "partial-dir",
     "artifact-dir",
+    "export-marks",
+    "object-dir",
+    "cache-dir",
+    "pid-file",
+    "pidfile",
+    "destdir",
+    "destination",
+    "install-dir",
+    "prefix",
+    "root",
 ];
 
 /// Beginnings of long option names that name a written path, whatever follows.
@@ -372,6 +383,11 @@ pub(super) const WRITERS: &[Writer] = &[
     Writer {
         special: Special::Git,
         ..row(&["git"])
+    },
+    Writer {
+        chdir_short: "C",
+        special: Special::Cargo,
+        ..row(&["cargo"])
     },
     Writer {
         special: Special::Tar,

@@ -8,7 +8,7 @@ use super::gitwrites::git_writes;
 use super::runners::{ARGUMENT_ADDERS, SHELL_NAMES, basename, runs_other_programs};
 use super::sed::sed_writes;
 use super::show::show;
-use super::words::Literal;
+use super::words::{Literal, looks_like_assignment};
 use super::writers::{NO_OUTPUT_O, Special, Writer, generic_long, long_matches, writer};
 use super::{Dialect, NotCovered};
 
@@ -252,6 +252,9 @@ fn scan(
         }
     }
     if runs_other_programs(name) && !SHELL_NAMES.contains(&name) && name != "find" {
+        if matches!(name, "env" | "sudo" | "doas") {
+            refuse_moving_variables(name, args)?;
+        }
         inner_commands(name, words, found, queue, depth)?;
     }
     Ok(())
@@ -316,6 +319,32 @@ fn inner_commands(
             scan(&words[start..], found, queue, depth + 1)?;
         }
         start += 1;
+    }
+    Ok(())
+}
+
+/// Variables a wrapper may set (`env LANG=C sort …`): none of them moves where a program writes.
+const PLAIN_VARIABLES: &[&str] = &[
+    "LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR", "COLUMNS", "LINES",
+];
+
+/// A wrapper that sets variables for the command it runs (`env GIT_DIR=… git init`,
+/// `sudo HOME=… …`): `HOME`, `TMPDIR`,
+/// `GIT_*`, `XDG_*` and the like move where the command it runs writes, so only locale and
+/// terminal settings pass.
+fn refuse_moving_variables(name: &str, args: &[Literal]) -> Result<(), NotCovered> {
+    for word in args {
+        if !looks_like_assignment(&word.text) {
+            continue;
+        }
+        let variable = word.text.split('=').next().unwrap_or_default();
+        if PLAIN_VARIABLES.contains(&variable) || variable.starts_with("LC_") {
+            continue;
+        }
+        return Err(unknown(format!(
+            "`{name}` sets `{}`, which can move where the command it runs writes",
+            show(variable)
+        )));
     }
     Ok(())
 }
@@ -480,6 +509,19 @@ fn special(
                 return Err(unknown(format!(
                     "`{name}` reads options from a file the checker cannot see"
                 )));
+            }
+            Ok(())
+        }
+        Special::Cargo => {
+            // `cargo new PATH`, `cargo init PATH` create a package there.
+            let mut positionals = args
+                .iter()
+                .filter(|w| !w.text.starts_with('-') && !w.text.starts_with('+'));
+            if positionals
+                .next()
+                .is_some_and(|sub| sub.text == "new" || sub.text == "init")
+            {
+                found.paths.extend(positionals.map(word_value));
             }
             Ok(())
         }
