@@ -291,6 +291,15 @@ const SCRIPTS: &[&str] = &[
     "{ ls; } && ( cat )",
     "ls;ls;ls",
     "ls||ls&&ls",
+    "ls # x \\\ntouch pwned",
+    "ls '#' x \\\ntouch pwned",
+    "ls a\\\n#x\ntouch pwned",
+    "ls \\#x\ntouch pwned",
+    "ls ;\\\n ls",
+    "ls \\\r\nls",
+    "ls }; { ls; }",
+    "ls !x ! a",
+    "echo \"a\\\nb\" 'c\\\nd'",
 ];
 
 /// Pieces the random scripts are made of.

@@ -45,6 +45,10 @@ fn a_git_option_that_changes_its_repository_configuration_or_programs_is_not_cov
         "git grep -O'touch x' y",
         "git grep --open-files-in-pager=x y",
         "git init --template=/g/t x",
+        "git merge -s evil main",
+        "git merge --strategy=evil main",
+        "git pull -sevil",
+        "git rebase --strat evil main",
     ] {
         assert!(
             matches!(covers_script(script, &git), Err(NotCovered::GitOption(_))),
@@ -71,6 +75,10 @@ fn a_git_option_that_changes_its_repository_configuration_or_programs_is_not_cov
         "git rebase --onto main x",
         "git grep -n foo",
         "git fetch --unshallow origin",
+        "git merge -s ours main",
+        "git merge --strategy=ort -X theirs main",
+        "git merge --squash main",
+        "git cherry-pick -s abc",
     ] {
         assert_eq!(covers_script(script, &git), Ok(()), "{script:?}");
     }
@@ -132,6 +140,7 @@ const MAY_PUSH: &[&str] = &[
     "git filter-branch --tree-filter x",
     "git for-each-repo --config=x p",
     "git hook run pre-push",
+    "git merge -s push main",
     "env git push",
     "env GIT_X=1 git p",
     "env GIT_EXEC_PATH=/g git pull",

@@ -457,6 +457,9 @@ fn program_option<'a>(
     rest: &'a [Literal],
     table: &[(&str, &[&str], &str)],
 ) -> Option<&'a str> {
+    if let Some(word) = strategy_program(sub, rest) {
+        return Some(word);
+    }
     let (_, long, short) = table.iter().find(|(name, _, _)| *name == sub)?;
     for word in rest {
         let text = word.text.as_str();
@@ -471,6 +474,51 @@ fn program_option<'a>(
         } else if let Some(letters) = text.strip_prefix('-')
             && letters.chars().any(|letter| short.contains(letter))
         {
+            return Some(text);
+        }
+    }
+    None
+}
+
+/// Merge strategies built into git; any other `-s NAME` runs a `git-merge-NAME` program found
+/// in `PATH`.
+const BUILTIN_STRATEGIES: &[&str] = &["ort", "recursive", "resolve", "octopus", "ours", "subtree"];
+
+/// The word of `-s NAME` (merge, pull, rebase; `-s` is `--signoff` elsewhere) or
+/// `--strategy=NAME` (also cherry-pick, revert) whose strategy is not built into git.
+fn strategy_program<'a>(sub: &str, rest: &'a [Literal]) -> Option<&'a str> {
+    if !matches!(sub, "merge" | "pull" | "rebase" | "cherry-pick" | "revert") {
+        return None;
+    }
+    let mut i = 0;
+    while let Some(word) = rest.get(i) {
+        let text = word.text.as_str();
+        i += 1;
+        if text == "--" {
+            break;
+        }
+        let value = if let Some(long) = text.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (long, None),
+            };
+            if name.len() < 3 || !"strategy".starts_with(name) {
+                continue;
+            }
+            attached.or_else(|| rest.get(i).map(|w| w.text.as_str()))
+        } else if let Some(value) = text
+            .strip_prefix("-s")
+            .filter(|_| matches!(sub, "merge" | "pull" | "rebase"))
+        {
+            if value.is_empty() {
+                rest.get(i).map(|w| w.text.as_str())
+            } else {
+                Some(value)
+            }
+        } else {
+            continue;
+        };
+        if !value.is_some_and(|v| BUILTIN_STRATEGIES.contains(&v)) {
             return Some(text);
         }
     }

@@ -35,7 +35,14 @@
 //!
 //! **Git options under allow grants**: `-c`, `--config-env`, `--exec-path`, `--git-dir`,
 //! `--work-tree` and any global option the checker does not know make a covered `git` command
-//! not covered ([`NotCovered::GitOption`]).
+//! not covered ([`NotCovered::GitOption`]), and so do a subcommand's options that name a program
+//! or a new repository's configuration (`clone -c`/`-u`/`--template`, `--upload-pack`,
+//! `--receive-pack`, `rebase -x`, `grep -O`, a merge strategy git does not build in).
+//!
+//! **Other programs under a deny**: the deny's words in order, the dashed form and inline
+//! settings are matched for every program; aliases and scripts that live in files (cargo's
+//! `[alias]`, npm scripts, Makefiles) are not seen, so a deny on such a program's subcommand
+//! only holds against grants that do not cover the program itself.
 //!
 //! **Write targets** ([`write_targets`], `writes.rs` and the table in `writers.rs`): until the
 //! sandbox enforces paths, every literal word through which a command may write is reported for
