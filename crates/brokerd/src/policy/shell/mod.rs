@@ -1,11 +1,60 @@
 //! Shell coverage: whether a `shell` call's script runs only commands that start with a granted
-//! prefix, word by word.
+//! prefix, word by word ([`covers_script_as`], for allow grants); whether it may run what a deny
+//! grant names ([`touches_script_as`]); and where it writes files ([`write_targets`]).
 //!
 //! The script is read with `brush-parser` (tokenizer and parser), and every word is then resolved
 //! here with the shell's own quoting rules. The rule is simple and errs on the side of "not
 //! covered": a script is covered only if the checker understands all of it and every simple
 //! command in it (in pipelines, lists, subshells, brace groups and `sh -c`/`bash -c`/`dash -c`
 //! with a literal script, recursively) starts with a granted prefix.
+//!
+//! **Which shell's rules judge a script.** The `shell` tool runs `bash -c`, so the call's script
+//! is read by bash's rules ([`Dialect::Bash`]), or by POSIX sh's when the tool falls back to
+//! `/bin/sh` ([`Dialect::Posix`]; the decision passes the dialect). The script of `sh -c` or
+//! `dash -c` (any path whose last part is `sh` or `dash`) is always read by POSIX sh's rules, the
+//! script of `bash -c` by bash's. brush reads bash (even in its sh mode), so under sh's rules
+//! whatever bash and dash read differently is refused before brush runs
+//! ([`NotCovered::ShellDialect`]): `$'…'` and `$"…"` anywhere in the text (bash reads one quoted
+//! word where dash reads a `$` and a quote, so the two disagree about everything after it), bash's
+//! operators (`&>`, `&>>`, `|&`, `<<<`, `;&`, `;;&`), `((`, process substitution, `time` and `! !`
+//! at a command's start, and a `~` inside a word (bash expands it after `=` or `:`). Brace
+//! expansion, `[[`, `function`, `select` and `coproc` are refused under both. A differential test
+//! runs every script covered under sh's rules through both bash and dash and compares what runs.
+//!
+//! **Deny wins on doubt** ([`touches_script_as`], `touch.rs`): a deny prefix touches its program
+//! wherever it lives and in its dashed form (`git-push`), run by wrappers (`env`, `nice`,
+//! `timeout`, `sudo`, `xargs`, `find -exec`, interpreters' code), inside any shell script (a
+//! script the checker cannot read, or a shell reading a file or its input, touches every deny),
+//! with an inline setting naming the denied word (`--config alias.p=publish`), and, for git,
+//! any invocation whose subcommand cannot be known for certain: `-c`, `--config-env`,
+//! `--exec-path`, `--git-dir`, `--work-tree`, a word that is not one of git's own commands (an
+//! alias or a `git-*` program), subcommands that run commands named elsewhere (`submodule`,
+//! `bisect`, `rebase -x`, tools, hooks), the plumbing that runs the denied one (`send-pack` for
+//! `push`), and a `git config` that writes anything but a few plain keys (`alias.*`, `include.*`,
+//! editors, pagers, helpers all make later commands run something else).
+//!
+//! **Git options under allow grants**: `-c`, `--config-env`, `--exec-path`, `--git-dir`,
+//! `--work-tree` and any global option the checker does not know make a covered `git` command
+//! not covered ([`NotCovered::GitOption`]), and so do a subcommand's options that name a program
+//! or a new repository's configuration (`clone -c`/`-u`/`--template`, `--upload-pack`,
+//! `--receive-pack`, `rebase -x`, `grep -O`, a merge strategy git does not build in).
+//!
+//! **Other programs under a deny**: the deny's words in order, the dashed form and inline
+//! settings are matched for every program; aliases and scripts that live in files (cargo's
+//! `[alias]`, npm scripts, Makefiles) are not seen, so a deny on such a program's subcommand
+//! only holds against grants that do not cover the program itself.
+//!
+//! **Write targets** ([`write_targets`], `writes.rs` and the table in `writers.rs`): until the
+//! sandbox enforces paths, every literal word through which a command may write is reported for
+//! the decision to resolve against the call's folder: the operands of writers (`cp`, `mv`, `rm`,
+//! `touch`, `tee`, …), the values of write options of any program (`--output`, `-o`, `--log-file`,
+//! … by any abbreviation) and of each writer (`dd of=`, `tar -f`/`-C`, `curl -o`/`-O`,
+//! `wget -O`/`-P`, `sed -i` and `w`, `find -delete`/`-fprint`, …), git's (`-C`, `init`, `clone`,
+//! `worktree add`, `format-patch`, `bundle`, and `git config` writes as
+//! [`WriteTarget::GitConfig`]), and, after `cd`, `git -C` or `tar -C`, relative paths under each
+//! folder the command may be in. Reporting a read as a write only costs a refusal, so the table
+//! reports generously; where the writes cannot be known (a script a wrapper's shell reads, paths
+//! `xargs` adds, `tar -P`, `sed -f`, …) the answer is [`NotCovered::UnknownWrite`].
 //!
 //! Decisions, written down so that the grant decision and the owner know what to expect:
 //!
@@ -18,8 +67,10 @@
 //!   prefix word (`"*"` is compared as a star). `{}` and `@{u}` are not brace expansions.
 //! - **Tilde** (`~`, `~/x`) is accepted in arguments after the prefix (it names a path, as a
 //!   literal path could), never in a word compared with a prefix word, nor in an `sh -c` script.
-//! - **ANSI-C quoting** (`$'…'`) is read differently by bash and by dash, so a word that uses it
-//!   is accepted only as an argument after the prefix; `$"…"` (translated text) is refused.
+//! - **ANSI-C quoting** (`$'…'`) is accepted under bash's rules only as an argument after the
+//!   prefix, never as the script of `sh -c` or `bash -c`; its escapes by number or control letter
+//!   (`\x41`, `\101`, `\u…`, `\cA`) are refused, so the decoded text is always what bash passes.
+//!   `$"…"` (translated text) is refused.
 //! - **Refused whatever the grants say**: `eval`, `source`, `.`, `exec`, and the builtins that
 //!   change what later commands mean (`alias`, `enable`, `hash`, `trap`, `shopt`, `set`,
 //!   `declare`/`typeset`/`export`/`readonly`/`local`, `unset`, `let`, `read`, `mapfile`/`readarray`,
@@ -28,7 +79,8 @@
 //! - **Control flow** (`if`, `while`, `until`, `for`, `case`, `select`), `[[ … ]]`, `(( … ))`,
 //!   function definitions, assignments, any redirection (heredocs, here-strings, `2>&1`, `|&`),
 //!   process substitution and a background `&` are not covered.
-//! - `!` (negation) and `time` in front of a pipeline are understood and allowed.
+//! - `!` (negation) and, under bash's rules, `time` in front of a pipeline are understood and
+//!   allowed.
 //! - An empty prefix covers nothing.
 //! - Limits: scripts longer than [`MAX_SCRIPT_BYTES`] are not read; `sh -c` nests at most
 //!   [`MAX_SHELL_DEPTH`] deep; subshells nest at most [`MAX_NESTING`] deep, and so do brace
@@ -37,20 +89,30 @@
 //!   anywhere is refused before the tokenizer runs (it can loop without end on some heredocs).
 //!   Any panic inside brush is caught and reported as [`NotCovered::Unparsable`].
 
+mod archives;
 mod builtins;
+mod git;
+mod gitconfig;
+mod gitwrites;
+mod runners;
 mod screen;
+mod sed;
 mod show;
+mod touch;
 mod walk;
 mod warnings;
 mod words;
+mod writers;
+mod writes;
 
 use std::collections::VecDeque;
 use std::fmt;
 
 pub use warnings::prefix_warning;
 pub use words::prefix_words;
+pub use writes::{GitConfigScope, WriteTarget};
 
-use walk::check_one;
+use walk::{Context, check_one};
 
 /// The longest script the checker reads, in bytes.
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
@@ -92,6 +154,16 @@ pub enum NotCovered {
     TooDeep,
     /// The script runs no command at all (empty, blanks or only comments).
     Empty,
+    /// The script runs under sh (dash) and uses something bash and sh read differently (`$'…'`,
+    /// `$"…"`, bash's operators, `((`, `time`, a `~` inside a word, …), described.
+    ShellDialect(String),
+    /// A git option that makes git use another repository, configuration or program (`-c`,
+    /// `--config-env`, `--exec-path`, `--git-dir`, `--work-tree`), or a global option the checker
+    /// does not know.
+    GitOption(String),
+    /// A command writes files where the checker cannot tell (a script it cannot see, paths a
+    /// program adds, an extraction that may leave the folder, …), described.
+    UnknownWrite(String),
 }
 
 impl fmt::Display for NotCovered {
@@ -148,41 +220,114 @@ impl fmt::Display for NotCovered {
                 f,
                 "the script runs no command (it is empty or only comments)"
             ),
+            Self::ShellDialect(what) => write!(
+                f,
+                "`{what}` is read differently by bash and by sh (dash), and this script runs under sh"
+            ),
+            Self::GitOption(option) => write!(
+                f,
+                "`git {option}` makes git use another repository, configuration or program"
+            ),
+            Self::UnknownWrite(what) => {
+                write!(f, "the checker cannot tell where the script writes: {what}")
+            }
         }
     }
 }
 
 impl std::error::Error for NotCovered {}
 
-/// Whether every simple command of `script` starts with one of `prefixes`, word by word.
+/// Which shell's rules a script is read by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// bash's: the `shell` tool runs `bash -c`.
+    Bash,
+    /// POSIX sh's (dash on Debian): scripts of `sh -c`/`dash -c`, and the whole script when the
+    /// `shell` tool falls back to `/bin/sh` because there is no bash. Whatever bash and sh read
+    /// differently is refused ([`NotCovered::ShellDialect`]), so the checker's reading (bash's)
+    /// is what sh runs.
+    Posix,
+}
+
+/// Whether every simple command of `script` starts with one of `prefixes`, word by word, read as
+/// bash reads it (the `shell` tool's `bash -c`): [`covers_script_as`] with [`Dialect::Bash`].
 pub fn covers_script(script: &str, prefixes: &[Vec<String>]) -> Result<(), NotCovered> {
-    walk_script(script, prefixes, Mode::Cover).map(|_| ())
+    covers_script_as(script, prefixes, Dialect::Bash)
 }
 
-/// Whether some simple command of `script` (in `sh -c` scripts too) runs one of `prefixes`:
-/// what a deny grant's `commands` forbid. Matching is looser than for allow grants, on purpose:
-/// the program by name wherever it lives, and the prefix's further words anywhere after it in
-/// order, so options before a subcommand (`git -C . push`) do not slip past `git push`. A script the checker cannot read touches
-/// nothing here; no allow grant covers it either, so it is refused all the same.
+/// Whether every simple command of `script` starts with one of `prefixes`, word by word, read
+/// by the rules of the shell that runs it (`dialect`; `sh -c` scripts inside it always by
+/// POSIX sh's). What an allow grant's `commands` cover.
+pub fn covers_script_as(
+    script: &str,
+    prefixes: &[Vec<String>],
+    dialect: Dialect,
+) -> Result<(), NotCovered> {
+    walk_script(script, prefixes, Mode::Cover, dialect).map(|_| ())
+}
+
+/// Whether some command of `script`, read as bash reads it, may run one of `prefixes`:
+/// [`touches_script_as`] with [`Dialect::Bash`].
 pub fn touches_script(script: &str, prefixes: &[Vec<String>]) -> bool {
-    walk_script(script, prefixes, Mode::Touch).is_ok_and(|hits| hits > 0)
+    touches_script_as(script, prefixes, Dialect::Bash)
 }
 
-/// What the walk is for: every command covered, or any command touched.
+/// Whether some command of `script` (in `sh -c` scripts too) may run one of `prefixes`: what a
+/// deny grant's `commands` forbid. Deny wins on doubt, so matching is looser than for allow
+/// grants (see `touch.rs`): the program by name wherever it lives, the prefix's further words
+/// anywhere after it in order (`git -C . push` is `git push`), programs run by wrappers
+/// (`env`, `nice`, `timeout`, `xargs`, …), and for git any invocation whose subcommand cannot be
+/// known for certain (aliases, `-c`, `git config alias.…`). A nested script the checker cannot
+/// read touches every deny. The call's own script, when the checker cannot read it, touches
+/// nothing here; no allow grant covers it either, so it is refused all the same.
+pub fn touches_script_as(script: &str, prefixes: &[Vec<String>], dialect: Dialect) -> bool {
+    walk_script(script, prefixes, Mode::Touch, dialect).is_ok_and(|(hits, _)| hits > 0)
+}
+
+/// Every place `script` (read by `dialect`'s rules, with its `sh -c` scripts) may write through
+/// the words of its commands, for the decision to check against the grant's folders and the
+/// protected ones; each path as written (relative to the call's folder unless absolute, `~`
+/// unexpanded), in order of appearance, without repeats. Err when the script cannot be read, or
+/// when a command writes where the checker cannot tell ([`NotCovered::UnknownWrite`]). Programs
+/// that run arbitrary code (interpreters, build tools) are not looked into: a grant on one
+/// covers whatever it writes.
+pub fn write_targets(script: &str, dialect: Dialect) -> Result<Vec<WriteTarget>, NotCovered> {
+    walk_script(script, &[], Mode::Writes, dialect).map(|(_, targets)| targets)
+}
+
+/// What the walk is for: every command covered, any command touched, or the writes of all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Cover,
     Touch,
+    Writes,
 }
 
-/// Walks `script` and its `sh -c` scripts; returns how many commands a prefix matched.
-fn walk_script(script: &str, prefixes: &[Vec<String>], mode: Mode) -> Result<usize, NotCovered> {
-    let mut inner: VecDeque<(String, usize)> = VecDeque::new();
-    let mut hits = check_one(script, prefixes, 0, &mut inner, mode)?;
+/// Walks `script` and its `sh -c` scripts; returns how many commands a prefix matched, and the
+/// write targets found.
+fn walk_script(
+    script: &str,
+    prefixes: &[Vec<String>],
+    mode: Mode,
+    dialect: Dialect,
+) -> Result<(usize, Vec<WriteTarget>), NotCovered> {
+    let mut ctx = Context {
+        prefixes,
+        mode,
+        inner: VecDeque::new(),
+        writes: writes::Writes::new(),
+    };
+    let mut hits = check_one(&mut ctx, script, 0, dialect)?;
     // Scripts of `sh -c '…'` are checked after their parent, one after another (never on top of
     // the parent's stack frames), each one level deeper.
-    while let Some((text, depth)) = inner.pop_front() {
-        hits += check_one(&text, prefixes, depth, &mut inner, mode)?;
+    while let Some((text, depth, dialect)) = ctx.inner.pop_front() {
+        match check_one(&mut ctx, &text, depth, dialect) {
+            Ok(count) => hits += count,
+            // Deny wins on doubt: a script run by a shell that the checker cannot read may run
+            // anything.
+            Err(_) if mode == Mode::Touch => hits += 1,
+            Err(problem) => return Err(problem),
+        }
     }
-    Ok(hits)
+    Ok((hits, ctx.writes.targets))
 }

@@ -8,7 +8,7 @@ use brush_parser::ast;
 use brush_parser::{ParserOptions, SourceInfo, Token};
 
 use super::show::show;
-use super::{MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered};
+use super::{Dialect, MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered};
 
 /// At most this many `$(` and `${` in one script: brush's tokenizer recurses on each.
 const MAX_EXPANSION_MARKS: usize = 32;
@@ -23,14 +23,27 @@ fn parser_options() -> ParserOptions {
     }
 }
 
-/// Tokenizes, screens the tokens, and parses. Any panic inside brush is caught and reported as
+/// Tokenizes, screens the tokens, and parses, by bash's rules; for [`Dialect::Posix`], whatever
+/// bash and sh would read differently is refused first, on the raw text and on the tokens, so that
+/// what brush reads is what sh runs. Any panic inside brush is caught and reported as
 /// [`NotCovered::Unparsable`].
-pub(super) fn parse(script: &str) -> Result<ast::Program, NotCovered> {
+pub(super) fn parse(script: &str, dialect: Dialect) -> Result<ast::Program, NotCovered> {
     if script.len() > MAX_SCRIPT_BYTES {
         return Err(NotCovered::TooLong(script.len()));
     }
     if script.contains('\0') {
         return Err(NotCovered::Unparsable("it contains a NUL byte".into()));
+    }
+    if dialect == Dialect::Posix {
+        // bash reads `$'…'` (ANSI-C quoting) and `$"…"` (translated text) as one quoted word;
+        // dash reads a `$` and then an ordinary quote, so the two shells disagree about where
+        // the quoted text ends and everything after it could run in one and not the other. The
+        // raw text is searched, inside quotes too: refusing a rare `'…$'` is the safe side.
+        for marker in ["$'", "$\""] {
+            if script.contains(marker) {
+                return Err(NotCovered::ShellDialect(format!("{marker}…")));
+            }
+        }
     }
     // brush's tokenizer can loop without end (allocating) or panic on some unterminated
     // heredocs, so `<<` is refused before it runs; a heredoc or here-string is a redirection
@@ -54,7 +67,7 @@ pub(super) fn parse(script: &str) -> Result<ast::Program, NotCovered> {
             ));
         }
     };
-    screen_tokens(&tokens)?;
+    screen_tokens(&tokens, dialect)?;
     let parsed = catch_unwind(AssertUnwindSafe(|| {
         brush_parser::parse_tokens(&tokens, &options, &SourceInfo::default())
     }));
@@ -84,12 +97,18 @@ fn is_redirect_operator(op: &str) -> bool {
     )
 }
 
+/// Operators that only bash has: sh splits them into other operators.
+const BASH_OPERATORS: &[&str] = &["&>", "&>>", "|&", "<<<", ";&", ";;&"];
+
 /// Checks on the token stream, before the parser runs: a background `&` anywhere; then, in
 /// source order, redirections and process substitution, reserved words that start control flow,
 /// `[[`, `function`, `((`, and nesting deeper than [`MAX_NESTING`]. Besides giving the precise
 /// reason, this keeps the parser away from the constructs on which it backtracks exponentially
-/// (nested `case`, `((`) and bounds its recursion.
-fn screen_tokens(tokens: &[Token]) -> Result<(), NotCovered> {
+/// (nested `case`, `((`) and bounds its recursion. For [`Dialect::Posix`], bash's own operators,
+/// `((`, process substitution, `time` (a keyword in bash, a program for sh) and `! !` (sh refuses
+/// it) are refused as dialect differences first.
+fn screen_tokens(tokens: &[Token], dialect: Dialect) -> Result<(), NotCovered> {
+    let posix = dialect == Dialect::Posix;
     if tokens
         .iter()
         .any(|t| matches!(t, Token::Operator(op, _) if op == "&"))
@@ -98,11 +117,15 @@ fn screen_tokens(tokens: &[Token]) -> Result<(), NotCovered> {
     }
     let mut command_position = true;
     let mut after_time = false;
+    let mut after_bang = false;
     let mut parens = 0usize;
     let mut braces = 0usize;
     for (index, token) in tokens.iter().enumerate() {
         match token {
             Token::Operator(op, location) => {
+                if posix {
+                    posix_operator(op, tokens.get(index + 1))?;
+                }
                 if is_redirect_operator(op) {
                     let next = tokens.get(index + 1);
                     if (op == "<" || op == ">")
@@ -141,9 +164,19 @@ fn screen_tokens(tokens: &[Token]) -> Result<(), NotCovered> {
                 }
                 command_position = true;
                 after_time = false;
+                after_bang = false;
             }
             Token::Word(word, _) => {
                 let word = word.as_str();
+                if posix && command_position {
+                    if word == "time" {
+                        return Err(NotCovered::ShellDialect("time".into()));
+                    }
+                    if word == "!" && after_bang {
+                        return Err(NotCovered::ShellDialect("! !".into()));
+                    }
+                }
+                after_bang = command_position && word == "!";
                 if command_position {
                     if CONTROL_KEYWORDS.contains(&word) {
                         return Err(NotCovered::ControlFlow(word.to_owned()));
@@ -175,6 +208,18 @@ fn screen_tokens(tokens: &[Token]) -> Result<(), NotCovered> {
                     || (was_time && word == "-p");
             }
         }
+    }
+    Ok(())
+}
+
+/// Refuses, for sh, an operator that bash reads differently: its own operators, `((`, and process
+/// substitution.
+fn posix_operator(op: &str, next: Option<&Token>) -> Result<(), NotCovered> {
+    if BASH_OPERATORS.contains(&op) {
+        return Err(NotCovered::ShellDialect(op.to_owned()));
+    }
+    if matches!(op, "(" | "<" | ">") && matches!(next, Some(Token::Operator(o, _)) if o == "(") {
+        return Err(NotCovered::ShellDialect(format!("{op}(")));
     }
     Ok(())
 }

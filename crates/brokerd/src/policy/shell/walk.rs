@@ -1,37 +1,53 @@
-//! The walk over one parsed script: every simple command is decoded word by word and compared
-//! with the granted prefixes; `sh -c` scripts are queued to be read in turn.
+//! The walk over one parsed script: every simple command is decoded word by word and, depending
+//! on the mode, compared with the granted prefixes, matched against deny prefixes, or read for
+//! the files it writes; `sh -c` scripts are queued to be read in turn, each with its shell's
+//! dialect.
 
 use std::collections::VecDeque;
 
 use brush_parser::ast;
 
 use super::builtins::refuse_builtins;
+use super::runners::{SHELL_NAMES, basename};
 use super::screen::parse;
 use super::show::{render_words, show};
+use super::touch::command_touches;
 use super::words::{Literal, decode_word, looks_like_assignment};
-use super::{MAX_NESTING, MAX_SHELL_DEPTH, Mode, NotCovered};
+use super::writes::Writes;
+use super::{Dialect, MAX_NESTING, MAX_SHELL_DEPTH, Mode, NotCovered, git};
+
+/// A script waiting to be read: its text, its `sh -c` depth and the shell that runs it.
+pub(super) type Pending = (String, usize, Dialect);
+
+/// What one walk (a script and its `sh -c` scripts) shares.
+pub(super) struct Context<'a> {
+    pub(super) prefixes: &'a [Vec<String>],
+    pub(super) mode: Mode,
+    /// Scripts of `sh -c` waiting to be read.
+    pub(super) inner: VecDeque<Pending>,
+    /// What the commands write (in [`Mode::Writes`]).
+    pub(super) writes: Writes,
+}
 
 /// Checks one script (the call's, or an `sh -c` script inside it), queueing its own `sh -c`
-/// scripts.
+/// scripts; returns how many commands a prefix matched.
 pub(super) fn check_one(
+    ctx: &mut Context<'_>,
     script: &str,
-    prefixes: &[Vec<String>],
     depth: usize,
-    inner: &mut VecDeque<(String, usize)>,
-    mode: Mode,
+    dialect: Dialect,
 ) -> Result<usize, NotCovered> {
     if depth > MAX_SHELL_DEPTH {
         return Err(NotCovered::TooDeep);
     }
-    let program = parse(script)?;
+    let program = parse(script, dialect)?;
     let mut walker = Walker {
-        prefixes,
+        ctx,
         nesting: 0,
         commands: 0,
         hits: 0,
-        mode,
         depth,
-        inner,
+        dialect,
     };
     for list in &program.complete_commands {
         walker.list(list)?;
@@ -43,23 +59,21 @@ pub(super) fn check_one(
 }
 
 /// Walks one parsed script.
-struct Walker<'a> {
-    prefixes: &'a [Vec<String>],
+struct Walker<'a, 'b> {
+    ctx: &'a mut Context<'b>,
     /// Current nesting of subshells and brace groups.
     nesting: usize,
     /// Simple commands seen.
     commands: usize,
     /// Simple commands a prefix matched.
     hits: usize,
-    /// Whether a command no prefix matches stops the walk.
-    mode: Mode,
     /// `sh -c` depth of this script.
     depth: usize,
-    /// Where inner `sh -c` scripts are queued.
-    inner: &'a mut VecDeque<(String, usize)>,
+    /// The shell that runs this script.
+    dialect: Dialect,
 }
 
-impl Walker<'_> {
+impl Walker<'_, '_> {
     fn list(&mut self, list: &ast::CompoundList) -> Result<(), NotCovered> {
         for ast::CompoundListItem(and_or, separator) in &list.0 {
             if matches!(separator, ast::SeparatorOperator::Async) {
@@ -168,28 +182,61 @@ impl Walker<'_> {
         }
         let mut words = Vec::with_capacity(raw.len());
         for word in &raw {
-            words.push(decode_word(word).map_err(|problem| problem.not_covered(word))?);
+            let literal = decode_word(word).map_err(|problem| problem.not_covered(word))?;
+            if self.dialect == Dialect::Posix && literal.inner_tilde {
+                return Err(NotCovered::ShellDialect(format!(
+                    "`{}` (a `~` inside a word: bash expands it after `=` or `:`, sh never does)",
+                    show(word)
+                )));
+            }
+            words.push(literal);
         }
         self.commands += 1;
 
         refuse_builtins(&words)?;
-        let matches = match self.mode {
-            Mode::Cover => prefix_matches,
-            Mode::Touch => prefix_touches,
-        };
-        if self.prefixes.iter().any(|prefix| matches(prefix, &words)) {
+        match self.ctx.mode {
+            Mode::Cover => self.cover(&words, &raw),
+            Mode::Touch => {
+                let depth = self.depth + 1;
+                let Context {
+                    prefixes, inner, ..
+                } = &mut *self.ctx;
+                let mut queue = |text: String, dialect: Dialect| {
+                    inner.push_back((text, depth, dialect));
+                };
+                if command_touches(prefixes, &words, &mut queue) {
+                    self.hits += 1;
+                }
+                Ok(())
+            }
+            Mode::Writes => self.writes(&words),
+        }
+    }
+
+    /// An allow grant: the command must start with a granted prefix (git without the options
+    /// that change its repository, configuration or programs), or be `sh -c SCRIPT`.
+    fn cover(&mut self, words: &[Literal], raw: &[&str]) -> Result<(), NotCovered> {
+        if self
+            .ctx
+            .prefixes
+            .iter()
+            .any(|prefix| prefix_matches(prefix, words))
+        {
+            if let Some(first) = words.first()
+                && basename(&first.text) == "git"
+                && let Some(problem) = git::cover_problem(&words[1..])
+            {
+                return Err(problem);
+            }
             self.hits += 1;
             return Ok(());
         }
-        if let Some(script) = shell_c_script(&words)? {
-            self.inner.push_back((script, self.depth + 1));
+        if let Some((script, dialect)) = shell_c_script(words)? {
+            self.ctx.inner.push_back((script, self.depth + 1, dialect));
             return Ok(());
         }
-        if self.mode == Mode::Touch {
-            return Ok(());
-        }
-        let compared = self.prefixes.iter().map(Vec::len).max().unwrap_or(0);
-        for (word, raw) in words.iter().zip(&raw).take(compared) {
+        let compared = self.ctx.prefixes.iter().map(Vec::len).max().unwrap_or(0);
+        for (word, raw) in words.iter().zip(raw).take(compared) {
             if !word.exact {
                 return Err(NotCovered::Unsupported(format!(
                     "`{}` in a word compared with a prefix: `~` and `$'…'` are only accepted in arguments after it",
@@ -200,6 +247,37 @@ impl Walker<'_> {
         Err(NotCovered::NoPrefix(show(&render_words(
             words.iter().map(|w| &w.text),
         ))))
+    }
+
+    /// Write targets: what the command writes; the script of `sh -c SCRIPT` is read in turn, and
+    /// a shell that reads a script the checker cannot see makes the writes unknown.
+    fn writes(&mut self, words: &[Literal]) -> Result<(), NotCovered> {
+        let depth = self.depth + 1;
+        if let Some(first) = words.first()
+            && SHELL_NAMES.contains(&basename(&first.text))
+        {
+            let dialect = match basename(&first.text) {
+                "bash" => Dialect::Bash,
+                _ => Dialect::Posix,
+            };
+            return match (basename(&first.text), words.get(1), words.get(2)) {
+                ("sh" | "dash" | "bash", Some(flag), Some(script)) if flag.text == "-c" => {
+                    self.ctx
+                        .inner
+                        .push_back((script.text.clone(), depth, dialect));
+                    Ok(())
+                }
+                _ => Err(NotCovered::UnknownWrite(format!(
+                    "`{}` runs a script the checker cannot see",
+                    show(&first.text)
+                ))),
+            };
+        }
+        let Context { inner, writes, .. } = &mut *self.ctx;
+        let mut queue = |text: String, dialect: Dialect| {
+            inner.push_back((text, depth, dialect));
+        };
+        writes.command(words, &mut queue)
     }
 }
 
@@ -231,27 +309,8 @@ fn prefix_matches(prefix: &[String], words: &[Literal]) -> bool {
             .all(|(want, word)| word.exact && word.text == *want)
 }
 
-/// Whether a deny prefix (non-empty) touches the command `words`: the program is the prefix's
-/// first word (by name, so `/usr/bin/git` is `git`), and the prefix's other words appear in the
-/// command in order, anywhere after it. So `git push` touches `git --no-pager push` and
-/// `git -C . push origin`; it also touches `git log --grep push`, which errs on the side of the
-/// refusal a deny grant asks for.
-fn prefix_touches(prefix: &[String], words: &[Literal]) -> bool {
-    let (Some(program), Some(first)) = (prefix.first(), words.first()) else {
-        return false;
-    };
-    let name = first.text.rsplit('/').next().unwrap_or(&first.text);
-    if first.text != *program && name != program {
-        return false;
-    }
-    let mut rest = words.iter().skip(1);
-    prefix
-        .iter()
-        .skip(1)
-        .all(|want| rest.any(|word| word.text == *want))
-}
-
-/// Shells whose `-c` script the checker reads (all read the bash/POSIX syntax checked here).
+/// Shells whose `-c` script an allow grant's walk reads, by the words that run them (a shell
+/// elsewhere could be any program).
 const SHELLS: &[&str] = &[
     "sh",
     "bash",
@@ -264,8 +323,9 @@ const SHELLS: &[&str] = &[
     "/usr/bin/dash",
 ];
 
-/// The script of `sh -c SCRIPT [NAME [ARG…]]` (exactly that form), if `words` is one.
-fn shell_c_script(words: &[Literal]) -> Result<Option<String>, NotCovered> {
+/// The script of `sh -c SCRIPT [NAME [ARG…]]` (exactly that form), if `words` is one, with the
+/// dialect it is read in: POSIX for `sh` and `dash`, bash for `bash`.
+fn shell_c_script(words: &[Literal]) -> Result<Option<(String, Dialect)>, NotCovered> {
     let [shell, flag, script, ..] = words else {
         return Ok(None);
     };
@@ -278,5 +338,9 @@ fn shell_c_script(words: &[Literal]) -> Result<Option<String>, NotCovered> {
             shell.text
         )));
     }
-    Ok(Some(script.text.clone()))
+    let dialect = match basename(&shell.text) {
+        "bash" => Dialect::Bash,
+        _ => Dialect::Posix,
+    };
+    Ok(Some((script.text.clone(), dialect)))
 }

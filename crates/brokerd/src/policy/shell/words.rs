@@ -33,6 +33,9 @@ pub fn prefix_words(text: &str) -> Result<Vec<String>, String> {
                 c.escape_default()
             ),
             WordProblem::Unterminated => format!("`{shown}` has an unterminated quote or escape"),
+            WordProblem::AnsiCEscape => {
+                format!("`{shown}` has a `$'…'` escape by number, which a prefix never uses")
+            }
         })?;
         if !literal.exact {
             return Err(format!(
@@ -63,6 +66,12 @@ pub(super) struct Literal {
     /// False when the value depends on the shell or its environment (`~`, `$'…'`): such a word
     /// is never compared with a prefix word.
     pub(super) exact: bool,
+    /// An unquoted `~` after the word's first character: bash expands it after `=` or `:` in a
+    /// word that looks like an assignment, sh never does.
+    pub(super) inner_tilde: bool,
+    /// The word starts with an unquoted `~`, which the shell expands (to the home folder, for
+    /// `~` and `~/…`).
+    pub(super) leading_tilde: bool,
 }
 
 /// Why a word is not a literal.
@@ -77,6 +86,8 @@ pub(super) enum WordProblem {
     Metachar(char),
     /// An unterminated quote or a trailing backslash.
     Unterminated,
+    /// A `$'…'` escape whose value the checker does not compute (`\x`, `\u`, `\U`, octal, `\c`).
+    AnsiCEscape,
 }
 
 impl WordProblem {
@@ -92,17 +103,24 @@ impl WordProblem {
             Self::Unterminated => {
                 NotCovered::Unparsable(format!("`{shown}` has an unterminated quote"))
             }
+            Self::AnsiCEscape => NotCovered::Unsupported(format!(
+                "`{shown}`: a `$'…'` escape by number or control letter (`\\x`, `\\u`, `\\0`, `\\c`)"
+            )),
         }
     }
 }
 
 /// Resolves a word's quoting exactly as bash does for a literal word: `'…'`, `"…"` (where `\`
-/// escapes only `$`, `` ` ``, `"`, `\` and a newline), `\x`, and `$'…'`. Anything that would
-/// expand is a problem, except `~` and `$'…'`, which make the word inexact.
+/// escapes only `$`, `` ` ``, `"`, `\` and a newline), `\x`, and `$'…'` (with the escapes whose
+/// value is one fixed character; escapes by number are refused, so the decoded text is always the
+/// value bash passes). Anything that would expand is a problem, except `~` and `$'…'`, which make
+/// the word inexact.
 pub(super) fn decode_word(raw: &str) -> Result<Literal, WordProblem> {
     let chars: Vec<char> = raw.chars().collect();
     let mut text = String::with_capacity(raw.len());
     let mut exact = true;
+    let mut inner_tilde = false;
+    let mut leading_tilde = false;
     // Brace expansion needs an unquoted `{`, then an unquoted `,` or `..`, then an unquoted `}`.
     let mut open_brace = false;
     let mut brace_separator = false;
@@ -219,6 +237,11 @@ pub(super) fn decode_word(raw: &str) -> Result<Literal, WordProblem> {
             }
             '~' => {
                 exact = false;
+                if i > 0 {
+                    inner_tilde = true;
+                } else {
+                    leading_tilde = true;
+                }
                 text.push(c);
                 i += 1;
             }
@@ -232,12 +255,19 @@ pub(super) fn decode_word(raw: &str) -> Result<Literal, WordProblem> {
         }
         unquoted_dot_before = unquoted_dot;
     }
-    Ok(Literal { text, exact })
+    Ok(Literal {
+        text,
+        exact,
+        inner_tilde,
+        leading_tilde,
+    })
 }
 
 /// Decodes the body of `$'…'` starting at `start` (just after the opening quote) into `text`;
-/// returns the index just past the closing quote. The value is bash's for the common escapes
-/// (it is only ever used as an argument, never compared).
+/// returns the index just past the closing quote. The value is bash's: the one-character escapes
+/// are decoded, an unknown escape keeps its backslash (as bash does), and the escapes by number or
+/// control letter (`\x`, `\u`, `\U`, `\0`–`\7`, `\c`) are refused rather than guessed, so that
+/// later checks on the text (options, paths) see what the command will see.
 fn decode_ansi_c(chars: &[char], start: usize, text: &mut String) -> Result<usize, WordProblem> {
     let mut i = start;
     loop {
@@ -258,6 +288,7 @@ fn decode_ansi_c(chars: &[char], start: usize, text: &mut String) -> Result<usiz
                     'f' => text.push('\u{c}'),
                     'v' => text.push('\u{b}'),
                     '\\' | '\'' | '"' | '?' => text.push(escaped),
+                    'x' | 'u' | 'U' | 'c' | '0'..='7' => return Err(WordProblem::AnsiCEscape),
                     other => {
                         text.push('\\');
                         text.push(other);
