@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use proto::ToolResponse;
 use testkit::{AgentClient, BrokerProcess};
 
-const GRANTS: &str = "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n";
+const GRANTS: &str =
+    "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n";
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -23,11 +24,16 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn fsync_floor(dir: &std::path::Path) -> (Duration, Duration) {
     let path = dir.join("fsync-probe");
-    let mut file = OpenOptions::new().create(true).append(true).open(&path).unwrap();
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap();
     let mut times = Vec::new();
     for _ in 0..500 {
         let start = Instant::now();
-        file.write_all(b"{\"seq\":1,\"a\":\"small append\"}\n").unwrap();
+        file.write_all(b"{\"seq\":1,\"a\":\"small append\"}\n")
+            .unwrap();
         file.sync_data().unwrap();
         times.push(start.elapsed());
     }

@@ -983,3 +983,92 @@ fn a_folder_swapped_for_a_symbolic_link_between_decision_and_run_is_refused() {
         "x"
     );
 }
+
+// ---- shell: what a covered command writes ----
+
+fn shell_call(tree: &Tree, grants: &[Grant], command: &str, cwd: &str) -> Decision {
+    let arguments = serde_json::json!({"command": command, "cwd": tree.path(cwd)}).to_string();
+    tree.decide(grants, ToolName::Shell, &arguments, Labels::default())
+}
+
+const TOOLS_IN_WORK: &str = "[[grant]]\nid=\"tools\"\ntool=\"shell\"\ncommands=[\"git\", \"cp\", \"touch\", \"tee\"]\npaths=[\"{root}/work\"]\non_untrusted=\"allow\"\n";
+
+#[test]
+fn a_file_a_command_writes_must_be_inside_the_grant_and_outside_boxmakers_folders() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/app")).unwrap();
+    let grants = tree.grants(TOOLS_IN_WORK);
+    let planted = format!(
+        "git log --format=x --output={}/boxmaker/grants/planted.toml",
+        tree.root().display()
+    );
+    assert_eq!(
+        reason(&shell_call(&tree, &grants, &planted, "work")),
+        Some(DenyReason::ProtectedPath)
+    );
+    let outside = format!("cp a.txt {}/notes/copied", tree.root().display());
+    assert_eq!(
+        reason(&shell_call(&tree, &grants, &outside, "work")),
+        Some(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        reason(&shell_call(&tree, &grants, "touch ../notes/x", "work")),
+        Some(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        allowed_grant(&shell_call(
+            &tree,
+            &grants,
+            "touch app/x && tee app/y",
+            "work"
+        )),
+        Some("tools")
+    );
+}
+
+#[test]
+fn a_command_that_writes_git_config_needs_a_grant_that_names_dot_git() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/app/.git")).unwrap();
+    let grants = tree.grants(TOOLS_IN_WORK);
+    for command in [
+        "git config core.fsmonitor 'touch /tmp/pwned'",
+        "touch .git/config",
+        "cp evil .git/hooks/pre-commit",
+    ] {
+        assert_eq!(
+            reason(&shell_call(&tree, &grants, command, "work/app")),
+            Some(DenyReason::NoGrant),
+            "{command}"
+        );
+    }
+    assert_eq!(
+        allowed_grant(&shell_call(&tree, &grants, "git status", "work/app")),
+        Some("tools")
+    );
+    let named = tree.grants(&TOOLS_IN_WORK.replace(
+        "paths=[\"{root}/work\"]",
+        "paths=[\"{root}/work\", \"{root}/work/app/.git\"]",
+    ));
+    assert_eq!(
+        allowed_grant(&shell_call(
+            &tree,
+            &named,
+            "git config user.name me",
+            "work/app"
+        )),
+        Some("tools")
+    );
+}
+
+#[test]
+fn a_write_the_checker_cannot_know_is_covered_by_no_grant() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"x\"\ntool=\"shell\"\ncommands=[\"xargs\", \"ls\"]\npaths=[\"{root}/work\"]\n",
+    );
+    let Decision::Deny(denied) = shell_call(&tree, &grants, "ls | xargs rm", "work") else {
+        panic!("not refused")
+    };
+    assert_eq!(denied.reason, DenyReason::NoGrant);
+}

@@ -262,8 +262,9 @@ fn command_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     env
 }
 
-/// `bash` from the `PATH` (or the usual places), else `/bin/sh`.
-fn find_shell() -> PathBuf {
+/// The shell that runs commands: `bash` from the `PATH` (or the usual places), else `/bin/sh`.
+/// The broker judges a script by the rules of this shell (POSIX rules when it is not bash).
+pub fn find_shell() -> PathBuf {
     let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
     path.split(':')
         .chain(["/usr/bin", "/bin"])

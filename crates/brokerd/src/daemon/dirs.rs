@@ -115,6 +115,23 @@ pub struct Locks {
     _runtime: File,
 }
 
+/// How long a lock is tried before another broker is named as its holder: a broker killed a
+/// moment ago may leave a child that holds its descriptors for a few milliseconds more.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+fn lock_within(file: &File, wait: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        if flock(file, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Takes both locks, or names the pid of the broker that holds them.
 pub fn lock(dirs: &Dirs) -> Result<Locks, FolderError> {
     let lock_path = dirs.state.join(LOCK_FILE);
@@ -130,7 +147,7 @@ pub fn lock(dirs: &Dirs) -> Result<Locks, FolderError> {
         .mode(0o600)
         .open(&lock_path)
         .map_err(io(&lock_path))?;
-    if flock(&state, FlockOperation::NonBlockingLockExclusive).is_err() {
+    if !lock_within(&state, LOCK_WAIT) {
         let mut pid = String::new();
         let _ = state.read_to_string(&mut pid);
         return Err(FolderError::Locked {
@@ -139,7 +156,7 @@ pub fn lock(dirs: &Dirs) -> Result<Locks, FolderError> {
         });
     }
     let runtime = File::open(&dirs.runtime).map_err(io(&dirs.runtime))?;
-    if flock(&runtime, FlockOperation::NonBlockingLockExclusive).is_err() {
+    if !lock_within(&runtime, LOCK_WAIT) {
         let mut pid = String::new();
         let _ = state.read_to_string(&mut pid);
         return Err(FolderError::Locked {

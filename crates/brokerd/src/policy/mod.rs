@@ -87,6 +87,11 @@ pub struct Call {
     pub args: ToolArgs,
     /// What the call writes.
     pub writes: Vec<Write>,
+    /// Why what a `shell` script writes cannot be known, when it cannot: then no allow grant
+    /// covers it.
+    pub unknown_writes: Option<String>,
+    /// The rules the script is judged by (those of the shell that will run it).
+    pub dialect: shell::Dialect,
 }
 
 /// One place a call writes.
@@ -105,14 +110,16 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
     if grant.tool != call.args.tool() {
         return None;
     }
-    if !grant.deny && !call.writes.iter().all(|w| writable(grant, w)) {
+    if !grant.deny
+        && (call.unknown_writes.is_some() || !call.writes.iter().all(|w| writable(grant, w)))
+    {
         return None;
     }
     match &call.args {
         ToolArgs::ReadFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
         ToolArgs::WriteFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
         ToolArgs::Shell(a) => {
-            if !grant.commands.is_empty() && !shell_covered(grant, a) {
+            if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect) {
                 return None;
             }
             if grant.deny {
@@ -156,11 +163,22 @@ fn writable(grant: &Grant, write: &Write) -> bool {
 /// An allow grant covers a script when every command starts with one of its prefixes; a deny
 /// grant, when any command does (`git` allowed and `git push` denied refuse
 /// `git status; git push`).
-fn shell_covered(grant: &Grant, args: &ShellArgs) -> bool {
+fn shell_covered(grant: &Grant, args: &ShellArgs, dialect: shell::Dialect) -> bool {
     if grant.deny {
-        shell::touches_script(&args.command, &grant.commands)
+        shell::touches_script_as(&args.command, &grant.commands, dialect)
     } else {
-        shell::covers_script(&args.command, &grant.commands).is_ok()
+        shell::covers_script_as(&args.command, &grant.commands, dialect).is_ok()
+    }
+}
+
+/// The rules a `shell` script is judged by: bash's when the `shell` tool will run it with
+/// bash, POSIX sh's when it falls back to `/bin/sh`.
+pub fn shell_dialect() -> shell::Dialect {
+    let program = tools::shell::find_shell();
+    if program.file_name().is_some_and(|name| name == "bash") {
+        shell::Dialect::Bash
+    } else {
+        shell::Dialect::Posix
     }
 }
 
@@ -287,22 +305,34 @@ fn prepare(
     protected: &Protected,
 ) -> Result<Call, String> {
     let mut args = resolve_args(args)?;
+    let dialect = match &args {
+        ToolArgs::Shell(_) => shell_dialect(),
+        _ => shell::Dialect::Bash,
+    };
     if let ToolArgs::Shell(a) = &mut args
         && a.cwd.is_none()
     {
         a.cwd = grants
             .iter()
             .filter(|g| g.tool == ToolName::Shell && !g.deny && !g.expired(now))
-            .filter(|g| g.commands.is_empty() || shell_covered(g, a))
+            .filter(|g| g.commands.is_empty() || shell_covered(g, a, dialect))
             .find_map(|g| g.paths.first())
             .map(|rule| rule.base().to_string_lossy().into_owned());
     }
-    let writes = match &args {
-        ToolArgs::WriteFile(a) => vec![write_at(PathBuf::from(&a.path), protected)],
-        ToolArgs::Shell(a) => shell_writes(a, protected)?,
-        _ => Vec::new(),
+    let (writes, unknown_writes) = match &args {
+        ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
+        ToolArgs::Shell(a) => match shell::write_targets(&a.command, dialect) {
+            Ok(targets) => (shell_writes(a, &targets, protected)?, None),
+            Err(why) => (Vec::new(), Some(why.to_string())),
+        },
+        _ => (Vec::new(), None),
     };
-    Ok(Call { args, writes })
+    Ok(Call {
+        args,
+        writes,
+        unknown_writes,
+        dialect,
+    })
 }
 
 fn write_at(path: PathBuf, protected: &Protected) -> Write {
@@ -310,10 +340,59 @@ fn write_at(path: PathBuf, protected: &Protected) -> Write {
     Write { path, git_root }
 }
 
-/// The places a covered `shell` script writes, resolved against its `cwd`.
-fn shell_writes(args: &ShellArgs, protected: &Protected) -> Result<Vec<Write>, String> {
-    let _ = (args, protected);
-    Ok(Vec::new())
+/// The places a `shell` script writes, resolved against its `cwd` (and `~` against the
+/// owner's home); a place that cannot be resolved makes the call invalid.
+fn shell_writes(
+    args: &ShellArgs,
+    targets: &[shell::WriteTarget],
+    protected: &Protected,
+) -> Result<Vec<Write>, String> {
+    let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
+    let place = |word: &str| -> Result<PathBuf, String> {
+        let path = if word == "~" || word.starts_with("~/") {
+            let home = protected
+                .home
+                .as_ref()
+                .ok_or_else(|| format!("{word} names the home folder, which is not known here"))?;
+            home.join(word.trim_start_matches('~').trim_start_matches('/'))
+        } else if word.starts_with('~') {
+            return Err(format!("{word} names another user's home folder"));
+        } else {
+            cwd.join(word)
+        };
+        resolve(&path).map_err(|e| format!("the command writes {word}: {e}"))
+    };
+    let mut writes = Vec::new();
+    for target in targets {
+        match target {
+            shell::WriteTarget::Path(word) => writes.push(write_at(place(word)?, protected)),
+            shell::WriteTarget::GitConfig { scope } => {
+                let (path, root) = match scope {
+                    shell::GitConfigScope::Local | shell::GitConfigScope::Worktree => {
+                        let git_dir = git::repository_git_dir(&cwd);
+                        (git_dir.join("config"), git_dir)
+                    }
+                    shell::GitConfigScope::Global => {
+                        let file = place("~/.gitconfig")?;
+                        (file.clone(), file)
+                    }
+                    shell::GitConfigScope::System => {
+                        let file = PathBuf::from("/etc/gitconfig");
+                        (file.clone(), file)
+                    }
+                    shell::GitConfigScope::File(word) => {
+                        let file = place(word)?;
+                        (file.clone(), file)
+                    }
+                };
+                writes.push(Write {
+                    path,
+                    git_root: Some(root),
+                });
+            }
+        }
+    }
+    Ok(writes)
 }
 
 /// Decides `args` against `grants` for a session with `labels`, at `now`.
@@ -370,11 +449,11 @@ pub fn decide(
                 format!("grant {} has expired", grant.id),
             );
         }
-        return deny(
-            DenyReason::NoGrant,
-            None,
-            format!("no grant covers this {} call", tool.as_str()),
-        );
+        let detail = match &call.unknown_writes {
+            Some(why) => format!("no grant covers this {} call: {why}", tool.as_str()),
+            None => format!("no grant covers this {} call", tool.as_str()),
+        };
+        return deny(DenyReason::NoGrant, None, detail);
     };
     if let Some((grant, _)) = live
         .iter()

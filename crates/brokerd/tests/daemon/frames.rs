@@ -126,7 +126,7 @@ fn a_client_of_another_user_is_refused_by_the_peer_check() {
     std::fs::set_permissions(broker.socket(), std::fs::Permissions::from_mode(0o777)).unwrap();
     std::fs::set_permissions(broker.root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let script = format!(
-        "import socket,struct,json,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\nb=json.dumps({{'type':'hello','version':1}}).encode()\ns.sendall(struct.pack('>I',len(b))+b)\ntry:\n  d=s.recv(4)\nexcept ConnectionResetError:\n  d=b''\nprint('closed' if d==b'' else 'answered')\n",
+        "import socket,struct,json,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\nb=json.dumps({{'type':'hello','version':1}}).encode()\ntry:\n  s.sendall(struct.pack('>I',len(b))+b)\n  d=s.recv(4)\nexcept OSError:\n  d=b''\nprint('closed' if d==b'' else 'answered')\n",
         broker.socket().display().to_string()
     );
     let output = std::process::Command::new("setpriv")
