@@ -186,6 +186,21 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// Runs a statement through the connection's statement cache (parsed once, not per call).
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+        self.conn.prepare_cached(sql)?.execute(params)
+    }
+
+    /// Reads one row through the statement cache.
+    fn query_one<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        row: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.conn.prepare_cached(sql)?.query_row(params, row)
+    }
+
     fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
         LedgerError::Sqlite {
             path: self.path.clone(),
@@ -219,12 +234,11 @@ impl Ledger {
     /// The audit log's last record as the ledger knows it.
     pub fn anchor(&self) -> Result<Option<Anchor>, LedgerError> {
         let get = |key: &str| -> Result<Option<String>, LedgerError> {
-            self.conn
-                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
-                    row.get(0)
-                })
-                .optional()
-                .map_err(|e| self.sqlite(e))
+            self.query_one("SELECT value FROM meta WHERE key = ?1", [key], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sqlite(e))
         };
         match (get("audit_seq")?, get("audit_hash")?) {
             (Some(seq), Some(hash)) => {
@@ -240,14 +254,13 @@ impl Ledger {
 
     /// Records that the audit log holds `anchor` on disk.
     pub fn set_anchor(&self, anchor: &Anchor) -> Result<(), LedgerError> {
-        self.conn
-            .execute(
-                "INSERT INTO meta (key, value) VALUES ('audit_seq', ?1), ('audit_hash', ?2)
+        self.exec(
+            "INSERT INTO meta (key, value) VALUES ('audit_seq', ?1), ('audit_hash', ?2)
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                params![anchor.seq.to_string(), anchor.hash],
-            )
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+            params![anchor.seq.to_string(), anchor.hash],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
     }
 
     /// A session, or `None` when there is no such session; a row that cannot be read back is
@@ -307,23 +320,22 @@ impl Ledger {
 
     /// Adds a session (or replaces a row of the same id while rebuilding).
     pub fn put_session(&self, row: &SessionRow) -> Result<(), LedgerError> {
-        self.conn
-            .execute(
-                "INSERT OR REPLACE INTO sessions
+        self.exec(
+            "INSERT OR REPLACE INTO sessions
                  (id, token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    row.id.as_str(),
-                    row.token_sha256,
-                    row.created.as_millis(),
-                    row.last_used.as_millis(),
-                    row.taint.as_str(),
-                    row.untrusted as i64,
-                    row.ended.map(|t| t.as_millis()),
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+            params![
+                row.id.as_str(),
+                row.token_sha256,
+                row.created.as_millis(),
+                row.last_used.as_millis(),
+                row.taint.as_str(),
+                row.untrusted as i64,
+                row.ended.map(|t| t.as_millis()),
+            ],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
     }
 
     /// Sets a session's labels and last use.
@@ -334,33 +346,28 @@ impl Ledger {
         untrusted: bool,
         now: Timestamp,
     ) -> Result<(), LedgerError> {
-        self.conn
-            .execute(
-                "UPDATE sessions SET taint = ?2, untrusted = ?3, last_used_ms = ?4 WHERE id = ?1",
-                params![
-                    id.as_str(),
-                    taint.as_str(),
-                    untrusted as i64,
-                    now.as_millis()
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+        self.exec(
+            "UPDATE sessions SET taint = ?2, untrusted = ?3, last_used_ms = ?4 WHERE id = ?1",
+            params![
+                id.as_str(),
+                taint.as_str(),
+                untrusted as i64,
+                now.as_millis()
+            ],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
     }
 
     /// Ends a session: its calls' answers are dropped; a later resume is refused.
     pub fn end_session(&self, id: &SessionId, now: Timestamp) -> Result<(), LedgerError> {
-        self.conn
-            .execute(
-                "UPDATE sessions SET ended_ms = ?2 WHERE id = ?1 AND ended_ms IS NULL",
-                params![id.as_str(), now.as_millis()],
-            )
-            .and_then(|_| {
-                self.conn
-                    .execute("DELETE FROM calls WHERE session = ?1", [id.as_str()])
-            })
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+        self.exec(
+            "UPDATE sessions SET ended_ms = ?2 WHERE id = ?1 AND ended_ms IS NULL",
+            params![id.as_str(), now.as_millis()],
+        )
+        .and_then(|_| self.exec("DELETE FROM calls WHERE session = ?1", [id.as_str()]))
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
     }
 
     /// The sessions not ended and unused since `before`.
@@ -429,23 +436,22 @@ impl Ledger {
             .map(serde_json::to_string)
             .transpose()
             .map_err(|e| damaged("a call's answer", e.to_string()))?;
-        self.conn
-            .execute(
-                "INSERT OR REPLACE INTO calls
+        self.exec(
+            "INSERT OR REPLACE INTO calls
                  (session, call_id, tool, arguments_sha256, state, response, updated_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    row.session.as_str(),
-                    row.call_id.0 as i64,
-                    row.tool,
-                    row.arguments_sha256,
-                    row.state.as_str(),
-                    response,
-                    row.updated.as_millis(),
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+            params![
+                row.session.as_str(),
+                row.call_id.0 as i64,
+                row.tool,
+                row.arguments_sha256,
+                row.state.as_str(),
+                response,
+                row.updated.as_millis(),
+            ],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
     }
 
     /// Replaces a recorded call's answer with the whole one the client received (the audit
@@ -458,13 +464,12 @@ impl Ledger {
     ) -> Result<(), LedgerError> {
         let text = serde_json::to_string(response)
             .map_err(|e| damaged("a call's answer", e.to_string()))?;
-        self.conn
-            .execute(
-                "UPDATE calls SET response = ?3 WHERE session = ?1 AND call_id = ?2",
-                params![session.as_str(), call_id.0 as i64, text],
-            )
-            .map(|_| ())
-            .map_err(|e| self.sqlite(e))
+        self.exec(
+            "UPDATE calls SET response = ?3 WHERE session = ?1 AND call_id = ?2",
+            params![session.as_str(), call_id.0 as i64, text],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
     }
 
     /// The calls in a given state (at start: `Running` ones were interrupted).

@@ -14,7 +14,7 @@ use proto::{
 use crate::args::{ArgsError, ToolName, parse};
 use crate::policy::{Allowed, AskReason, Decision, Labels, decide};
 
-use super::journal::{JournalError, WholeAnswer};
+use super::journal::{Applied, WholeAnswer};
 use super::render::render;
 use super::runner::{Outcome, RunContext};
 use super::sessions::Refusal;
@@ -41,8 +41,29 @@ pub async fn answer(
             ),
         ));
     }
-    let lock = broker.session_lock(session);
-    let _one_at_a_time = lock.lock().await;
+    // One call of a session at a time, held until the ledger has applied the answer (which
+    // may be after the answer leaves), so the next call reads the session's new labels.
+    let one_at_a_time = broker.session_lock(session).lock_owned().await;
+    let (response, applied) = answer_locked(broker, session, request).await?;
+    if let Some(applied) = applied {
+        tokio::spawn(async move {
+            if let Err(error) = applied.wait().await {
+                tracing::error!(%error, "the ledger did not follow an answer");
+            }
+            drop(one_at_a_time);
+        });
+    }
+    Ok(response)
+}
+
+/// The answer, and what to wait for before the session's next call.
+type Answered = (ToolResponse, Option<Applied>);
+
+async fn answer_locked(
+    broker: &Arc<Broker>,
+    session: &SessionId,
+    request: &ToolRequest,
+) -> Result<Answered, Refusal> {
     let call = Pending {
         session: session.clone(),
         call_id: CallId(request.call_id),
@@ -51,7 +72,7 @@ pub async fn answer(
         identity: sha256_hex(request.arguments.as_bytes()),
     };
     if let Some(response) = earlier_answer(broker, &call)? {
-        return Ok(response);
+        return Ok((response, None));
     }
     let labels = match broker.with_ledger(|l| l.session(session)) {
         Ok(Some(row)) if row.ended.is_some() => {
@@ -174,7 +195,7 @@ async fn deny(
     reason: DenyReason,
     grant: Option<GrantId>,
     detail: String,
-) -> Result<ToolResponse, Refusal> {
+) -> Result<Answered, Refusal> {
     tracing::info!(session = %call.session, call = %call.call_id, tool = %call.tool, ?reason, %detail, "denied");
     finish(broker, call, grant, Answer::Denied { reason }, None, detail).await
 }
@@ -189,7 +210,7 @@ async fn finish(
     answer: Answer,
     labels: Option<ledger::Labels>,
     detail: String,
-) -> Result<ToolResponse, Refusal> {
+) -> Result<Answered, Refusal> {
     let response = answer.response();
     finish_with(broker, call, grant, answer, response, labels, detail).await
 }
@@ -202,7 +223,7 @@ async fn finish_with(
     response: ToolResponse,
     labels: Option<ledger::Labels>,
     detail: String,
-) -> Result<ToolResponse, Refusal> {
+) -> Result<Answered, Refusal> {
     let event = Event::Answered {
         session: call.session.clone(),
         call_id: call.call_id,
@@ -219,17 +240,17 @@ async fn finish_with(
         response: response.clone(),
     };
     match broker.journal.record_with(vec![event], Some(whole)).await {
-        Ok(()) => Ok(response),
-        Err(JournalError::Ledger(error)) => {
-            tracing::error!(%error, "the answer is on disk but the ledger lags");
-            Ok(response)
-        }
+        Ok(applied) => Ok((response, Some(applied))),
         Err(error) => {
             tracing::error!(%error, session = %call.session, call = %call.call_id, "answer not recorded");
-            Ok(ToolResponse::Denied {
-                reason: DenyReason::AuditUnavailable,
-            })
+            Ok((unavailable(), None))
         }
+    }
+}
+
+fn unavailable() -> ToolResponse {
+    ToolResponse::Denied {
+        reason: DenyReason::AuditUnavailable,
     }
 }
 
@@ -240,7 +261,7 @@ async fn run(
     allowed: Allowed,
     grants: Arc<Vec<crate::grants::Grant>>,
     labels: Labels,
-) -> Result<ToolResponse, Refusal> {
+) -> Result<Answered, Refusal> {
     let grant = Some(GrantId::from(allowed.grant.as_str()));
     if tool.has_side_effects() {
         let decided = Event::Decided {
@@ -252,9 +273,7 @@ async fn run(
         };
         if let Err(error) = broker.journal.record(vec![decided]).await {
             tracing::error!(%error, "decision not recorded; the call does not run");
-            return Ok(ToolResponse::Denied {
-                reason: DenyReason::AuditUnavailable,
-            });
+            return Ok((unavailable(), None));
         }
     }
     let limit = broker.config.time_limit(tool);

@@ -43,8 +43,23 @@ pub struct WholeAnswer {
 struct Job {
     events: Vec<Event>,
     whole: Option<WholeAnswer>,
-    reply: oneshot::Sender<Result<(), JournalError>>,
+    durable: oneshot::Sender<Result<(), JournalError>>,
+    applied: oneshot::Sender<Result<(), JournalError>>,
 }
+
+/// Resolves once the ledger follows the records of one [`Journal::record_with`].
+pub struct Applied(oneshot::Receiver<Result<(), JournalError>>);
+
+impl Applied {
+    /// Waits until the ledger has applied the records.
+    pub async fn wait(self) -> Result<(), JournalError> {
+        self.0.await.map_err(|_| JournalError::Stopped)?
+    }
+}
+
+/// How long the writer waits for more records before an fsync once it has seen concurrent
+/// callers: a few more answers share each fsync at the cost of at most this much latency.
+const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// How much writing the journal has done: for the benchmark's fsyncs per call.
 #[derive(Debug, Default)]
@@ -77,24 +92,29 @@ impl Journal {
     /// Writes `events` (one record each, in order) and waits until they are on disk and in the
     /// ledger.
     pub async fn record(&self, events: Vec<Event>) -> Result<(), JournalError> {
-        self.record_with(events, None).await
+        self.record_with(events, None).await?.wait().await
     }
 
-    /// [`Journal::record`], then keeps `whole` as the call's answer in the ledger.
+    /// Writes `events`, keeps `whole` as the call's answer in the ledger, and returns once the
+    /// records are on disk; the returned [`Applied`] resolves once the ledger follows them (a
+    /// caller holds its session until then, so the next call reads the new state).
     pub async fn record_with(
         &self,
         events: Vec<Event>,
         whole: Option<WholeAnswer>,
-    ) -> Result<(), JournalError> {
-        let (reply, answer) = oneshot::channel();
+    ) -> Result<Applied, JournalError> {
+        let (durable, on_disk) = oneshot::channel();
+        let (applied, in_ledger) = oneshot::channel();
         self.tx
             .send(Job {
                 events,
                 whole,
-                reply,
+                durable,
+                applied,
             })
             .map_err(|_| JournalError::Stopped)?;
-        answer.await.map_err(|_| JournalError::Stopped)?
+        on_disk.await.map_err(|_| JournalError::Stopped)??;
+        Ok(Applied(in_ledger))
     }
 
     /// The counters.
@@ -109,44 +129,63 @@ fn write_loop(
     rx: mpsc::Receiver<Job>,
     stats: &JournalStats,
 ) {
+    let mut concurrent = false;
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
+        let gather_until = std::time::Instant::now() + GATHER;
         while jobs.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
+            let next = if concurrent {
+                let left = gather_until.saturating_duration_since(std::time::Instant::now());
+                rx.recv_timeout(left).ok()
+            } else {
+                rx.try_recv().ok()
+            };
+            match next {
+                Some(job) => jobs.push(job),
+                None => break,
             }
         }
+        concurrent = jobs.len() > 1;
         let events: Vec<Event> = jobs.iter().flat_map(|j| j.events.iter().cloned()).collect();
-        let result = match log.append_records(&events, Timestamp::now()) {
+        let records = match log.append_records(&events, Timestamp::now()) {
             Err(error) => {
                 tracing::error!(%error, "audit log write failed");
-                Err(JournalError::Audit(error.to_string()))
+                let failed = Err(JournalError::Audit(error.to_string()));
+                for job in jobs {
+                    let _ = job.durable.send(failed.clone());
+                    let _ = job.applied.send(failed.clone());
+                }
+                continue;
             }
-            Ok(records) => {
-                stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(records = records.len(), "audit batch written");
-                stats
-                    .records
-                    .fetch_add(records.len() as u64, Ordering::Relaxed);
-                let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-                ledger
-                    .apply_all(&records)
-                    .and_then(|()| {
-                        jobs.iter()
-                            .filter_map(|j| j.whole.as_ref())
-                            .try_for_each(|w| {
-                                ledger.set_response(&w.session, w.call_id, &w.response)
-                            })
-                    })
-                    .map_err(|error| {
-                        tracing::error!(%error, "ledger update failed");
-                        JournalError::Ledger(error.to_string())
-                    })
-            }
+            Ok(records) => records,
         };
+        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        stats
+            .records
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        tracing::debug!(records = records.len(), "audit batch written");
+        let mut appliers = Vec::with_capacity(jobs.len());
+        let mut wholes = Vec::new();
         for job in jobs {
-            let _ = job.reply.send(result.clone());
+            let _ = job.durable.send(Ok(()));
+            wholes.extend(job.whole);
+            appliers.push(job.applied);
+        }
+        let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        let applied = ledger
+            .apply_all(&records)
+            .and_then(|()| {
+                wholes
+                    .iter()
+                    .try_for_each(|w| ledger.set_response(&w.session, w.call_id, &w.response))
+            })
+            .map_err(|error| {
+                tracing::error!(%error, "ledger update failed");
+                JournalError::Ledger(error.to_string())
+            });
+        drop(ledger);
+        for applier in appliers {
+            let _ = applier.send(applied.clone());
         }
     }
 }
