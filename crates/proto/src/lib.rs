@@ -13,6 +13,7 @@ pub mod dirs;
 mod frame;
 mod ids;
 mod schema;
+pub mod text;
 mod timestamp;
 
 pub use call::{Class, DenyReason, ToolRequest, ToolResponse};
