@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use loopd::chat::{ChatError, ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
 use loopd::llama::{LlamaConfig, ToolChoice};
 use loopd::turn::Limits;
+use proto::text::escape_terminal;
 
 /// boxmaker's agent loop: runs a conversation against an OpenAI-compatible model and sends
 /// every tool call through a port.
@@ -124,7 +125,7 @@ fn main() -> ExitCode {
     let options = match options {
         Ok(options) => options,
         Err(message) => {
-            eprintln!("loopd: {message}");
+            eprintln!("loopd: {}", escape_terminal(&message));
             return ExitCode::from(2);
         }
     };
@@ -138,7 +139,7 @@ fn main() -> ExitCode {
         // The reader of our output went away (`loopd demo | head`): nothing left to say.
         Err(ChatError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("loopd: {error}");
+            eprintln!("loopd: {}", escape_terminal(&error.to_string()));
             ExitCode::from(2)
         }
     }

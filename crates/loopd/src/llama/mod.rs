@@ -7,17 +7,27 @@
 //! restricts or forces calls, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
 //! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
 //!
-//! What it reads: `choices[0].message.content` and `.tool_calls[]` (`id`,
-//! `function.name`, `function.arguments` as a string or an object) and
-//! `choices[0].finish_reason`; when streaming, Server-Sent Events `data:` lines whose
-//! `choices[0].delta` carries `content` pieces and `tool_calls[]` pieces by `index`, up to
-//! `data: [DONE]`. An `error` object in a body or an event is the server's error.
+//! What it reads: of `choices`, only the choice whose `index` is 0 (its position when it has no
+//! `index`); its `message.content` and `.tool_calls[]` (`id`, `function.name`,
+//! `function.arguments` as a string or any other JSON, kept as its text) and `finish_reason`;
+//! when streaming, Server-Sent Events `data:` lines whose choice 0 `delta` carries `content`
+//! pieces and `tool_calls[]` pieces by `index`, up to `data: [DONE]`. An `error` object in a
+//! body or an event is the server's error.
+//!
+//! What it bounds (a model server may be broken or hostile): the whole exchange takes at most
+//! the configured timeout; an answer, whole or streamed, is at most [`ANSWER_LIMIT`] bytes after
+//! decompression, counted before anything is buffered (a line without an end is cut there);
+//! an error body is read for at most 64 KiB; no JSON tree is built (unknown fields are skipped
+//! as they are read); tool calls past [`ChatRequest::keep_calls`] are counted, not kept; a
+//! stream that ends without `finish_reason` or `[DONE]` is an error, never an answer; and no
+//! redirect is followed.
 
 mod client;
 mod message;
 mod stream;
+mod wire;
 
-pub use client::{LlamaClient, LlamaConfig};
+pub use client::{ANSWER_LIMIT, LlamaClient, LlamaConfig};
 pub use message::{Message, Role, ToolCall};
 pub use proto::ToolSchema;
 
@@ -34,6 +44,10 @@ pub struct ChatRequest<'a> {
     pub tools: &'a RawValue,
     /// `tool_choice`; `None` leaves the server's default.
     pub tool_choice: Option<ToolChoice>,
+    /// How many of the reply's tool calls the caller can use: the model keeps at most this many
+    /// (the first to arrive) and only counts the others ([`Reply::calls_left_out`]), so a reply
+    /// with a million calls costs no more memory than one with this many. Never sent.
+    pub keep_calls: usize,
 }
 
 /// The body loopd POSTs: the client's settings around a [`ChatRequest`].
@@ -135,6 +149,8 @@ pub struct Reply {
     pub tool_calls: Vec<ToolCall>,
     /// Why the model stopped (`stop`, `tool_calls`, `length`, …), when the server says.
     pub finish_reason: Option<String>,
+    /// Tool calls of this reply past [`ChatRequest::keep_calls`]: counted, not kept.
+    pub calls_left_out: usize,
 }
 
 /// Something that answers chat requests: the HTTP client, or loopd's script player.
@@ -175,6 +191,19 @@ pub enum LlamaError {
         status: u16,
         /// The start of the body.
         body: String,
+    },
+    /// The server answered with a redirect, which loopd never follows (it could send the
+    /// conversation, and take the answer, from another host).
+    #[error(
+        "the model server at {url} answered HTTP {status} with a redirect to {location:?}; loopd follows no redirect (give the final address with --model)"
+    )]
+    Redirect {
+        /// The URL tried.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the `Location` header (empty when there is none).
+        location: String,
     },
     /// The server reported an error inside a successful response.
     #[error("the model server reported an error: {0}")]

@@ -32,6 +32,18 @@ pub const FIND_LIMIT: usize = 10;
 /// The sentence for a repeated call: same name, same arguments, nothing else in between.
 pub const ALREADY_CALLED: &str = "already called in this turn; the result is above";
 
+/// The answer to a call that a stopped loopd left without a result and that is past the turn's
+/// limit: it is not sent again.
+pub const STOPPED_BEFORE_RUNNING: &str = "Not run: loopd stopped before running it.";
+
+/// The answer to the one call kept past the turn's limit of `limit` tool calls, for all
+/// `not_run` calls of its reply (itself and those after it, which are not kept).
+pub fn over_limit_text(limit: usize, not_run: usize) -> String {
+    format!(
+        "Not run: this turn has reached its limit of {limit} tool calls, so {not_run} tool call(s) of this reply were not run (this one and all after it). Answer with what you have."
+    )
+}
+
 /// Where tool calls go to be decided and run: the broker, or a stand-in in tests.
 pub trait ToolPort: Send + Sync {
     /// Returns the final answer, never `PendingApproval`. If the broker says the call is waiting

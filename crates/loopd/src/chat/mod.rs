@@ -1,5 +1,10 @@
 //! `loopd chat`: a conversation at the terminal, from standard input, or from a script, against
 //! a model server or a script player, through an explicitly chosen port.
+//!
+//! Everything printed that came from outside (the model's text, tool names and arguments,
+//! results, server errors) goes through [`proto::text::escape_terminal`], and the model's text
+//! is indented under `assistant> `, so nothing a model or a server sends can act on the
+//! terminal or print a line that looks like loopd's own (`printer`).
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
@@ -8,8 +13,12 @@ use std::path::{Path, PathBuf};
 use crate::llama::{LlamaClient, LlamaConfig, Model};
 use crate::script::{Script, ScriptError, ScriptModel};
 use crate::session::{self, Session, SessionError, SessionIds};
-use crate::tools::{FakeTools, Registry, ToolPort, denial_text};
-use crate::turn::{Limits, Runtime, TurnEvent, run_turn};
+use crate::tools::{FakeTools, Registry, ToolPort};
+use crate::turn::{Limits, Runtime, run_turn};
+
+mod printer;
+
+use printer::Printer;
 
 /// The system prompt of a new session unless one is given.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an assistant working on the owner's machine. \
@@ -18,7 +27,7 @@ Your tools array has clock, find_tool and call_tool. Every other tool is found w
 decided by the owner's grants; when one is denied, say so and do not retry it unchanged.";
 
 /// The demo script, bundled so `loopd demo` needs no file.
-pub const DEMO_SCRIPT: &str = include_str!("../scripts/demo.json");
+pub const DEMO_SCRIPT: &str = include_str!("../../scripts/demo.json");
 
 /// Where the model's answers come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -279,121 +288,4 @@ fn placeholder_values(given: &BTreeMap<String, String>) -> BTreeMap<String, Stri
     }
     values.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
     values
-}
-
-/// Writes events for a person (text) or a program (JSON lines).
-struct Printer<'a> {
-    out: &'a mut dyn Write,
-    json: bool,
-    streaming: bool,
-}
-
-impl<'a> Printer<'a> {
-    fn new(out: &'a mut dyn Write, json: bool) -> Printer<'a> {
-        Printer {
-            out,
-            json,
-            streaming: false,
-        }
-    }
-
-    fn prompt(&mut self) -> io::Result<()> {
-        write!(self.out, "you> ")?;
-        self.out.flush()
-    }
-
-    fn user(&mut self, text: &str) -> io::Result<()> {
-        if self.json {
-            let line = serde_json::json!({"type": "user", "text": text});
-            return writeln!(self.out, "{line}");
-        }
-        writeln!(self.out, "you> {text}")
-    }
-
-    fn event(&mut self, event: &TurnEvent) -> io::Result<()> {
-        if self.json {
-            if matches!(event, TurnEvent::TextDelta { .. }) {
-                return Ok(());
-            }
-            let line = serde_json::to_string(event).map_err(io::Error::other)?;
-            writeln!(self.out, "{line}")?;
-            return self.out.flush();
-        }
-        match event {
-            TurnEvent::TextDelta { text } => {
-                if !self.streaming {
-                    write!(self.out, "assistant> ")?;
-                    self.streaming = true;
-                }
-                write!(self.out, "{text}")?;
-            }
-            TurnEvent::AssistantText { .. } => self.end_stream()?,
-            TurnEvent::ToolCallStarted { name, arguments } => {
-                self.end_stream()?;
-                writeln!(self.out, "  call   {name} {arguments}")?;
-            }
-            TurnEvent::ApprovalPending {
-                approval,
-                tool,
-                expires,
-            } => writeln!(
-                self.out,
-                "  wait   approval {approval} for {tool}, until {expires}"
-            )?,
-            TurnEvent::ToolDenied { name, reason } => {
-                writeln!(self.out, "  denied {name}: {}", denial_text(*reason))?
-            }
-            TurnEvent::ToolResult {
-                content, truncated, ..
-            } => {
-                let mut lines = content.lines();
-                let first = lines.next().unwrap_or("");
-                let more = lines.count();
-                let first: String = first.chars().take(160).collect();
-                write!(self.out, "  result {first}")?;
-                if more > 0 {
-                    write!(self.out, " (+{more} lines)")?;
-                }
-                if *truncated {
-                    write!(self.out, " [truncated]")?;
-                }
-                writeln!(self.out)?;
-            }
-            TurnEvent::TurnDone { .. } => self.end_stream()?,
-            TurnEvent::TurnFailed { error } => {
-                self.end_stream()?;
-                writeln!(self.out, "! turn failed: {error}")?;
-            }
-        }
-        self.out.flush()
-    }
-
-    fn end_stream(&mut self) -> io::Result<()> {
-        if self.streaming {
-            writeln!(self.out)?;
-            self.streaming = false;
-        }
-        Ok(())
-    }
-
-    fn end(&mut self, summary: &ChatSummary) -> io::Result<()> {
-        if self.json {
-            let line = serde_json::json!({
-                "type": "chat_end",
-                "session": summary.session,
-                "dir": summary.dir.display().to_string(),
-                "done": summary.done,
-                "failed": summary.failed,
-            });
-            return writeln!(self.out, "{line}");
-        }
-        writeln!(
-            self.out,
-            "-- session {} in {}: {} turn(s) answered, {} failed",
-            summary.session,
-            summary.dir.display(),
-            summary.done,
-            summary.failed
-        )
-    }
 }
