@@ -7,6 +7,8 @@
 //! and 10,000 earlier messages: opening the session (reading and checking `messages.jsonl`),
 //! the turn with its two synced writes, and the request body built from every message. The
 //! model answers in process, so the server's own work on a long body is not measured.
+//! `open_and_build_body_after_N` is the part of it that grows with the history, without the
+//! synced writes whose cost depends on the disk.
 
 use std::time::Duration;
 
@@ -196,6 +198,28 @@ fn turn_after_history(c: &mut Criterion) {
                 },
                 BatchSize::PerIteration,
             )
+        });
+        // The part of that which grows with the history: reading and checking the session,
+        // and the request body built from every message (no synced write).
+        let id = format!("history-{count}-read");
+        let ids = SessionIds {
+            id: id.clone(),
+            resume_token: None,
+        };
+        if let Err(e) = Session::create(dir.path(), ids, "bench", &registry.core_schemas()) {
+            panic!("bench session: {e}");
+        }
+        if let Err(e) = std::fs::write(dir.path().join(&id).join(MESSAGES_FILE), &lines) {
+            panic!("bench history: {e}");
+        }
+        group.bench_function(format!("open_and_build_body_after_{count}"), |b| {
+            b.iter(|| {
+                let session = match Session::open(dir.path(), &id) {
+                    Ok(session) => session,
+                    Err(e) => panic!("bench open: {e}"),
+                };
+                request_body(&model.0, &session.request(None)).len()
+            })
         });
     }
     group.finish();
