@@ -114,7 +114,7 @@ impl Model for BodyOnly {
         request: &ChatRequest<'_>,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, LlamaError> {
-        black_box(request_body(&self.0, request).len());
+        black_box(request_body(&self.0, request)?.len());
         on_text("ok");
         Ok(Reply {
             content: "ok".to_string(),
@@ -218,7 +218,7 @@ fn turn_after_history(c: &mut Criterion) {
                     Ok(session) => session,
                     Err(e) => panic!("bench open: {e}"),
                 };
-                request_body(&model.0, &session.request(None)).len()
+                request_body(&model.0, &session.request(None)).map_or(0, |body| body.len())
             })
         });
     }

@@ -402,7 +402,10 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_refused() {
-        assert!(Script::parse(r#"{"turns":[],"x":1}"#, &values()).is_err());
-        assert!(Script::parse(r#"{"turns":[{"replies":[{"sya":"a"}]}]}"#, &values()).is_err());
+        let error = Script::parse(r#"{"turns":[],"x":1}"#, &values()).unwrap_err();
+        assert!(error.contains("unknown field `x`"), "{error}");
+        let error =
+            Script::parse(r#"{"turns":[{"replies":[{"sya":"a"}]}]}"#, &values()).unwrap_err();
+        assert!(error.contains("unknown field `sya`"), "{error}");
     }
 }

@@ -62,6 +62,14 @@ pub enum SessionError {
         /// What is wrong, with the line when there is one.
         detail: String,
     },
+    /// Something to be written has no JSON form (nothing is written).
+    #[error("{path}: cannot write as JSON: {detail}")]
+    Unwritable {
+        /// The file.
+        path: String,
+        /// What serde_json said.
+        detail: String,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -135,11 +143,15 @@ impl Session {
             }
             Err(e) => return Err(io_error(&dir, e)),
         }
-        let system = serde_json::to_string(&Message::system(system_prompt)).unwrap_or_default();
-        let baseline = format!("{{\"system\":{system},\"tools\":{}}}\n", tools_json(tools));
-        write_once(&dir.join(BASELINE_FILE), baseline.as_bytes())?;
-        let ids_json = serde_json::to_string(&ids).unwrap_or_default();
-        write_once(&dir.join(SESSION_FILE), ids_json.as_bytes())?;
+        let baseline_path = dir.join(BASELINE_FILE);
+        let system = serde_json::to_string(&Message::system(system_prompt))
+            .map_err(|e| unwritable(&baseline_path, &e))?;
+        let tools = tools_json(tools).map_err(|e| unwritable(&baseline_path, &e))?;
+        let baseline = format!("{{\"system\":{system},\"tools\":{tools}}}\n");
+        write_once(&baseline_path, baseline.as_bytes())?;
+        let ids_path = dir.join(SESSION_FILE);
+        let ids_json = serde_json::to_string(&ids).map_err(|e| unwritable(&ids_path, &e))?;
+        write_once(&ids_path, ids_json.as_bytes())?;
         Session::open(root, &ids.id)
     }
 
@@ -206,14 +218,21 @@ impl Session {
     ) -> Result<(), SessionError> {
         const CHUNK: usize = 1 << 20;
         let path = self.dir.join(MESSAGES_FILE);
-        let before = self.log.metadata().map(|m| m.len()).ok();
+        // Where to cut back to if the write fails; without it, nothing is written.
+        let before = self.log.metadata().map_err(|e| io_error(&path, e))?.len();
         let mut shape = self.shape;
         let mut raws = Vec::new();
         let mut bytes = Vec::new();
         let mut written = Ok(());
         for message in messages {
             let message = message.borrow();
-            let json = serde_json::to_string(message).unwrap_or_default();
+            let json = match serde_json::to_string(message) {
+                Ok(json) => json,
+                Err(e) => {
+                    written = Err(unwritable(&path, &e));
+                    break;
+                }
+            };
             bytes.extend_from_slice(json.as_bytes());
             bytes.push(b'\n');
             shape.add(message, self.messages.len() + raws.len());
@@ -240,10 +259,9 @@ impl Session {
                 .map_err(|e| io_error(&path, e));
         }
         if let Err(error) = written {
-            if let Some(len) = before {
-                // A half-written line must not stay behind to break the next open.
-                let _ = self.log.set_len(len);
-            }
+            // A half-written line must not stay behind to break the next open. Should cutting
+            // fail too, the next open cuts a torn last line, and the error says what failed.
+            let _ = self.log.set_len(before);
             return Err(error);
         }
         self.shape = shape;
@@ -410,6 +428,13 @@ fn cut_to(path: &Path, len: u64) -> Result<(), SessionError> {
         .open(path)
         .and_then(|file| file.set_len(len).and_then(|()| file.sync_all()))
         .map_err(|e| io_error(path, e))
+}
+
+fn unwritable(path: &Path, error: &serde_json::Error) -> SessionError {
+    SessionError::Unwritable {
+        path: path.display().to_string(),
+        detail: error.to_string(),
+    }
 }
 
 fn io_error(path: &Path, source: io::Error) -> SessionError {

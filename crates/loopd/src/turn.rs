@@ -220,20 +220,20 @@ fn turn(
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
-            if offset >= remaining {
-                let outcome = local(over_limit_text(limit, not_run));
-                record_result(rt, session, call, outcome, on_event)?;
-                continue;
-            }
-            let key = (call.name.clone(), normalized(&call.arguments));
-            let outcome = if previous.as_ref() == Some(&key) {
-                local(ALREADY_CALLED.to_string())
+            let outcome = if offset >= remaining {
+                local(over_limit_text(limit, not_run))
             } else {
-                let call_id = first_number + offset as u64;
-                checked_call(rt, &session.ids().id, call_id, call, on_event)
+                let key = (call.name.clone(), normalized(&call.arguments));
+                let outcome = if previous.as_ref() == Some(&key) {
+                    local(ALREADY_CALLED.to_string())
+                } else {
+                    let call_id = first_number + offset as u64;
+                    checked_call(rt, &session.ids().id, call_id, call, on_event)
+                };
+                calls_made += 1;
+                previous = Some(key);
+                outcome
             };
-            calls_made += 1;
-            previous = Some(key);
             record_result(rt, session, call, outcome, on_event)?;
         }
     }

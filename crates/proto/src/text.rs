@@ -1,4 +1,7 @@
-//! Text from outside (a model, a server, a tool, a file) made safe to print on a terminal.
+//! Text handled the same way everywhere: cut to a byte budget without splitting a character
+//! ([`cut_at_boundary`], [`tail_at_boundary`]: the one place every cap in boxmaker cuts), and
+//! text from outside (a model, a server, a tool, a file) made safe to print on a terminal
+//! ([`escape_terminal`]).
 //!
 //! Every program of boxmaker that prints such text for a person (`loopd chat`, later `bx`)
 //! passes it through [`escape_terminal`], so that no byte a model or a server chose can move
@@ -7,6 +10,24 @@
 
 use std::borrow::Cow;
 use std::fmt::Write;
+
+/// The longest start of `text` that is at most `max` bytes long and ends on a character
+/// boundary: `text` itself when it fits.
+pub fn cut_at_boundary(text: &str, max: usize) -> &str {
+    let end = text.floor_char_boundary(max);
+    // Invariant: `floor_char_boundary` returns a character boundary no larger than the text's
+    // length, so this slice cannot panic.
+    &text[..end]
+}
+
+/// The longest end of `text` that is at most `max` bytes long and starts on a character
+/// boundary: `text` itself when it fits.
+pub fn tail_at_boundary(text: &str, max: usize) -> &str {
+    let start = text.ceil_char_boundary(text.len().saturating_sub(max));
+    // Invariant: `ceil_char_boundary` returns a character boundary no larger than the text's
+    // length, so this slice cannot panic.
+    &text[start..]
+}
 
 /// `text` with every character that a terminal would act on instead of showing replaced by a
 /// visible escape; text without one is returned as it is.
@@ -65,6 +86,17 @@ fn push_escape(out: &mut String, c: char) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_cut_never_splits_a_character_and_never_exceeds_the_budget() {
+        assert_eq!(cut_at_boundary("aé", 2), "a");
+        assert_eq!(cut_at_boundary("aé", 3), "aé");
+        assert_eq!(cut_at_boundary("aé", 99), "aé");
+        assert_eq!(cut_at_boundary("é", 0), "");
+        assert_eq!(tail_at_boundary("éa", 2), "a");
+        assert_eq!(tail_at_boundary("éa", 3), "éa");
+        assert_eq!(tail_at_boundary("éa", 0), "");
+    }
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {

@@ -122,7 +122,7 @@ impl Model for LlamaClient {
         request: &ChatRequest<'_>,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, LlamaError> {
-        let body = request_body(&self.config, request);
+        let body = request_body(&self.config, request)?;
         let mut post = self
             .agent
             .post(&self.url)

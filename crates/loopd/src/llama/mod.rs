@@ -108,8 +108,9 @@ impl Serialize for ToolChoice {
     }
 }
 
-/// The exact JSON body for `request` under `config`.
-pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> String {
+/// The exact JSON body for `request` under `config`, or why it cannot be written (a value JSON
+/// has no form for).
+pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> Result<String, LlamaError> {
     let body = Body {
         model: &config.model_name,
         messages: &request.messages,
@@ -119,11 +120,12 @@ pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> String {
         max_tokens: config.max_tokens,
         temperature: config.temperature,
     };
-    serde_json::to_string(&body).unwrap_or_default()
+    serde_json::to_string(&body).map_err(|e| LlamaError::Encode(e.to_string()))
 }
 
-/// The `tools` array for `schemas`, in the wire form `{"type":"function","function":…}`.
-pub fn tools_json(schemas: &[ToolSchema]) -> String {
+/// The `tools` array for `schemas`, in the wire form `{"type":"function","function":…}`, or
+/// why it cannot be written.
+pub fn tools_json(schemas: &[ToolSchema]) -> Result<String, serde_json::Error> {
     #[derive(Serialize)]
     struct Wrapped<'a> {
         #[serde(rename = "type")]
@@ -137,7 +139,7 @@ pub fn tools_json(schemas: &[ToolSchema]) -> String {
             function,
         })
         .collect();
-    serde_json::to_string(&wrapped).unwrap_or_else(|_| "[]".to_string())
+    serde_json::to_string(&wrapped)
 }
 
 /// The model's answer for one request.
@@ -205,6 +207,9 @@ pub enum LlamaError {
         /// The start of the `Location` header (empty when there is none).
         location: String,
     },
+    /// The request could not be written as JSON.
+    #[error("cannot write the request as JSON: {0}")]
+    Encode(String),
     /// The server reported an error inside a successful response.
     #[error("the model server reported an error: {0}")]
     Server(String),

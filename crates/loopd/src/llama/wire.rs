@@ -205,7 +205,11 @@ mod tests {
         });
         assert_eq!(result, Err(LlamaError::Server("stop".into())));
         assert_eq!(seen, 1);
-        assert!(for_each_element(&raw("{}"), |_, _| Ok(())).is_err());
+        let error = for_each_element(&raw("{}"), |_, _| Ok(())).unwrap_err();
+        assert!(
+            matches!(&error, LlamaError::Malformed(m) if m.starts_with("expected an array")),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -262,8 +262,13 @@ fn find_tool(registry: &Registry, arguments: &str) -> String {
     }
     let mut text = format!("{} tool(s) match:\n", matches.len());
     for schema in matches {
-        let line = serde_json::to_string(schema).unwrap_or_default();
-        text.push_str(&line);
+        match serde_json::to_string(schema) {
+            Ok(line) => text.push_str(&line),
+            Err(e) => text.push_str(&format!(
+                "{}: its schema cannot be shown ({e})",
+                schema.name
+            )),
+        }
         text.push('\n');
     }
     if left_out > 0 {
@@ -322,11 +327,7 @@ pub fn cap_result(text: &str, cap: usize) -> (String, bool) {
     if text.len() <= cap {
         return (text.to_string(), false);
     }
-    let mut boundary = cap;
-    while !text.is_char_boundary(boundary) {
-        boundary -= 1;
-    }
-    let head = text.get(..boundary).unwrap_or("");
+    let head = proto::text::cut_at_boundary(text, cap);
     (format!("{head}\n[truncated]"), true)
 }
 

@@ -1,16 +1,9 @@
 //! What `loopd chat` prints when the model and the server send bytes meant for the terminal
 //! (the causes 5 and 6): escapes, line forgeries, and call lines of megabytes.
 
-mod support;
-
+use crate::support::raw::{RawServer, chat, run_loopd};
 use serde_json::json;
-use support::raw::{RawServer, chat, run_loopd};
 use testkit::ScriptServer;
-
-#[test]
-fn a_measured_loopd_runs_as_the_only_child_of_a_small_process() {
-    support::raw::measure_if_asked();
-}
 
 /// Every marker loopd starts a line of its own with.
 const MARKERS: [&str; 9] = [
@@ -106,7 +99,7 @@ fn call_lines_of_megabytes_are_cut_to_one_line_and_json_keeps_them_whole() {
         } else {
             &answer
         };
-        stream.write_all(support::raw::sized_response("application/json", body).as_bytes())
+        stream.write_all(crate::support::raw::sized_response("application/json", body).as_bytes())
     });
     let dir = testkit::temp_dir();
     let text = chat(

@@ -1,13 +1,11 @@
 //! The turn loop over real HTTP on loopback, against the testkit's scripted server (seed M3a/16
 //! rule 5, and the issue's list).
 
-mod support;
-
+use crate::support::{FixedPort, Fixture, tool_messages};
 use loopd::llama::LlamaError;
 use loopd::tools::{ALREADY_CALLED, FakeTools, Pending, denial_text};
 use loopd::turn::{TurnError, TurnEvent};
 use proto::{Class, DenyReason, Timestamp, ToolResponse};
-use support::{FixedPort, Fixture, tool_messages};
 
 const FIND_THEN_CALL: &str = r#"{"turns":[{"replies":[
   {"call":[{"name":"find_tool","arguments":{"query":"echo"}}]},
@@ -467,7 +465,14 @@ fn a_failed_turn_leaves_the_session_usable_for_the_next_one() {
     let mut fx = Fixture::new(
         r#"{"turns":[{"replies":[{"http_status":503,"body":"loading model"}]},{"replies":[{"say":"back"}]}]}"#,
     );
-    assert!(fx.turn(&FakeTools::new(), "first").0.is_err());
+    let error = fx.turn(&FakeTools::new(), "first").0.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            TurnError::Model(LlamaError::Status { status: 503, body, .. }) if body.contains("loading model")
+        ),
+        "{error:?}"
+    );
     assert_eq!(fx.turn(&FakeTools::new(), "second").0.unwrap(), "back");
     let users = fx.server.last_contents("user");
     assert_eq!(users, ["first", "second"]);

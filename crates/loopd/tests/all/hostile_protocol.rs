@@ -1,16 +1,16 @@
 //! loopd against a model server that bends the protocol (the causes 7-9): redirects to
 //! another host, streams cut off before their end, and choices other than 0.
 
-mod support;
-
 use std::io::Write;
 use std::time::Duration;
 
+use crate::support::raw::{
+    RawServer, close_delimited_head, event, sized_response, streamed_answer,
+};
 use loopd::llama::{LlamaClient, LlamaConfig, LlamaError};
 use loopd::session::{Session, SessionIds};
 use loopd::tools::{FakeTools, Registry};
 use loopd::turn::{Limits, Runtime, TurnError, run_turn};
-use support::raw::{RawServer, close_delimited_head, event, sized_response, streamed_answer};
 
 /// A session in a temporary folder, and a way to run turns against `url`.
 struct Talk {

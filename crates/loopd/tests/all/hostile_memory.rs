@@ -2,26 +2,19 @@
 //! (the causes 1-4). Peak memory is that of the `loopd` child alone (`wait4`), checked
 //! against the same binary's peak for a plain answer, never inferred from timing.
 
-mod support;
-
 use std::io::Write;
 
+use crate::support::raw::{
+    RawServer, baseline_peak_kib, chat, close_delimited_head, event, session_messages,
+    streamed_answer,
+};
 use loopd::llama::{LlamaClient, LlamaConfig, Message, ToolCall};
 use loopd::session::{Session, SessionIds};
 use loopd::tools::{FakeTools, Registry, STOPPED_BEFORE_RUNNING};
 use loopd::turn::{Limits, Runtime, TurnEvent, run_turn};
-use support::raw::{
-    RawServer, baseline_peak_kib, chat, close_delimited_head, event, session_messages,
-    streamed_answer,
-};
 use testkit::ScriptServer;
 
 const MIB: usize = 1 << 20;
-
-#[test]
-fn a_measured_loopd_runs_as_the_only_child_of_a_small_process() {
-    support::raw::measure_if_asked();
-}
 
 /// The peak a hostile test may reach: the plain-answer peak plus one answer's limit (16 MiB)
 /// for the line being read, and as much again for what is kept of it.
