@@ -4,6 +4,7 @@
 //! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd`).
 //! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
 //! and audit fsyncs per call (read back from the audit log's batches).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::OpenOptions;
 use std::io::Write;

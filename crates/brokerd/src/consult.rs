@@ -1,155 +1,46 @@
 //! `consult`: the model's question to another model, sent by the broker as one chat completion
-//! to an OpenAI-compatible server on this machine (seed M6b/04).
+//! to an OpenAI-compatible server on this machine (seed M6b/04). The argument shape, the cap and
+//! the body are pure and live in `policy::consult`, re-exported here at the seed's path; this
+//! module sends them ([`ConsultClient`]).
 
 use std::net::IpAddr;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use ::policy::args::{ArgsError, consult_question};
+use ::policy::hosts::{authority, split_host_port};
 
-use proto::ToolSchema;
+pub use ::policy::consult::{
+    CONSULT, Consult, ConsultArgs, DEFAULT_TEMPERATURE_MILLI, QUESTION_CAP, cap_bytes,
+    consult_schema, question_body, question_of, wire_body,
+};
 
-/// The tool's name.
-pub const CONSULT: &str = "consult";
-
-/// `question` and the answer are cut to this many bytes, on a character boundary.
-pub const QUESTION_CAP: usize = 16_384;
-
-/// The temperature when the configuration names none, in thousandths.
-pub const DEFAULT_TEMPERATURE_MILLI: u32 = 600;
-
-/// The model's `consult` arguments. Unknown keys are errors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConsultArgs {
-    /// The question, alone: no history travels with it.
-    pub question: String,
-}
-
-/// `consult`'s schema.
-pub fn consult_schema() -> ToolSchema {
-    ToolSchema {
-        name: CONSULT.to_string(),
-        description: "Ask another model one question and get its answer. It sees only the question. Needs a grant from the owner.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "question": { "type": "string", "description": "The whole question, with any context the other model needs." }
-            },
-            "required": ["question"]
-        }),
-    }
-}
-
-/// Where `consult` questions go: the owner's configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Consult {
-    /// The server's API base, loopback `http` only, e.g. `http://127.0.0.1:8081/v1`.
-    pub url: String,
-    /// The `model` field sent.
-    #[serde(default)]
-    pub model: String,
-    /// The temperature in thousandths (600 is 0.6).
-    #[serde(default = "default_temperature_milli")]
-    pub temperature_milli: u32,
-    /// The environment variable holding the server's API key, read once when the broker starts.
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-}
-
-fn default_temperature_milli() -> u32 {
-    DEFAULT_TEMPERATURE_MILLI
-}
-
-impl Consult {
-    /// The temperature sent.
-    pub fn temperature(&self) -> f64 {
-        f64::from(self.temperature_milli) / 1000.0
-    }
-}
-
-/// Cut `text` to `cap` bytes on a character boundary.
-pub fn cap_bytes(text: &str, cap: usize) -> (String, bool) {
-    if text.len() <= cap {
-        return (text.to_string(), false);
-    }
-    let mut boundary = cap;
-    while !text.is_char_boundary(boundary) {
-        boundary -= 1;
-    }
-    match text.get(..boundary) {
-        Some(cut) => (cut.to_string(), true),
-        None => (String::new(), true),
-    }
-}
-
-/// The `question` field of `arguments`, capped, or empty when it is missing or not a string.
-pub fn question_of(arguments: &str) -> String {
-    let extracted = match serde_json::from_str::<serde_json::Value>(arguments) {
-        Ok(serde_json::Value::Object(obj)) => obj
-            .get("question")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string(),
-        _ => String::new(),
-    };
-    cap_bytes(&extracted, QUESTION_CAP).0
-}
-
-/// The exact JSON body the broker POSTs (and records). No history, no tools.
-pub fn wire_body(consult: Option<&Consult>, arguments: &str) -> String {
-    let model = consult.map(|c| c.model.as_str()).unwrap_or("");
-    let temperature = consult
-        .map(Consult::temperature)
-        .unwrap_or(f64::from(DEFAULT_TEMPERATURE_MILLI) / 1000.0);
-    wire_body_parts(model, temperature, &question_of(arguments))
-}
-
-fn wire_body_parts(model: &str, temperature: f64, question: &str) -> String {
-    json!({
-        "model": model,
-        "temperature": temperature,
-        "messages": [{"role": "user", "content": question}],
-    })
-    .to_string()
-}
-
-/// Why the `consult` configuration cannot be used.
+/// Why the broker cannot start with its `consult` configuration: what `brokerd` prints before
+/// it refuses to start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConsultConfigError {
+pub enum ConsultStartError {
     /// The URL is not `http://` to a loopback address.
     #[error("consult url {0:?} must be http:// to 127.0.0.1, ::1 or localhost")]
     NotLoopbackHttp(String),
+    /// The variable named by `api_key_env` is not set or empty.
+    #[error("consult api_key_env names {0}, which is not set")]
+    MissingKey(String),
 }
 
-/// Checks that `url` is `http://` to a loopback host and returns it without a trailing slash.
-pub fn parse_loopback_http(url: &str) -> Result<String, ConsultConfigError> {
-    let refuse = || ConsultConfigError::NotLoopbackHttp(url.to_string());
+/// Checks that `url` is `http://` to a loopback host (`127.0.0.0/8`, `::1`, `localhost`, with
+/// any port) and returns it without a trailing slash.
+pub fn parse_loopback_http(url: &str) -> Result<String, ConsultStartError> {
+    let refuse = || ConsultStartError::NotLoopbackHttp(url.to_string());
     let rest = url.strip_prefix("http://").ok_or_else(refuse)?;
-    let authority = rest.split('/').next().unwrap_or("");
+    let authority = authority(rest);
     if authority.contains('@') {
         return Err(refuse());
     }
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        authority.split(':').next().unwrap_or("")
-    };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let (host, _port) = split_host_port(authority).map_err(|_| refuse())?;
+    let loopback = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if !loopback {
         return Err(refuse());
     }
     Ok(url.trim_end_matches('/').to_string())
-}
-
-/// The API key could not be read when the broker started.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SecretStartError {
-    /// The variable named by `api_key_env` is not set or empty.
-    #[error("consult api_key_env names {0}, which is not set")]
-    Missing(String),
 }
 
 /// A secret that never appears in `Debug` output or logs.
@@ -162,9 +53,13 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// Why a `consult` call got no answer.
+/// Why a `consult` call got no answer: the sentence the call fails with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConsultError {
+    /// The arguments are not `consult`'s (the broker only sends decided ones, so this is a
+    /// caller's mistake, refused rather than sent as an empty question).
+    #[error("the consult arguments do not fit: {}", .0.detail())]
+    Arguments(ArgsError),
     /// No server answered within `consult_ms`.
     #[error("the consult server did not answer within {0} ms")]
     Timeout(u64),
@@ -195,29 +90,28 @@ pub struct ConsultClient {
     consult: Consult,
     endpoint: String,
     key: Option<Secret>,
-    timeout: Duration,
-}
-
-/// Either start error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConsultStartError {
-    /// The URL is not loopback http.
-    #[error(transparent)]
-    Config(#[from] ConsultConfigError),
-    /// The key is missing.
-    #[error(transparent)]
-    Secret(#[from] SecretStartError),
+    timeout_ms: u64,
 }
 
 impl ConsultClient {
     /// Checks `consult` and reads its API key from the environment, once. `consult_ms` is the
     /// time limit of each question.
     pub fn start(consult: Consult, consult_ms: u64) -> Result<ConsultClient, ConsultStartError> {
+        ConsultClient::start_with_env(consult, consult_ms, |name| std::env::var(name).ok())
+    }
+
+    /// [`ConsultClient::start`] with the environment given as a lookup, so that the key can
+    /// come from somewhere other than this process's variables (a test, an embedder).
+    pub fn start_with_env(
+        consult: Consult,
+        consult_ms: u64,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ConsultClient, ConsultStartError> {
         let base = parse_loopback_http(&consult.url)?;
         let key = match &consult.api_key_env {
-            Some(name) => match std::env::var(name) {
-                Ok(value) if !value.is_empty() => Some(Secret(value)),
-                _ => return Err(SecretStartError::Missing(name.clone()).into()),
+            Some(name) => match env(name) {
+                Some(value) if !value.is_empty() => Some(Secret(value)),
+                _ => return Err(ConsultStartError::MissingKey(name.clone())),
             },
             None => None,
         };
@@ -225,16 +119,18 @@ impl ConsultClient {
             endpoint: format!("{base}/chat/completions"),
             consult,
             key,
-            timeout: Duration::from_millis(consult_ms),
+            timeout_ms: consult_ms,
         })
     }
 
-    /// Sends one question (the call's arguments as JSON text) and returns the answer's text,
-    /// capped at [`QUESTION_CAP`] bytes, with whether it was cut.
+    /// Sends one question (the call's arguments as JSON text, parsed as strictly as
+    /// `args::parse` does) and returns the answer's text, capped at [`QUESTION_CAP`] bytes,
+    /// with whether it was cut.
     pub fn run(&self, arguments: &str) -> Result<(String, bool), ConsultError> {
-        let body = wire_body(Some(&self.consult), arguments);
+        let question = consult_question(arguments).map_err(ConsultError::Arguments)?;
+        let body = question_body(Some(&self.consult), &question);
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
+            .timeout_global(Some(Duration::from_millis(self.timeout_ms)))
             .http_status_as_error(false)
             .build()
             .into();
@@ -244,7 +140,7 @@ impl ConsultClient {
         if let Some(Secret(key)) = &self.key {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
-        let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let timeout_ms = self.timeout_ms;
         let mut response = request.send(&body).map_err(|e| match e {
             ureq::Error::Timeout(_) => ConsultError::Timeout(timeout_ms),
             other => ConsultError::Unreachable {

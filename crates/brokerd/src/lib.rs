@@ -1,14 +1,35 @@
-//! brokerd, boxmaker's broker, as a library: it parses every tool call ([`args`]), reads the
-//! owner's grants ([`grants`]), decides each call ([`policy`]), runs decided file calls on
-//! the granted folder's descriptor ([`files`]), and runs `consult` ([`consult`]). The daemon around it (sessions, ledger, audit log, socket, sandbox) is the
-//! next step.
+//! brokerd, boxmaker's broker daemon, as a library: the daemon ([`daemon`]: config, sockets,
+//! sessions, the journal, the runner), the one place that opens a decided folder ([`files`]) and
+//! the `consult` client ([`consult`]).
+//!
+//! The decision itself lives in the `policy` crate. The modules [`args`], [`grants`] and
+//! [`policy`] (and the pure half of [`consult`]) re-export it, so that the seeds' paths
+//! (`brokerd::args::parse`, `brokerd::consult::wire_body`, …) keep working.
 
-pub mod args;
 pub mod consult;
 pub mod daemon;
 pub mod files;
-pub mod grants;
-pub mod policy;
+
+/// Re-export of `policy::args` (and `policy::hosts::https_host`): tool names and strict
+/// argument parsing, at the seeds' path.
+pub mod args {
+    pub use ::policy::args::*;
+    pub use ::policy::hosts::https_host;
+}
+
+/// Re-export of `policy::grants` (and `policy::paths`' resolution): the owner's grant files, at
+/// the seeds' path.
+pub mod grants {
+    pub use ::policy::grants::*;
+    pub use ::policy::paths::{MAX_PATH_BYTES, ResolveError, resolve};
+}
+
+/// Re-export of `policy::decide`, `policy::shell` and `policy::git`: the decision, at the path
+/// the broker has always used.
+pub mod policy {
+    pub use ::policy::decide::*;
+    pub use ::policy::{git, shell};
+}
 
 /// The version `--version` prints, which `bx demo` compares between the binaries it runs.
 pub const BUILD_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,4 +1,5 @@
 //! The wire format, pinned: golden JSON for every type, round trips, and the frame codec.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proto::{
     AgentFrame, BrokerFrame, Class, DenyReason, FrameError, MAX_FRAME, PROTOCOL_VERSION, Resume,

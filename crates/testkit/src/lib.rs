@@ -18,3 +18,21 @@ pub fn temp_dir() -> tempfile::TempDir {
         Err(error) => panic!("cannot create a temporary folder: {error}"),
     }
 }
+
+/// The command prefixes that shell-coverage tables and benchmarks are checked against.
+pub const COVERAGE_PREFIXES: &[&str] = &[
+    "git status",
+    "git log",
+    "ls",
+    "cargo test",
+    "echo",
+    "grep",
+    "wc -l",
+];
+
+/// Command prefixes as a grant holds them: each `"git status"` becomes `["git", "status"]`.
+pub fn prefixes(list: &[&str]) -> Vec<Vec<String>> {
+    list.iter()
+        .map(|p| p.split(' ').map(str::to_owned).collect())
+        .collect()
+}

@@ -1,4 +1,5 @@
 //! The scripted server answers like an OpenAI-compatible server, including llama.cpp's quirk.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use testkit::ScriptServer;
 

@@ -182,6 +182,8 @@ pub struct FetchResult {
 }
 
 /// Why a fetch failed. Each message names the URL, host or address and what is wrong.
+// The fields are the values the variant's message names; each message is their documentation.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
     /// The URL (or a redirect's `Location`) cannot be parsed.

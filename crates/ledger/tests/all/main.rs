@@ -1,4 +1,5 @@
 //! The ledger crate's integration tests, one binary (modules per area).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod audit;
 mod store;

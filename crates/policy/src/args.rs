@@ -1,0 +1,260 @@
+//! The broker's view of a call: which tool (`ToolName`) and its arguments, parsed strictly
+//! (`ToolArgs`). Parsing is step 3 of the decision: arguments that do not fit the tool are
+//! `InvalidArguments`, with a detail for the owner.
+
+use serde::Serialize;
+use tools::fs::{ReadFileArgs, WriteFileArgs};
+use tools::shell::ShellArgs;
+use tools::web::HttpFetchArgs;
+
+use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
+use crate::hosts::https_host;
+use crate::paths::MAX_PATH_BYTES;
+
+/// The tools the broker can dispatch to: four that run in a sandbox, the three memory tools
+/// (recognised, not yet runnable), and `consult`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolName {
+    /// Read a text file.
+    ReadFile,
+    /// Write a text file.
+    WriteFile,
+    /// Run a shell command.
+    Shell,
+    /// Fetch an https URL.
+    HttpFetch,
+    /// Search the memory (not runnable yet).
+    Recall,
+    /// Write to the memory (not runnable yet).
+    Memory,
+    /// Ask the memory a question (not runnable yet).
+    AskMemory,
+    /// Ask another model a question.
+    Consult,
+}
+
+impl ToolName {
+    /// The four tools that run in a sandbox.
+    pub const ALL: [ToolName; 4] = [
+        ToolName::ReadFile,
+        ToolName::WriteFile,
+        ToolName::Shell,
+        ToolName::HttpFetch,
+    ];
+
+    /// Every tool a grant may name, in the order error messages list them.
+    pub const KNOWN: [ToolName; 8] = [
+        ToolName::ReadFile,
+        ToolName::WriteFile,
+        ToolName::Shell,
+        ToolName::HttpFetch,
+        ToolName::Consult,
+        ToolName::Recall,
+        ToolName::Memory,
+        ToolName::AskMemory,
+    ];
+
+    /// The tool called `name`, if boxmaker has one.
+    pub fn parse(name: &str) -> Option<ToolName> {
+        match name {
+            "read_file" => Some(ToolName::ReadFile),
+            "write_file" => Some(ToolName::WriteFile),
+            "shell" => Some(ToolName::Shell),
+            "http_fetch" => Some(ToolName::HttpFetch),
+            "recall" => Some(ToolName::Recall),
+            "memory" => Some(ToolName::Memory),
+            "ask_memory" => Some(ToolName::AskMemory),
+            "consult" => Some(ToolName::Consult),
+            _ => None,
+        }
+    }
+
+    /// The tool's name as models and grants write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolName::ReadFile => "read_file",
+            ToolName::WriteFile => "write_file",
+            ToolName::Shell => "shell",
+            ToolName::HttpFetch => "http_fetch",
+            ToolName::Recall => "recall",
+            ToolName::Memory => "memory",
+            ToolName::AskMemory => "ask_memory",
+            ToolName::Consult => "consult",
+        }
+    }
+
+    /// Whether this is one of the memory tools.
+    pub fn is_memory(self) -> bool {
+        matches!(
+            self,
+            ToolName::Recall | ToolName::Memory | ToolName::AskMemory
+        )
+    }
+
+    /// Whether a call changes something outside the session (a file, a process, a server, a
+    /// model's bill): the calls that `on_untrusted` governs.
+    pub fn has_side_effects(self) -> bool {
+        match self {
+            ToolName::WriteFile
+            | ToolName::Shell
+            | ToolName::HttpFetch
+            | ToolName::Consult
+            | ToolName::Memory => true,
+            ToolName::ReadFile | ToolName::Recall | ToolName::AskMemory => false,
+        }
+    }
+
+    /// `read_file, write_file, …`: every known tool, for error messages.
+    pub fn known_list() -> String {
+        ToolName::KNOWN
+            .iter()
+            .map(|t| t.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A call's arguments, parsed for its tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolArgs {
+    /// `read_file`.
+    ReadFile(ReadFileArgs),
+    /// `write_file`.
+    WriteFile(WriteFileArgs),
+    /// `shell`.
+    Shell(ShellArgs),
+    /// `http_fetch`.
+    HttpFetch(HttpFetchArgs),
+    /// `consult`, its question already capped at [`QUESTION_CAP`].
+    Consult {
+        /// The question.
+        question: String,
+    },
+}
+
+impl ToolArgs {
+    /// The tool these arguments are for.
+    pub fn tool(&self) -> ToolName {
+        match self {
+            ToolArgs::ReadFile(_) => ToolName::ReadFile,
+            ToolArgs::WriteFile(_) => ToolName::WriteFile,
+            ToolArgs::Shell(_) => ToolName::Shell,
+            ToolArgs::HttpFetch(_) => ToolName::HttpFetch,
+            ToolArgs::Consult { .. } => ToolName::Consult,
+        }
+    }
+
+    /// The arguments as compact JSON in the order of the tool's schema: what is recorded and
+    /// what the tool receives.
+    pub fn canonical_json(&self) -> String {
+        #[expect(
+            clippy::expect_used,
+            reason = "the argument shapes hold strings, integers, booleans and string maps, which serde_json always serializes"
+        )]
+        fn json<T: Serialize>(value: &T) -> String {
+            serde_json::to_string(value).expect("argument shapes always serialize")
+        }
+        match self {
+            ToolArgs::ReadFile(args) => json(args),
+            ToolArgs::WriteFile(args) => json(args),
+            ToolArgs::Shell(args) => json(args),
+            ToolArgs::HttpFetch(args) => json(args),
+            ToolArgs::Consult { question } => json(&ConsultArgs {
+                question: question.clone(),
+            }),
+        }
+    }
+}
+
+/// Why arguments do not fit their tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// The JSON does not have the tool's shape (unknown or missing fields, wrong types, not
+    /// JSON at all, or a value the tool cannot take).
+    #[error("the arguments do not fit the tool: {0}")]
+    Shape(String),
+    /// The tool is known but cannot run yet.
+    #[error("{0} cannot run yet")]
+    NotRunnable(&'static str),
+}
+
+impl ArgsError {
+    /// The detail for the owner and the audit log.
+    pub fn detail(&self) -> String {
+        match self {
+            ArgsError::Shape(detail) => detail.clone(),
+            ArgsError::NotRunnable(tool) => format!("{tool} cannot run yet"),
+        }
+    }
+}
+
+/// The most bytes of `write_file` content or `shell` command the broker takes.
+pub const TEXT_ARGUMENT_CAP: usize = 8 * 1024 * 1024;
+
+/// Parses `arguments` (JSON text) for `tool`. Unknown fields are errors; a `consult` question
+/// is cut to [`QUESTION_CAP`] bytes on a character boundary.
+pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
+    match tool {
+        ToolName::ReadFile => {
+            let args: ReadFileArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            Ok(ToolArgs::ReadFile(args))
+        }
+        ToolName::WriteFile => {
+            let args: WriteFileArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            within_cap("content", &args.content)?;
+            Ok(ToolArgs::WriteFile(args))
+        }
+        ToolName::Shell => {
+            let args: ShellArgs = shape(arguments)?;
+            within_cap("command", &args.command)?;
+            if let Some(cwd) = &args.cwd {
+                within_path_cap("cwd", cwd)?;
+            }
+            Ok(ToolArgs::Shell(args))
+        }
+        ToolName::HttpFetch => {
+            let args: HttpFetchArgs = shape(arguments)?;
+            https_host(&args.url).map_err(|error| ArgsError::Shape(error.to_string()))?;
+            Ok(ToolArgs::HttpFetch(args))
+        }
+        ToolName::Consult => Ok(ToolArgs::Consult {
+            question: consult_question(arguments)?,
+        }),
+        ToolName::Recall | ToolName::Memory | ToolName::AskMemory => {
+            Err(ArgsError::NotRunnable(tool.as_str()))
+        }
+    }
+}
+
+/// A `consult` call's question, parsed as [`parse`] parses it (unknown fields refused) and cut
+/// to [`QUESTION_CAP`] bytes on a character boundary.
+pub fn consult_question(arguments: &str) -> Result<String, ArgsError> {
+    let value: ConsultArgs = shape(arguments)?;
+    Ok(cap_bytes(&value.question, QUESTION_CAP).0)
+}
+
+fn shape<T: serde::de::DeserializeOwned>(arguments: &str) -> Result<T, ArgsError> {
+    serde_json::from_str(arguments).map_err(|error| ArgsError::Shape(error.to_string()))
+}
+
+fn within_path_cap(field: &str, path: &str) -> Result<(), ArgsError> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(ArgsError::Shape(format!(
+            "{field} is {} bytes, longer than the {MAX_PATH_BYTES} a path may have",
+            path.len()
+        )));
+    }
+    Ok(())
+}
+
+fn within_cap(field: &str, text: &str) -> Result<(), ArgsError> {
+    if text.len() > TEXT_ARGUMENT_CAP {
+        return Err(ArgsError::Shape(format!(
+            "{field} is {} bytes, more than the {TEXT_ARGUMENT_CAP} the broker takes",
+            text.len()
+        )));
+    }
+    Ok(())
+}

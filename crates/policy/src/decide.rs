@@ -1,0 +1,557 @@
+//! The decision on one call: which grant covers it and whether it runs, asks the owner, or is
+//! refused, in the order of the design brief (protected paths; grants that cover the call,
+//! expired ones, deny grants; the session's taint; integrity after untrusted content;
+//! approval).
+//!
+//! [`decide`] is a pure function of the call, the grants, the session's labels and the clock
+//! (path resolution reads the file system, nothing else); it never runs anything.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use proto::{Class, DenyReason, Timestamp};
+use tools::shell::ShellArgs;
+
+use crate::args::{ToolArgs, ToolName};
+use crate::grants::{Approval, Grant, OnUntrusted};
+use crate::hosts::https_host;
+use crate::paths::resolve;
+use crate::{git, shell};
+
+/// What a session has seen so far: the two labels that meet the grants on every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Labels {
+    /// The highest class of any result the session has received.
+    pub taint: Class,
+    /// Whether the session has received any untrusted result.
+    pub untrusted: bool,
+}
+
+/// What the decision knows of the machine beside the grants: boxmaker's own folders (config,
+/// grants, ledger, audit log, sessions, runtime), which no call may name whatever a grant says,
+/// and the owner's home and global git configuration, which a write may reach only through a
+/// grant that names it.
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    folders: Vec<PathBuf>,
+    home: Option<PathBuf>,
+    git_configs: Vec<PathBuf>,
+}
+
+impl Protected {
+    /// The folders, resolved (symbolic links followed as far as they exist).
+    pub fn new(folders: &[PathBuf]) -> Protected {
+        Protected {
+            // A protected folder that cannot be resolved is kept as written.
+            folders: folders.iter().map(|f| resolved_or_as_is(f)).collect(),
+            home: None,
+            git_configs: Vec::new(),
+        }
+    }
+
+    /// The same, knowing the owner's home (for `~` in command arguments) and their global git
+    /// configuration places ([`git::global_configs`]).
+    pub fn with_home(mut self, home: &Path, git_configs: &[PathBuf]) -> Protected {
+        self.home = Some(resolved_or_as_is(home));
+        self.git_configs = git_configs.iter().map(|f| resolved_or_as_is(f)).collect();
+        self
+    }
+
+    /// The protected folder that holds `resolved`, if any.
+    pub fn holding(&self, resolved: &Path) -> Option<&Path> {
+        self.folders
+            .iter()
+            .find(|f| resolved.starts_with(f))
+            .map(PathBuf::as_path)
+    }
+}
+
+fn resolved_or_as_is(path: &Path) -> PathBuf {
+    resolve(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What a covering grant lets the runner make available: the granted folders, or the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The folders of the grant's paths that cover the call.
+    Paths(Vec<PathBuf>),
+    /// The host and port the call reaches.
+    Host(String, u16),
+}
+
+/// A call as the grants meet it: its arguments with every path resolved, and each place it
+/// writes (resolved, with the git-controlled place it changes, if any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The arguments, paths resolved; for a `shell` call without `cwd`, the folder it will run in.
+    pub args: ToolArgs,
+    /// What the call writes.
+    pub writes: Vec<Write>,
+    /// Why what a `shell` script writes cannot be known, when it cannot: then no allow grant
+    /// covers it.
+    pub unknown_writes: Option<String>,
+    /// The rules the script is judged by (those of the shell that will run it).
+    pub dialect: shell::Dialect,
+}
+
+/// One place a call writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The path, resolved.
+    pub path: PathBuf,
+    /// The `.git` folder, bare repository or global git configuration it changes, which the
+    /// grant must name ([`git::git_root`]).
+    pub git_root: Option<PathBuf>,
+}
+
+/// Whether `grant` covers `call`: `None` if not; `Some(None)` for a tool without constraints
+/// (`consult`); `Some(Some(scope))` with what the covering paths or host are.
+pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
+    if grant.tool != call.args.tool() {
+        return None;
+    }
+    if !grant.deny
+        && (call.unknown_writes.is_some() || !call.writes.iter().all(|w| writable(grant, w)))
+    {
+        return None;
+    }
+    match &call.args {
+        ToolArgs::ReadFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
+        ToolArgs::WriteFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
+        ToolArgs::Shell(a) => {
+            if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect) {
+                return None;
+            }
+            if grant.deny {
+                // A deny grant forbids the call wherever it runs.
+                return Some(Some(Scope::Paths(
+                    grant.paths.iter().map(|p| p.base()).collect(),
+                )));
+            }
+            match &a.cwd {
+                Some(cwd) if !grant.paths.is_empty() => paths_scope(grant, &[Path::new(cwd)]),
+                _ => Some(Some(Scope::Paths(
+                    grant.paths.iter().map(|p| p.base()).collect(),
+                ))),
+            }
+        }
+        ToolArgs::HttpFetch(a) => {
+            let (host, port) = https_host(&a.url).ok()?;
+            if grant.hosts.is_empty() && grant.deny {
+                return Some(Some(Scope::Host(host, port)));
+            }
+            grant
+                .hosts
+                .iter()
+                .any(|rule| rule.covers(&host, port))
+                .then_some(Some(Scope::Host(host, port)))
+        }
+        ToolArgs::Consult { .. } => Some(None),
+    }
+}
+
+/// Whether an allow grant lets the call write `write`: one of its paths covers it, and when it
+/// changes a git-controlled place, one of its paths names that place.
+fn writable(grant: &Grant, write: &Write) -> bool {
+    grant.paths.iter().any(|rule| rule.covers(&write.path))
+        && write
+            .git_root
+            .as_ref()
+            .is_none_or(|root| grant.paths.iter().any(|rule| rule.names(root)))
+}
+
+/// An allow grant covers a script when every command starts with one of its prefixes; a deny
+/// grant, when any command does (`git` allowed and `git push` denied refuse
+/// `git status; git push`).
+fn shell_covered(grant: &Grant, args: &ShellArgs, dialect: shell::Dialect) -> bool {
+    if grant.deny {
+        shell::touches_script_as(&args.command, &grant.commands, dialect)
+    } else {
+        shell::covers_script_as(&args.command, &grant.commands, dialect).is_ok()
+    }
+}
+
+/// The rules a `shell` script is judged by: bash's when the `shell` tool will run it with
+/// bash, POSIX sh's when it falls back to `/bin/sh`.
+pub fn shell_dialect() -> shell::Dialect {
+    let program = tools::shell::find_shell();
+    if program.file_name().is_some_and(|name| name == "bash") {
+        shell::Dialect::Bash
+    } else {
+        shell::Dialect::Posix
+    }
+}
+
+fn paths_scope(grant: &Grant, paths: &[&Path]) -> Option<Option<Scope>> {
+    if grant.paths.is_empty() {
+        // Only a deny grant can be without paths (the loader refuses others): it covers all.
+        return grant.deny.then(|| {
+            Some(Scope::Paths(
+                paths.iter().map(|p| p.to_path_buf()).collect(),
+            ))
+        });
+    }
+    let mut bases = Vec::new();
+    for path in paths {
+        let rule = grant.paths.iter().find(|rule| rule.covers(path))?;
+        bases.push(rule.base());
+    }
+    Some(Some(Scope::Paths(bases)))
+}
+
+/// The decision on one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it under `grant`.
+    Allow(Allowed),
+    /// Ask the owner first; run it under `grant` if they agree.
+    Ask(Allowed, AskReason),
+    /// Refuse it.
+    Deny(Denied),
+}
+
+/// A call that may run: under which grant, with which labels, with its arguments resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// The grant's id.
+    pub grant: String,
+    /// The label of the result.
+    pub class: Class,
+    /// Whether the result is marked untrusted.
+    pub untrusted: bool,
+    /// The arguments with every path resolved: what the tool must receive.
+    pub args: ToolArgs,
+    /// What the runner makes available.
+    pub scope: Option<Scope>,
+}
+
+/// Why the owner is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskReason {
+    /// The grant says `approval = "ask"`.
+    GrantAsks,
+    /// The session has received untrusted content and the grant says `on_untrusted = "ask"`.
+    AfterUntrusted,
+}
+
+/// A refusal: the reason (the model's sentence), the grant when one decided it, and a detail
+/// for the owner and the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    /// Why.
+    pub reason: DenyReason,
+    /// The grant that decided it, if one did.
+    pub grant: Option<String>,
+    /// What exactly, for the owner.
+    pub detail: String,
+}
+
+fn deny(reason: DenyReason, grant: Option<&Grant>, detail: String) -> Decision {
+    Decision::Deny(Denied {
+        reason,
+        grant: grant.map(|g| g.id.clone()),
+        detail,
+    })
+}
+
+/// `args` with every path it names resolved (symbolic links and `..`), or why a path cannot be
+/// used at all.
+pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
+    let text = |p: PathBuf| p.to_string_lossy().into_owned();
+    Ok(match args {
+        ToolArgs::ReadFile(a) => {
+            let mut a = a.clone();
+            a.path = text(absolute(&a.path)?);
+            ToolArgs::ReadFile(a)
+        }
+        ToolArgs::WriteFile(a) => {
+            let mut a = a.clone();
+            a.path = text(absolute(&a.path)?);
+            ToolArgs::WriteFile(a)
+        }
+        ToolArgs::Shell(a) => {
+            let mut a = a.clone();
+            if let Some(cwd) = &a.cwd {
+                a.cwd = Some(text(absolute(cwd)?));
+            }
+            ToolArgs::Shell(a)
+        }
+        other => other.clone(),
+    })
+}
+
+fn absolute(path: &str) -> Result<PathBuf, String> {
+    resolve(Path::new(path)).map_err(|e| e.to_string())
+}
+
+fn named_paths(call: &Call) -> Vec<&Path> {
+    let mut paths: Vec<&Path> = match &call.args {
+        ToolArgs::ReadFile(a) => vec![Path::new(&a.path)],
+        ToolArgs::WriteFile(a) => vec![Path::new(&a.path)],
+        ToolArgs::Shell(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
+        ToolArgs::HttpFetch(_) | ToolArgs::Consult { .. } => Vec::new(),
+    };
+    paths.extend(call.writes.iter().map(|w| w.path.as_path()));
+    paths
+}
+
+/// The call with its paths resolved and what it writes, or why it cannot be decided
+/// (`InvalidArguments`). A `shell` call without `cwd` runs in the first folder of the first
+/// grant that could cover it, and says so in its arguments.
+fn prepare(
+    args: &ToolArgs,
+    grants: &[Grant],
+    now: Timestamp,
+    protected: &Protected,
+) -> Result<Call, String> {
+    let mut args = resolve_args(args)?;
+    let dialect = match &args {
+        ToolArgs::Shell(_) => shell_dialect(),
+        _ => shell::Dialect::Bash,
+    };
+    if let ToolArgs::Shell(a) = &mut args
+        && a.cwd.is_none()
+    {
+        a.cwd = grants
+            .iter()
+            .filter(|g| g.tool == ToolName::Shell && !g.deny && !g.expired(now))
+            .filter(|g| g.commands.is_empty() || shell_covered(g, a, dialect))
+            .find_map(|g| g.paths.first())
+            .map(|rule| rule.base().to_string_lossy().into_owned());
+    }
+    let (writes, unknown_writes) = match &args {
+        ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
+        ToolArgs::Shell(a) => match shell::write_targets(&a.command, dialect) {
+            Ok(targets) => (shell_writes(a, &targets, protected)?, None),
+            Err(why) => (Vec::new(), Some(why.to_string())),
+        },
+        _ => (Vec::new(), None),
+    };
+    Ok(Call {
+        args,
+        writes,
+        unknown_writes,
+        dialect,
+    })
+}
+
+fn write_at(path: PathBuf, protected: &Protected) -> Write {
+    let git_root = git::git_root(&path, &protected.git_configs);
+    Write { path, git_root }
+}
+
+/// The places a `shell` script writes, resolved against its `cwd` (and `~` against the
+/// owner's home); a place that cannot be resolved makes the call invalid.
+fn shell_writes(
+    args: &ShellArgs,
+    targets: &[shell::WriteTarget],
+    protected: &Protected,
+) -> Result<Vec<Write>, String> {
+    let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
+    let place = |word: &str| -> Result<PathBuf, String> {
+        let path = if word == "~" || word.starts_with("~/") {
+            let home = protected
+                .home
+                .as_ref()
+                .ok_or_else(|| format!("{word} names the home folder, which is not known here"))?;
+            home.join(word.trim_start_matches('~').trim_start_matches('/'))
+        } else if word.starts_with('~') {
+            return Err(format!("{word} names another user's home folder"));
+        } else {
+            cwd.join(word)
+        };
+        resolve(&path).map_err(|e| format!("the command writes {word}: {e}"))
+    };
+    let mut writes = Vec::new();
+    for target in targets {
+        match target {
+            shell::WriteTarget::Path(word) => writes.push(write_at(place(word)?, protected)),
+            shell::WriteTarget::GitConfig { scope } => {
+                let (path, root) = match scope {
+                    shell::GitConfigScope::Local | shell::GitConfigScope::Worktree => {
+                        let git_dir = git::repository_git_dir(&cwd);
+                        (git_dir.join("config"), git_dir)
+                    }
+                    shell::GitConfigScope::Global => {
+                        let file = place("~/.gitconfig")?;
+                        (file.clone(), file)
+                    }
+                    shell::GitConfigScope::System => {
+                        let file = PathBuf::from("/etc/gitconfig");
+                        (file.clone(), file)
+                    }
+                    shell::GitConfigScope::File(word) => {
+                        let file = place(word)?;
+                        (file.clone(), file)
+                    }
+                };
+                writes.push(Write {
+                    path,
+                    git_root: Some(root),
+                });
+            }
+        }
+    }
+    Ok(writes)
+}
+
+/// Decides `args` against `grants` for a session with `labels`, at `now`.
+///
+/// Deny wins; then, of the live allow grants that cover the call, the strictest on every axis:
+/// any whose `max_taint` is below the session's taint refuses (`TaintTooHigh`), any whose
+/// `on_untrusted` refuses after untrusted input refuses (`UntrustedInput`), any that asks asks.
+/// The result's labels are the highest class and untrusted if any says so.
+pub fn decide(
+    args: &ToolArgs,
+    grants: &[Grant],
+    labels: Labels,
+    now: Timestamp,
+    protected: &Protected,
+) -> Decision {
+    let tool = args.tool();
+    let call = match prepare(args, grants, now, protected) {
+        Ok(call) => call,
+        Err(detail) => return deny(DenyReason::InvalidArguments, None, detail),
+    };
+    for path in named_paths(&call) {
+        if let Some(folder) = protected.holding(path) {
+            return deny(
+                DenyReason::ProtectedPath,
+                None,
+                format!(
+                    "{} is inside boxmaker's folder {}",
+                    path.display(),
+                    folder.display()
+                ),
+            );
+        }
+    }
+    let covering: Vec<(&Grant, Option<Scope>)> = grants
+        .iter()
+        .filter_map(|g| covers(g, &call).map(|scope| (g, scope)))
+        .collect();
+    if let Some((grant, _)) = covering.iter().find(|(g, _)| g.deny && !g.expired(now)) {
+        return deny(
+            DenyReason::DeniedByGrant,
+            Some(grant),
+            format!("grant {} forbids this {} call", grant.id, tool.as_str()),
+        );
+    }
+    let live: Vec<&(&Grant, Option<Scope>)> = covering
+        .iter()
+        .filter(|(g, _)| !g.deny && !g.expired(now))
+        .collect();
+    if live.is_empty() {
+        if let Some((grant, _)) = covering.iter().find(|(g, _)| !g.deny) {
+            return deny(
+                DenyReason::GrantExpired,
+                Some(grant),
+                format!("grant {} has expired", grant.id),
+            );
+        }
+        let detail = match &call.unknown_writes {
+            Some(why) => format!("no grant covers this {} call: {why}", tool.as_str()),
+            None => format!("no grant covers this {} call", tool.as_str()),
+        };
+        return deny(DenyReason::NoGrant, None, detail);
+    }
+    if let Some((grant, _)) = live
+        .iter()
+        .find(|(g, _)| g.max_taint.is_some_and(|max| labels.taint > max))
+    {
+        return deny(
+            DenyReason::TaintTooHigh,
+            Some(grant),
+            format!(
+                "the session has seen {} data; grant {} allows at most {} (max_taint)",
+                labels.taint.as_str(),
+                grant.id,
+                grant.max_taint.map_or("any", Class::as_str)
+            ),
+        );
+    }
+    if let Some(denied) = unsafe_literal_address(&call.args, &live) {
+        return denied;
+    }
+    last_step(&call, &live, labels)
+}
+
+/// The last step, once some live grant covers the call and none refuses it outright: refuse
+/// after untrusted input, ask, or run, each by the strictest live covering grant. The labels
+/// describe the data, not the grant that lets the call run: of every live covering grant, the
+/// highest class, and untrusted if any says so, so a broad public grant over a folder does not
+/// make a secret file below it public.
+fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> Decision {
+    let tool = call.args.tool();
+    let Some((first, first_scope)) = live.first().copied() else {
+        return deny(
+            DenyReason::NoGrant,
+            None,
+            format!("no grant covers this {} call", tool.as_str()),
+        );
+    };
+    let class = live
+        .iter()
+        .map(|(g, _)| g.class)
+        .max()
+        .unwrap_or(first.class);
+    let untrusted = live.iter().any(|(g, _)| g.untrusted);
+    let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
+        grant: grant.id.clone(),
+        class,
+        untrusted,
+        args: call.args.clone(),
+        scope: scope.clone(),
+    };
+    if labels.untrusted && tool.has_side_effects() {
+        if let Some((grant, _)) = live
+            .iter()
+            .find(|(g, _)| g.on_untrusted == OnUntrusted::Deny)
+        {
+            return deny(
+                DenyReason::UntrustedInput,
+                Some(grant),
+                format!(
+                    "the session has received untrusted content and grant {} refuses {} after that",
+                    grant.id,
+                    tool.as_str()
+                ),
+            );
+        }
+        if let Some((grant, scope)) = live
+            .iter()
+            .find(|(g, _)| g.on_untrusted == OnUntrusted::Ask)
+        {
+            return Decision::Ask(allowed(grant, scope), AskReason::AfterUntrusted);
+        }
+    }
+    if let Some((grant, scope)) = live.iter().find(|(g, _)| g.approval == Approval::Ask) {
+        return Decision::Ask(allowed(grant, scope), AskReason::GrantAsks);
+    }
+    Decision::Allow(allowed(first, first_scope))
+}
+
+/// A URL whose host is a literal unsafe address (loopback, private, link-local, metadata) is
+/// refused here unless the grant names that address itself; host names are checked by the
+/// tool after resolution.
+fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) -> Option<Decision> {
+    let ToolArgs::HttpFetch(a) = args else {
+        return None;
+    };
+    let (host, _) = https_host(&a.url).ok()?;
+    let ip: IpAddr = host.parse().ok()?;
+    let named = live
+        .iter()
+        .any(|(g, _)| g.hosts.iter().any(|h| !h.wildcard && h.host == host));
+    let (grant, _) = live.first()?;
+    (tools::web::address::classify(ip).is_some() && !named).then(|| {
+        deny(
+            DenyReason::UnsafeAddress,
+            Some(grant),
+            format!(
+                "{ip} is not a public address and grant {} does not name it",
+                grant.id
+            ),
+        )
+    })
+}

@@ -1,0 +1,454 @@
+//! Walking one grant file's TOML with its spans, so that every problem carries its line.
+
+use std::path::Path;
+
+use proto::{Class, Timestamp};
+use serde_spanned::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::rules::{HostRule, PathRule, host_rule, path_rule};
+use super::{Approval, Grant, KEYS, OnUntrusted, Origin, ParsedFile, Problem, problem};
+use crate::args::ToolName;
+use crate::shell::{prefix_warning, prefix_words};
+
+/// Reads one grant file's text; `file` names it in problems, `home` expands `~`.
+pub fn parse_file(text: &str, file: &Path, home: &Path) -> ParsedFile {
+    let lines = Lines::new(text);
+    let mut out = ParsedFile::default();
+    let root = match DeTable::parse(text) {
+        Ok(root) => root,
+        Err(error) => {
+            let line = error.span().map(|s| lines.of(s.start));
+            let message = error.message().trim().to_string();
+            out.problems
+                .push(problem(file, line, format!("not valid TOML: {message}")));
+            return out;
+        }
+    };
+    for (key, value) in root.get_ref().iter() {
+        let line = Some(lines.of(key.span().start));
+        if key.get_ref().as_ref() != "grant" {
+            out.problems.push(problem(
+                file,
+                line,
+                format!(
+                    "unknown top-level key {:?}; a grant file holds [[grant]] tables",
+                    key.get_ref().as_ref()
+                ),
+            ));
+            continue;
+        }
+        let DeValue::Array(tables) = value.get_ref() else {
+            out.problems.push(problem(
+                file,
+                line,
+                "grant must be written as [[grant]] tables".to_string(),
+            ));
+            continue;
+        };
+        for table in tables.iter() {
+            let line = lines.of(table.span().start);
+            let DeValue::Table(table) = table.get_ref() else {
+                out.problems.push(problem(
+                    file,
+                    Some(line),
+                    "each grant must be a table".to_string(),
+                ));
+                continue;
+            };
+            let mut reader = GrantReader {
+                file,
+                home,
+                lines: &lines,
+                problems: &mut out.problems,
+                warnings: &mut out.warnings,
+            };
+            if let Some(grant) = reader.read(table, line) {
+                out.grants.push(grant);
+            }
+        }
+    }
+    // Tables come back in key order, not file order: report in the order of the file.
+    out.problems.sort_by_key(|p| p.line);
+    out.warnings.sort_by_key(|p| p.line);
+    out
+}
+
+/// Byte offsets of line starts, to turn a span into a line number.
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
+        Lines { starts }
+    }
+
+    fn of(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+}
+
+type Value<'a> = Spanned<DeValue<'a>>;
+
+struct GrantReader<'r> {
+    file: &'r Path,
+    home: &'r Path,
+    lines: &'r Lines,
+    problems: &'r mut Vec<Problem>,
+    warnings: &'r mut Vec<Problem>,
+}
+
+impl GrantReader<'_> {
+    fn say(&mut self, line: usize, message: String) {
+        self.problems.push(problem(self.file, Some(line), message));
+    }
+
+    fn line_of(&self, value: &Value<'_>) -> usize {
+        self.lines.of(value.span().start)
+    }
+
+    fn read(&mut self, table: &DeTable<'_>, line: usize) -> Option<Grant> {
+        let before = self.problems.len();
+        let field = |name: &str| -> Option<&Value<'_>> {
+            table
+                .iter()
+                .find(|(k, _)| k.get_ref().as_ref() == name)
+                .map(|(_, v)| v)
+        };
+        for (key, _) in table.iter() {
+            let name = key.get_ref().as_ref();
+            if !KEYS.contains(&name) {
+                let at = self.lines.of(key.span().start);
+                self.say(
+                    at,
+                    format!(
+                        "unknown key {name:?} in a grant; the keys are {}",
+                        KEYS.join(", ")
+                    ),
+                );
+            }
+        }
+        let id = match field("id") {
+            None => {
+                self.say(line, "a grant needs an id".to_string());
+                None
+            }
+            Some(v) => self.id(v),
+        };
+        let tool = match field("tool") {
+            None => {
+                self.say(line, "a grant needs a tool".to_string());
+                None
+            }
+            Some(v) => self.tool(v),
+        };
+        let deny = field("deny")
+            .and_then(|v| self.boolean(v, "deny"))
+            .unwrap_or(false);
+        let paths = field("paths")
+            .map(|v| self.paths(v, deny))
+            .unwrap_or_default();
+        let hosts = field("hosts").map(|v| self.hosts(v)).unwrap_or_default();
+        let commands = field("commands")
+            .map(|v| self.commands(v))
+            .unwrap_or_default();
+        let class = field("class")
+            .and_then(|v| self.class(v, "class"))
+            .unwrap_or(Class::Private);
+        let max_taint = field("max_taint").and_then(|v| self.class(v, "max_taint"));
+        let untrusted = field("untrusted")
+            .and_then(|v| self.boolean(v, "untrusted"))
+            .unwrap_or(true);
+        let approval = field("approval")
+            .and_then(|v| {
+                self.word(v, "approval", &["auto", "ask"]).map(|w| match w {
+                    "ask" => Approval::Ask,
+                    _ => Approval::Auto,
+                })
+            })
+            .unwrap_or(Approval::Auto);
+        let on_untrusted = field("on_untrusted")
+            .and_then(|v| {
+                self.word(v, "on_untrusted", &["allow", "ask", "deny"])
+                    .map(|w| match w {
+                        "allow" => OnUntrusted::Allow,
+                        "deny" => OnUntrusted::Deny,
+                        _ => OnUntrusted::Ask,
+                    })
+            })
+            .unwrap_or(OnUntrusted::Ask);
+        let expires = field("expires").and_then(|v| self.expires(v));
+        let tool = tool?;
+        self.check_constraints(tool, deny, line, &paths, &hosts, &commands, &field);
+        let id = id?;
+        if self.problems.len() > before {
+            return None;
+        }
+        Some(Grant {
+            id,
+            tool,
+            paths,
+            hosts,
+            commands,
+            class,
+            untrusted,
+            approval,
+            max_taint,
+            on_untrusted,
+            expires,
+            deny,
+            origin: Origin {
+                file: self.file.to_path_buf(),
+                line,
+            },
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_constraints<'v>(
+        &mut self,
+        tool: ToolName,
+        deny: bool,
+        line: usize,
+        paths: &[PathRule],
+        hosts: &[HostRule],
+        commands: &[Vec<String>],
+        field: &dyn Fn(&str) -> Option<&'v Value<'v>>,
+    ) {
+        let name = tool.as_str();
+        let at = |key: &str, this: &Self| field(key).map_or(line, |v| this.line_of(v));
+        let takes_paths = matches!(
+            tool,
+            ToolName::ReadFile | ToolName::WriteFile | ToolName::Shell
+        );
+        if !paths.is_empty() && !takes_paths {
+            let line = at("paths", self);
+            self.say(line, format!("{name} does not take paths"));
+        }
+        if !hosts.is_empty() && tool != ToolName::HttpFetch {
+            let line = at("hosts", self);
+            self.say(line, format!("{name} does not take hosts"));
+        }
+        if !commands.is_empty() && tool != ToolName::Shell {
+            let line = at("commands", self);
+            self.say(line, format!("{name} does not take commands"));
+        }
+        if deny {
+            return; // a deny grant without constraints forbids every call of its tool
+        }
+        // "needs" only when the key is missing or an empty list: a key whose entries were all
+        // wrong has its own problems already.
+        let unset = |key: &str| match field(key).map(|v| v.get_ref()) {
+            None => true,
+            Some(DeValue::Array(items)) => items.is_empty(),
+            Some(_) => false,
+        };
+        match tool {
+            ToolName::ReadFile | ToolName::WriteFile if paths.is_empty() && unset("paths") => self
+                .say(
+                    line,
+                    format!("{name} needs paths: the files and folders it may open"),
+                ),
+            ToolName::Shell if commands.is_empty() && unset("commands") => self.say(
+                line,
+                "shell needs commands: the command prefixes it may run".to_string(),
+            ),
+            ToolName::HttpFetch if hosts.is_empty() && unset("hosts") => self.say(
+                line,
+                "http_fetch needs hosts: the hosts it may fetch from".to_string(),
+            ),
+            _ => {}
+        }
+    }
+
+    fn string<'v>(&mut self, value: &'v Value<'_>, key: &str) -> Option<&'v str> {
+        match value.get_ref() {
+            DeValue::String(text) => Some(text.as_ref()),
+            _ => {
+                let line = self.line_of(value);
+                self.say(line, format!("{key} must be a string"));
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, value: &Value<'_>, key: &str) -> Vec<(String, usize)> {
+        let DeValue::Array(items) = value.get_ref() else {
+            let line = self.line_of(value);
+            self.say(line, format!("{key} must be a list of strings"));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            let line = self.line_of(item);
+            match item.get_ref() {
+                DeValue::String(text) => out.push((text.to_string(), line)),
+                _ => self.say(line, format!("{key} must be a list of strings")),
+            }
+        }
+        out
+    }
+
+    fn id(&mut self, value: &Value<'_>) -> Option<String> {
+        let text = self.string(value, "id")?.to_string();
+        let valid = !text.is_empty()
+            && text.len() <= 64
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if valid {
+            Some(text)
+        } else {
+            let line = self.line_of(value);
+            self.say(
+                line,
+                format!("id {text:?} must be 1 to 64 letters, digits, '-', '_' or '.'"),
+            );
+            None
+        }
+    }
+
+    fn tool(&mut self, value: &Value<'_>) -> Option<ToolName> {
+        let text = self.string(value, "tool")?;
+        let tool = ToolName::parse(text);
+        if tool.is_none() {
+            let line = self.line_of(value);
+            self.say(
+                line,
+                format!(
+                    "unknown tool {text:?}; the known tools are {}",
+                    ToolName::known_list()
+                ),
+            );
+        }
+        tool
+    }
+
+    fn class(&mut self, value: &Value<'_>, key: &str) -> Option<Class> {
+        let word = self.word(value, key, &["public", "private", "secret"])?;
+        Some(match word {
+            "public" => Class::Public,
+            "secret" => Class::Secret,
+            _ => Class::Private,
+        })
+    }
+
+    fn word(
+        &mut self,
+        value: &Value<'_>,
+        key: &str,
+        allowed: &[&'static str],
+    ) -> Option<&'static str> {
+        let text = self.string(value, key)?;
+        let found = allowed.iter().copied().find(|w| *w == text);
+        if found.is_none() {
+            let line = self.line_of(value);
+            self.say(
+                line,
+                format!(
+                    "{key} is {text:?}; it must be one of {}",
+                    allowed.join(", ")
+                ),
+            );
+        }
+        found
+    }
+
+    fn boolean(&mut self, value: &Value<'_>, key: &str) -> Option<bool> {
+        match value.get_ref() {
+            DeValue::Boolean(b) => Some(*b),
+            _ => {
+                let line = self.line_of(value);
+                self.say(line, format!("{key} must be true or false"));
+                None
+            }
+        }
+    }
+
+    fn expires(&mut self, value: &Value<'_>) -> Option<Timestamp> {
+        let text = match value.get_ref() {
+            DeValue::Datetime(at) => at.to_string(),
+            DeValue::String(text) => text.to_string(),
+            _ => {
+                let line = self.line_of(value);
+                self.say(
+                    line,
+                    "expires must be an RFC 3339 date and time".to_string(),
+                );
+                return None;
+            }
+        };
+        match Timestamp::parse(&text) {
+            Ok(at) => Some(at),
+            Err(_) => {
+                let line = self.line_of(value);
+                self.say(
+                    line,
+                    format!(
+                        "expires {text:?} is not an RFC 3339 date and time with an offset, such as 2026-12-31T00:00:00Z"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn paths(&mut self, value: &Value<'_>, deny: bool) -> Vec<PathRule> {
+        let mut rules = Vec::new();
+        for (written, line) in self.strings(value, "paths") {
+            match path_rule(&written, self.home, deny) {
+                Ok(rule) => {
+                    if let Some(literal) = rule.literal_exists(self.home).filter(|_| !deny) {
+                        self.warnings.push(problem(
+                            self.file,
+                            Some(line),
+                            format!(
+                                "path {written:?} reads as a glob, but {} exists: to mean that folder, escape each of * ? [ {{ with a backslash",
+                                literal.display()
+                            ),
+                        ));
+                    }
+                    rules.push(rule);
+                }
+                Err(error) => self.say(line, error.to_string()),
+            }
+        }
+        rules
+    }
+
+    fn hosts(&mut self, value: &Value<'_>) -> Vec<HostRule> {
+        let mut rules = Vec::new();
+        for (written, line) in self.strings(value, "hosts") {
+            match host_rule(&written) {
+                Ok(rule) => rules.push(rule),
+                Err(error) => self.say(line, error.to_string()),
+            }
+        }
+        rules
+    }
+
+    fn commands(&mut self, value: &Value<'_>) -> Vec<Vec<String>> {
+        let mut prefixes = Vec::new();
+        for (written, line) in self.strings(value, "commands") {
+            match prefix_words(&written) {
+                Ok(words) if words.is_empty() => {
+                    self.say(line, "a command prefix cannot be empty".to_string());
+                }
+                Ok(words) => {
+                    if let Some(warning) = prefix_warning(&words) {
+                        self.warnings.push(problem(self.file, Some(line), warning));
+                    }
+                    prefixes.push(words);
+                }
+                Err(message) => self.say(line, format!("command prefix {written:?}: {message}")),
+            }
+        }
+        prefixes
+    }
+}

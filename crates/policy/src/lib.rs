@@ -1,0 +1,17 @@
+//! boxmaker's decision on a tool call, as a library without sockets or state: the call's
+//! arguments parsed strictly ([`args`], [`consult`]), the owner's grant files ([`grants`]), and
+//! the decision itself ([`decide`]) with what it needs to read a `shell` script ([`shell`]) and
+//! to know which writes change what git runs ([`git`]).
+//!
+//! It reads grant files and resolves paths (file metadata and symbolic links); nothing else
+//! touches the machine. `brokerd` runs what is decided here; `bx grants check`, the MCP front and
+//! anyone who embeds the decision link this crate alone.
+
+pub mod args;
+pub mod consult;
+pub mod decide;
+pub mod git;
+pub mod grants;
+pub mod hosts;
+pub mod paths;
+pub mod shell;

@@ -1,0 +1,173 @@
+//! `args`: tool names and strict argument parsing (seed M6b/04).
+
+use policy::args::{ArgsError, ToolArgs, ToolName, parse};
+use policy::consult::QUESTION_CAP;
+use policy::hosts::https_host;
+
+#[test]
+fn each_tool_name_parses_and_prints_the_same() {
+    for tool in ToolName::KNOWN {
+        assert_eq!(ToolName::parse(tool.as_str()), Some(tool));
+    }
+    assert_eq!(ToolName::parse("consult"), Some(ToolName::Consult));
+    assert_eq!(ToolName::parse("Read_File"), None);
+    assert_eq!(ToolName::parse("call_tool"), None);
+}
+
+#[test]
+fn all_is_the_four_sandboxed_tools_and_consult_is_not_memory() {
+    assert_eq!(
+        ToolName::ALL,
+        [
+            ToolName::ReadFile,
+            ToolName::WriteFile,
+            ToolName::Shell,
+            ToolName::HttpFetch
+        ]
+    );
+    assert!(!ToolName::ALL.contains(&ToolName::Consult));
+    assert!(!ToolName::Consult.is_memory());
+    assert!(ToolName::Recall.is_memory() && ToolName::Memory.is_memory());
+    assert!(ToolName::AskMemory.is_memory());
+}
+
+#[test]
+fn side_effects_are_write_shell_fetch_and_consult_but_not_read() {
+    assert!(!ToolName::ReadFile.has_side_effects());
+    for tool in [
+        ToolName::WriteFile,
+        ToolName::Shell,
+        ToolName::HttpFetch,
+        ToolName::Consult,
+    ] {
+        assert!(tool.has_side_effects(), "{tool:?}");
+    }
+}
+
+#[test]
+fn each_tool_parses_its_own_arguments() {
+    let read = parse(ToolName::ReadFile, r#"{"path":"/a"}"#).unwrap();
+    assert_eq!(read.tool(), ToolName::ReadFile);
+    assert_eq!(read.canonical_json(), r#"{"path":"/a"}"#);
+    let write = parse(ToolName::WriteFile, r#"{"content":"x","path":"/a"}"#).unwrap();
+    assert_eq!(write.canonical_json(), r#"{"path":"/a","content":"x"}"#);
+    let shell = parse(ToolName::Shell, r#"{"command":"ls"}"#).unwrap();
+    assert_eq!(shell.canonical_json(), r#"{"command":"ls"}"#);
+    let fetch = parse(ToolName::HttpFetch, r#"{"url":"https://docs.rs/x"}"#).unwrap();
+    assert_eq!(fetch.tool(), ToolName::HttpFetch);
+    let consult = parse(ToolName::Consult, r#"{"question":"hello"}"#).unwrap();
+    assert_eq!(
+        consult,
+        ToolArgs::Consult {
+            question: "hello".into()
+        }
+    );
+    assert_eq!(consult.canonical_json(), r#"{"question":"hello"}"#);
+}
+
+#[test]
+fn unknown_fields_missing_fields_and_wrong_types_are_shape_errors_with_a_detail() {
+    let cases = [
+        (
+            ToolName::ReadFile,
+            r#"{"path":"/a","max_bytes":1}"#,
+            "unknown field",
+        ),
+        (
+            ToolName::WriteFile,
+            r#"{"path":"/a"}"#,
+            "missing field `content`",
+        ),
+        (ToolName::Shell, r#"{"command":5}"#, "invalid type"),
+        (
+            ToolName::Consult,
+            r#"{"question":"q","history":[]}"#,
+            "history",
+        ),
+        (ToolName::ReadFile, "not json", "expected"),
+    ];
+    for (tool, arguments, words) in cases {
+        let error = parse(tool, arguments).unwrap_err();
+        assert!(matches!(error, ArgsError::Shape(_)), "{arguments}");
+        assert!(
+            error.detail().contains(words),
+            "{arguments}: {}",
+            error.detail()
+        );
+    }
+}
+
+#[test]
+fn a_consult_question_is_capped_on_a_character_boundary() {
+    let question = format!("{}é", "a".repeat(QUESTION_CAP - 1));
+    let arguments = serde_json::json!({ "question": question }).to_string();
+    let ToolArgs::Consult { question } = parse(ToolName::Consult, &arguments).unwrap() else {
+        panic!("not consult");
+    };
+    assert_eq!(question.len(), QUESTION_CAP - 1);
+    assert_eq!(QUESTION_CAP, 16_384);
+}
+
+#[test]
+fn memory_tools_are_recognised_but_cannot_run_yet() {
+    for tool in [ToolName::Recall, ToolName::Memory, ToolName::AskMemory] {
+        let error = parse(tool, "{}").unwrap_err();
+        assert_eq!(error, ArgsError::NotRunnable(tool.as_str()));
+        assert!(error.detail().contains("cannot run yet"));
+    }
+}
+
+#[test]
+fn a_fetch_url_must_be_https_with_a_host() {
+    for bad in [
+        "http://docs.rs",
+        "https://",
+        "https://user@host/",
+        "https://a b/",
+        "ftp://x",
+        "https://h:0/",
+        "https://h:99999/",
+    ] {
+        let arguments = serde_json::json!({ "url": bad }).to_string();
+        assert!(parse(ToolName::HttpFetch, &arguments).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn the_host_and_port_of_a_url_are_read_like_a_browser() {
+    assert_eq!(
+        https_host("https://Docs.RS./x?y#z"),
+        Ok(("docs.rs".into(), 443))
+    );
+    assert_eq!(https_host("https://h:8443"), Ok(("h".into(), 8443)));
+    assert_eq!(https_host("https://[::1]:9/"), Ok(("::1".into(), 9)));
+    assert_eq!(
+        https_host("https://127.0.0.1/"),
+        Ok(("127.0.0.1".into(), 443))
+    );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(tool in 0usize..8, arguments in ".{0,64}") {
+            let _ = parse(ToolName::KNOWN[tool], &arguments);
+        }
+
+        #[test]
+        fn parse_never_panics_on_json_shaped_input(key in "[a-z]{1,8}", value in ".{0,32}") {
+            let arguments = serde_json::json!({ key: value }).to_string();
+            for tool in ToolName::KNOWN {
+                let _ = parse(tool, &arguments);
+            }
+        }
+
+        #[test]
+        fn https_host_never_panics(url in "https://.{0,40}") {
+            let _ = https_host(&url);
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! What a call writes: writes that change what git runs, where a `shell` call without `cwd`
+//! runs, and the files a covered command writes.
+
+use std::fs;
+
+use policy::args::{ToolName, parse};
+use policy::decide::{Decision, Labels, decide};
+use policy::grants::Grant;
+use proto::DenyReason;
+
+use super::*;
+
+// ---- writes that change what git runs ----
+
+fn write(tree: &Tree, grants: &[Grant], path: &str) -> Decision {
+    let arguments = serde_json::json!({"path": path, "content": "x"}).to_string();
+    tree.decide(grants, ToolName::WriteFile, &arguments, Labels::default())
+}
+
+const WORK_WRITES: &str = "[[grant]]\nid=\"work\"\ntool=\"write_file\"\npaths=[\"{root}/work\"]\non_untrusted=\"allow\"\n";
+
+#[test]
+fn a_write_into_dot_git_needs_a_grant_that_names_it() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/app/.git/hooks")).unwrap();
+    let broad = tree.grants(WORK_WRITES);
+    for path in [
+        "work/app/.git/config",
+        "work/app/.git/config.worktree",
+        "work/app/.git/hooks/pre-commit",
+        "work/app/.git",
+        "work/other/.git",
+    ] {
+        assert_eq!(
+            reason(&write(&tree, &broad, &tree.path(path))),
+            Some(DenyReason::NoGrant),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        allowed_grant(&write(&tree, &broad, &tree.path("work/app/.gitignore"))),
+        Some("work")
+    );
+    let globbed = tree.grants(
+        "[[grant]]\nid=\"glob\"\ntool=\"write_file\"\npaths=[\"{root}/work/**\"]\non_untrusted=\"allow\"\n",
+    );
+    assert_eq!(
+        reason(&write(&tree, &globbed, &tree.path("work/app/.git/config"))),
+        Some(DenyReason::NoGrant),
+        "a ** glob does not name .git"
+    );
+    let named = tree.grants(
+        "[[grant]]\nid=\"git\"\ntool=\"write_file\"\npaths=[\"{root}/work/app/.git\"]\non_untrusted=\"allow\"\n[[grant]]\nid=\"any-git\"\ntool=\"write_file\"\npaths=[\"{root}/work/*/.git\"]\non_untrusted=\"allow\"\n",
+    );
+    assert_eq!(
+        allowed_grant(&write(&tree, &named, &tree.path("work/app/.git/config"))),
+        Some("git")
+    );
+    assert_eq!(
+        allowed_grant(&write(&tree, &named, &tree.path("work/b/.git/config"))),
+        Some("any-git")
+    );
+}
+
+#[test]
+fn a_write_into_a_folder_that_looks_like_a_bare_repository_needs_a_grant_that_names_it() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/planted/objects")).unwrap();
+    fs::create_dir_all(tree.root().join("work/planted/refs")).unwrap();
+    let broad = tree.grants(WORK_WRITES);
+    for path in [
+        "work/planted/config",
+        "work/planted/HEAD",
+        "work/planted/hooks",
+    ] {
+        assert_eq!(
+            reason(&write(&tree, &broad, &tree.path(path))),
+            Some(DenyReason::NoGrant),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn a_write_to_the_global_git_config_needs_a_grant_that_names_it() {
+    let tree = Tree::new();
+    let home = tree.root().join("work/home");
+    fs::create_dir_all(home.join(".config/git")).unwrap();
+    let protected = tree
+        .protected()
+        .with_home(&home, &policy::git::global_configs(&home, None));
+    let broad = tree.grants(WORK_WRITES);
+    for path in [home.join(".gitconfig"), home.join(".config/git/config")] {
+        let args = parse(
+            ToolName::WriteFile,
+            &serde_json::json!({"path": path, "content": "x"}).to_string(),
+        )
+        .unwrap();
+        let decision = decide(&args, &broad, Labels::default(), now(), &protected);
+        assert_eq!(reason(&decision), Some(DenyReason::NoGrant), "{path:?}");
+    }
+    let named = tree.grants(&format!(
+        "{WORK_WRITES}[[grant]]\nid=\"cfg\"\ntool=\"write_file\"\npaths=[\"{}\"]\non_untrusted=\"allow\"\n",
+        home.join(".gitconfig").display()
+    ));
+    let args = parse(
+        ToolName::WriteFile,
+        &serde_json::json!({"path": home.join(".gitconfig"), "content": "x"}).to_string(),
+    )
+    .unwrap();
+    assert!(matches!(
+        decide(&args, &named, Labels::default(), now(), &protected),
+        Decision::Allow(_)
+    ));
+}
+
+// ---- shell: where a call without cwd runs ----
+
+#[test]
+fn a_shell_call_without_cwd_runs_in_the_deciding_grants_first_folder() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"ls\"\ntool=\"shell\"\ncommands=[\"ls\"]\npaths=[\"{root}/work\", \"{root}/notes\"]\n",
+    );
+    let Decision::Allow(allowed) = tree.decide(
+        &grants,
+        ToolName::Shell,
+        r#"{"command":"ls"}"#,
+        Labels::default(),
+    ) else {
+        panic!("not allowed")
+    };
+    let policy::args::ToolArgs::Shell(args) = &allowed.args else {
+        panic!("not shell")
+    };
+    assert_eq!(args.cwd.as_deref(), Some(tree.path("work").as_str()));
+}
+
+// ---- shell: what a covered command writes ----
+
+fn shell_call(tree: &Tree, grants: &[Grant], command: &str, cwd: &str) -> Decision {
+    let arguments = serde_json::json!({"command": command, "cwd": tree.path(cwd)}).to_string();
+    tree.decide(grants, ToolName::Shell, &arguments, Labels::default())
+}
+
+const TOOLS_IN_WORK: &str = "[[grant]]\nid=\"tools\"\ntool=\"shell\"\ncommands=[\"git\", \"cp\", \"touch\", \"tee\"]\npaths=[\"{root}/work\"]\non_untrusted=\"allow\"\n";
+
+#[test]
+fn a_file_a_command_writes_must_be_inside_the_grant_and_outside_boxmakers_folders() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/app")).unwrap();
+    let grants = tree.grants(TOOLS_IN_WORK);
+    let planted = format!(
+        "git log --format=x --output={}/boxmaker/grants/planted.toml",
+        tree.root().display()
+    );
+    assert_eq!(
+        reason(&shell_call(&tree, &grants, &planted, "work")),
+        Some(DenyReason::ProtectedPath)
+    );
+    let outside = format!("cp a.txt {}/notes/copied", tree.root().display());
+    assert_eq!(
+        reason(&shell_call(&tree, &grants, &outside, "work")),
+        Some(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        reason(&shell_call(&tree, &grants, "touch ../notes/x", "work")),
+        Some(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        allowed_grant(&shell_call(
+            &tree,
+            &grants,
+            "touch app/x && tee app/y",
+            "work"
+        )),
+        Some("tools")
+    );
+}
+
+#[test]
+fn a_command_that_writes_git_config_needs_a_grant_that_names_dot_git() {
+    let tree = Tree::new();
+    fs::create_dir_all(tree.root().join("work/app/.git")).unwrap();
+    let grants = tree.grants(TOOLS_IN_WORK);
+    for command in [
+        "git config core.fsmonitor 'touch /tmp/pwned'",
+        "touch .git/config",
+        "cp evil .git/hooks/pre-commit",
+    ] {
+        assert_eq!(
+            reason(&shell_call(&tree, &grants, command, "work/app")),
+            Some(DenyReason::NoGrant),
+            "{command}"
+        );
+    }
+    assert_eq!(
+        allowed_grant(&shell_call(&tree, &grants, "git status", "work/app")),
+        Some("tools")
+    );
+    let named = tree.grants(&TOOLS_IN_WORK.replace(
+        "paths=[\"{root}/work\"]",
+        "paths=[\"{root}/work\", \"{root}/work/app/.git\"]",
+    ));
+    assert_eq!(
+        allowed_grant(&shell_call(
+            &tree,
+            &named,
+            "git config user.name me",
+            "work/app"
+        )),
+        Some("tools")
+    );
+}
+
+#[test]
+fn a_write_the_checker_cannot_know_is_covered_by_no_grant() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid=\"x\"\ntool=\"shell\"\ncommands=[\"xargs\", \"ls\"]\npaths=[\"{root}/work\"]\n",
+    );
+    let Decision::Deny(denied) = shell_call(&tree, &grants, "ls | xargs rm", "work") else {
+        panic!("not refused")
+    };
+    assert_eq!(denied.reason, DenyReason::NoGrant);
+}

@@ -1,0 +1,8 @@
+//! The tools' integration tests, one binary: the file tools, `http_fetch` against a local TLS
+//! server, the seed-pinned schemas, and `shell`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod fs;
+mod http_fetch;
+mod schemas;
+mod shell;
