@@ -9,6 +9,9 @@
 //! model answers in process, so the server's own work on a long body is not measured.
 //! `open_and_build_body_after_N` is the part of it that grows with the history, without the
 //! synced writes whose cost depends on the disk.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// criterion's macros make public functions without docs.
+#![allow(missing_docs)]
 
 use std::time::Duration;
 
