@@ -1,4 +1,4 @@
-//! A conversation on disk: `$XDG_STATE_HOME/boxmaker/sessions/<id>/` holds `session.json`
+//! A conversation on disk: `<state-dir>/sessions/<id>/` holds `session.json`
 //! (the broker session id and resume token), `baseline.json` (the system message and the tools
 //! array, written once and replayed as raw bytes) and `messages.jsonl` (append-only).
 //!
@@ -449,21 +449,6 @@ fn damaged(path: &Path, detail: String) -> SessionError {
         path: path.display().to_string(),
         detail,
     }
-}
-
-/// The sessions folder: `$XDG_STATE_HOME/boxmaker/sessions`, else
-/// `$HOME/.local/state/boxmaker/sessions`.
-pub fn default_root() -> Option<PathBuf> {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|home| PathBuf::from(home).join(".local/state"))
-        })?;
-    Some(state.join("boxmaker").join("sessions"))
 }
 
 /// A fresh local session id (`local-` and 16 hex digits), for ports that issue none.

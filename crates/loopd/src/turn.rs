@@ -10,8 +10,8 @@ use serde::Serialize;
 use crate::llama::{LlamaError, Message, Model, ToolCall, ToolChoice};
 use crate::session::{Session, SessionError};
 use crate::tools::{
-    ALREADY_CALLED, Dispatch, Registry, STOPPED_BEFORE_RUNNING, ToolPort, cap_result, denial_text,
-    dispatch, over_limit_text,
+    ALREADY_CALLED, CALL_TOOL, Dispatch, FIND_TOOL, Registry, STOPPED_BEFORE_RUNNING, ToolPort,
+    cap_result, denial_text, dispatch, over_limit_text,
 };
 
 /// Limits on one turn.
@@ -374,7 +374,25 @@ pub fn run_call(
     call: &ToolCall,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> CallOutcome {
-    let (tool, arguments) = match dispatch(rt.registry, &call.name, &call.arguments) {
+    // find_tool and call_tool see the port's tools as they are now.
+    let current;
+    let registry = if call.name == FIND_TOOL || call.name == CALL_TOOL {
+        match rt.port.catalog() {
+            None => rt.registry,
+            Some(Ok(catalog)) => {
+                current = rt.registry.with_catalog(catalog);
+                &current
+            }
+            Some(Err(error)) => {
+                return local(format!(
+                    "The tool catalog could not be read ({error}). Try again later."
+                ));
+            }
+        }
+    } else {
+        rt.registry
+    };
+    let (tool, arguments) = match dispatch(registry, &call.name, &call.arguments) {
         Dispatch::Local(text) => return local(text),
         Dispatch::Port { tool, arguments } => (tool, arguments),
     };

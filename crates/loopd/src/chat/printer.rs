@@ -166,16 +166,21 @@ impl<'a> Printer<'a> {
                 "type": "chat_end",
                 "session": summary.session,
                 "dir": summary.dir.display().to_string(),
+                "removed": summary.removed,
                 "done": summary.done,
                 "failed": summary.failed,
             });
             return writeln!(self.out, "{line}");
         }
+        let place = if summary.removed {
+            "a temporary folder, now removed".to_string()
+        } else {
+            escape_terminal(&summary.dir.display().to_string()).into_owned()
+        };
         writeln!(
             self.out,
-            "-- session {} in {}: {} turn(s) answered, {} failed",
+            "-- session {} in {place}: {} turn(s) answered, {} failed",
             escape_terminal(&summary.session),
-            escape_terminal(&summary.dir.display().to_string()),
             summary.done,
             summary.failed
         )

@@ -51,9 +51,10 @@ pub trait ToolPort: Send + Sync {
     fn call(&self, request: &ToolRequest, on_pending: &mut dyn FnMut(&Pending)) -> ToolResponse;
 
     /// The schemas of the tools the far side can run now (the broker's `list_tools`, asked
-    /// again on every `find_tool` and `call_tool`, so a grant fixed mid-session is seen), or
-    /// `None` when the port has no catalog and the turn's registry is used as it is.
-    fn catalog(&self) -> Option<Vec<ToolSchema>> {
+    /// again on every `find_tool` and `call_tool`, so a grant fixed mid-session is seen;
+    /// [`Registry::with_catalog`]), `Some(Err(why))` when it cannot be read now, or `None`
+    /// when the port has no catalog and the turn's registry is used as it is.
+    fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {
         None
     }
 }
@@ -141,6 +142,24 @@ impl Registry {
         schemas.push(find_tool_schema());
         schemas.push(call_tool_schema());
         schemas
+    }
+
+    /// This registry's core entries, then `catalog`'s tools (those not named like a core tool,
+    /// `find_tool` or `call_tool`) as found through `find_tool`, in the catalog's order.
+    pub fn with_catalog(&self, catalog: Vec<ToolSchema>) -> Registry {
+        let mut entries: Vec<Entry> = self.entries.iter().filter(|e| e.core).cloned().collect();
+        let taken: Vec<String> = entries
+            .iter()
+            .map(|e| e.schema.name.clone())
+            .chain([FIND_TOOL.to_string(), CALL_TOOL.to_string()])
+            .collect();
+        entries.extend(
+            catalog
+                .into_iter()
+                .filter(|schema| !taken.contains(&schema.name))
+                .map(found),
+        );
+        Registry::new(entries)
     }
 
     /// The entry named `name`.

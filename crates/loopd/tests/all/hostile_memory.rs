@@ -415,7 +415,7 @@ fn a_crashed_session_with_100000_open_calls_resumes_in_bounded_memory_and_output
     let dir = testkit::temp_dir();
     let baseline = baseline_peak_kib(&dir.path().join("baseline"));
     let state = dir.path().join("state");
-    drop(crashed_session(&state, 100_000, 0));
+    drop(crashed_session(&state.join("sessions"), 100_000, 0));
     let server =
         ScriptServer::from_json(r#"{"turns":[{"replies":[]},{"replies":[{"say":"ok"}]}]}"#);
     let run = chat(

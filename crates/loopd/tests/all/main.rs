@@ -4,6 +4,7 @@
 
 mod chat;
 mod cli;
+mod flags;
 mod hostile_memory;
 mod hostile_output;
 mod hostile_protocol;

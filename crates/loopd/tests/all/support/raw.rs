@@ -263,9 +263,9 @@ pub fn chat(url: &str, state: &Path, message: &str, extra: &[&str]) -> Run {
     run_loopd(&args)
 }
 
-/// The messages of the only session under `state`, as JSON.
+/// The messages of the only session in the state folder `state`, as JSON.
 pub fn session_messages(state: &Path) -> Vec<serde_json::Value> {
-    let dir = std::fs::read_dir(state)
+    let dir = std::fs::read_dir(state.join("sessions"))
         .unwrap()
         .next()
         .unwrap()
