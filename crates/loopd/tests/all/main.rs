@@ -2,6 +2,7 @@
 //! file): each module is what was a file of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod broker;
 mod chat;
 mod cli;
 mod flags;
