@@ -2,6 +2,7 @@
 //! Test grants set `untrusted` and `on_untrusted` explicitly (the defaults make every side
 //! effect after a read ask).
 
+mod audit;
 mod calls;
 mod frames;
 mod restart;
