@@ -1,6 +1,9 @@
 //! `dispatch` of `find_tool` over registries of 10, 1,000 and 10,000 tools: the substring
 //! search of the seed plus the BM25 ranking and the rendering, as the model's query reaches
 //! them; beside it, in the same run, the seed's `Registry::find` alone as the reference.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// criterion's macros make public functions without docs.
+#![allow(missing_docs)]
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use loopd::llama::ToolSchema;

@@ -320,12 +320,12 @@ impl ToolPort for BrokerPort {
         })
     }
 
-    fn catalog(&self) -> Option<Vec<ToolSchema>> {
-        self.exchange(&AgentFrame::ListTools {}, |answer| match answer {
+    fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {
+        let tools = self.exchange(&AgentFrame::ListTools {}, |answer| match answer {
             BrokerFrame::Tools { tools } => Step::Done(tools),
             other => Step::Unexpected(format!("answered list_tools with {other:?}")),
-        })
-        .ok()
+        });
+        Some(tools.map_err(|error| error.to_string()))
     }
 }
 

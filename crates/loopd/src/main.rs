@@ -7,9 +7,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use loopd::chat::{ChatError, ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
+use loopd::chat::{
+    ChatError, ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, StateFolder, run_chat,
+};
 use loopd::llama::{LlamaConfig, ToolChoice};
+use loopd::tools::Registry;
 use loopd::turn::Limits;
+use proto::dirs::Dirs;
+use proto::text::escape_terminal;
 
 /// boxmaker's agent loop: runs a conversation against an OpenAI-compatible model and sends
 /// every tool call through a port.
@@ -23,8 +28,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Chat: messages from --message, from the script, or from standard input (the terminal).
+    // The usage clap writes lists the flags a command line used as if they were required.
+    #[command(override_usage = "loopd chat --port <broker|fake> [OPTIONS]")]
     Chat(Box<ChatArgs>),
-    /// Play the bundled demo: find a tool, call it, meet a denial, ask the clock.
+    /// Play the bundled demo: find a tool, call it, meet a denial, ask the clock (in a temporary
+    /// folder, removed at the end).
     Demo(DemoArgs),
 }
 
@@ -33,9 +41,18 @@ struct ChatArgs {
     /// The model: an OpenAI-compatible base URL, or script:FILE to play a script.
     #[arg(long, default_value = "http://127.0.0.1:8080/v1")]
     model: String,
-    /// Where tool calls go. Required: "fake" (echo answers, everything else is denied).
+    /// Where tool calls go. Required: "broker" (brokerd's agent socket) or "fake" (echo
+    /// answers, everything else is denied).
     #[arg(long)]
     port: String,
+    /// brokerd's agent socket, with --port broker (default: agent.sock in the runtime folder,
+    /// $BOXMAKER_RUNTIME_DIR, else $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid>).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// boxmaker's state folder; conversations are kept in its sessions/ (default:
+    /// $BOXMAKER_STATE_DIR, else $XDG_STATE_HOME/boxmaker, else ~/.local/state/boxmaker).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
     /// A message to send; repeat for several turns.
     #[arg(long = "message", short = 'm')]
     messages: Vec<String>,
@@ -88,9 +105,6 @@ struct DemoArgs {
 
 #[derive(Args)]
 struct CommonArgs {
-    /// The sessions folder (default: $XDG_STATE_HOME/boxmaker/sessions).
-    #[arg(long)]
-    state_dir: Option<PathBuf>,
     /// A script placeholder value, as NAME=VALUE (workspace and home have defaults).
     #[arg(long = "var", value_parser = parse_var)]
     vars: Vec<(String, String)>,
@@ -124,7 +138,7 @@ fn main() -> ExitCode {
     let options = match options {
         Ok(options) => options,
         Err(message) => {
-            eprintln!("loopd: {message}");
+            eprintln!("loopd: {}", escape_terminal(&message));
             return ExitCode::from(2);
         }
     };
@@ -135,31 +149,60 @@ fn main() -> ExitCode {
     match run_chat(&options, &mut input, interactive, &mut out) {
         Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
+        Err(ChatError::Port(error)) if error.is_no_broker() => {
+            eprintln!("loopd: {}", escape_terminal(&error.to_string()));
+            ExitCode::from(3)
+        }
         // The reader of our output went away (`loopd demo | head`): nothing left to say.
         Err(ChatError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("loopd: {error}");
+            eprintln!("loopd: {}", escape_terminal(&error.to_string()));
             ExitCode::from(2)
         }
     }
 }
 
+/// The state and runtime folders as brokerd finds them (`proto::dirs`). loopd reads no config
+/// folder: `/` stands in for it, so only the two it uses are looked up.
+fn dirs(state_dir: Option<&std::path::Path>) -> Result<Dirs, String> {
+    Dirs::resolve(
+        Some(std::path::Path::new("/")),
+        state_dir,
+        None,
+        &|name| std::env::var_os(name),
+        rustix::process::getuid().as_raw(),
+    )
+    .map_err(|e| e.to_string())
+}
+
 fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
     let model = ModelSource::parse(&args.model)?;
-    let port = PortKind::parse(&args.port)?;
+    let port = PortKind::parse(&args.port, args.socket.clone(), || {
+        Ok(dirs(None)?.agent_socket())
+    })?;
+    let state = StateFolder::Dir(dirs(args.state_dir.as_deref())?.state);
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
         return Err(format!(
-            "--timeout {} must be between 0 and 86400 seconds",
+            "--timeout {} must be more than 0 and at most 86400 seconds",
             args.timeout
         ));
     }
     if args.max_rounds == 0 || args.result_cap == 0 {
         return Err("--max-rounds and --result-cap must be at least 1".to_string());
     }
-    let system_prompt = match &args.system {
-        Some(path) => std::fs::read_to_string(path)
+    let system_prompt = match (&args.system, &args.session) {
+        (Some(_), Some(id)) => {
+            return Err(format!(
+                "--system sets the system prompt of a new session, and session {id} keeps the one it was started with: leave out --system, or --session to start a new session"
+            ));
+        }
+        (Some(path), None) => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read --system {}: {e}", path.display()))?,
-        None => DEFAULT_SYSTEM_PROMPT.to_string(),
+        (None, _) => DEFAULT_SYSTEM_PROMPT.to_string(),
+    };
+    let first_tool_choice = match args.first_tool_choice.as_deref() {
+        Some(text) => Some(first_tool_choice(text)?),
+        None => None,
     };
     let api_key = match &args.api_key_env {
         Some(name) => {
@@ -180,7 +223,7 @@ fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
         },
         port,
         messages: args.messages,
-        state_dir: args.common.state_dir,
+        state,
         session: args.session,
         vars: args.common.vars.into_iter().collect::<BTreeMap<_, _>>(),
         system_prompt,
@@ -189,9 +232,29 @@ fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
             max_rounds: args.max_rounds,
             max_tool_calls: args.max_tool_calls,
             result_cap: args.result_cap,
-            first_tool_choice: args.first_tool_choice.as_deref().map(ToolChoice::parse),
+            first_tool_choice,
         },
     })
+}
+
+/// `--first-tool-choice`: `auto`, `none`, `required`, or a tool of the `tools` array every
+/// session sends (a server refuses any other name, and only after a request has been made).
+fn first_tool_choice(text: &str) -> Result<ToolChoice, String> {
+    let choice = ToolChoice::parse(text);
+    if let ToolChoice::Function(name) = &choice {
+        let core: Vec<String> = Registry::m3a()
+            .core_schemas()
+            .into_iter()
+            .map(|schema| schema.name)
+            .collect();
+        if !core.contains(name) {
+            return Err(format!(
+                "--first-tool-choice {name:?} is not a tool the model is given: use auto, none, required or one of {} (other tools are reached through call_tool)",
+                core.join(", ")
+            ));
+        }
+    }
+    Ok(choice)
 }
 
 fn demo_options(args: DemoArgs) -> ChatOptions {
@@ -200,7 +263,7 @@ fn demo_options(args: DemoArgs) -> ChatOptions {
         llama: LlamaConfig::default(),
         port: PortKind::Fake,
         messages: Vec::new(),
-        state_dir: args.common.state_dir,
+        state: StateFolder::Temporary,
         session: None,
         vars: args.common.vars.into_iter().collect(),
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),

@@ -252,6 +252,7 @@ impl ReplySpec {
             content: self.say.clone().unwrap_or_default(),
             tool_calls,
             finish_reason: Some(finish_reason.to_string()),
+            calls_left_out: 0,
         }))
     }
 }
@@ -313,7 +314,11 @@ impl Model for ScriptModel {
             .reply_for(&messages)
             .map_err(LlamaError::Script)?
         {
-            ReplyKind::Answer(reply) => {
+            ReplyKind::Answer(mut reply) => {
+                if reply.tool_calls.len() > request.keep_calls {
+                    reply.calls_left_out = reply.tool_calls.len() - request.keep_calls;
+                    reply.tool_calls.truncate(request.keep_calls);
+                }
                 if !reply.content.is_empty() {
                     on_text(&reply.content);
                 }
@@ -397,7 +402,10 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_refused() {
-        assert!(Script::parse(r#"{"turns":[],"x":1}"#, &values()).is_err());
-        assert!(Script::parse(r#"{"turns":[{"replies":[{"sya":"a"}]}]}"#, &values()).is_err());
+        let error = Script::parse(r#"{"turns":[],"x":1}"#, &values()).unwrap_err();
+        assert!(error.contains("unknown field `x`"), "{error}");
+        let error =
+            Script::parse(r#"{"turns":[{"replies":[{"sya":"a"}]}]}"#, &values()).unwrap_err();
+        assert!(error.contains("unknown field `sya`"), "{error}");
     }
 }

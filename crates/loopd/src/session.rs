@@ -1,4 +1,4 @@
-//! A conversation on disk: `$XDG_STATE_HOME/boxmaker/sessions/<id>/` holds `session.json`
+//! A conversation on disk: `<state-dir>/sessions/<id>/` holds `session.json`
 //! (the broker session id and resume token), `baseline.json` (the system message and the tools
 //! array, written once and replayed as raw bytes) and `messages.jsonl` (append-only).
 //!
@@ -7,8 +7,10 @@
 //! can alter a byte of an existing session's request prefix, and a server's prompt cache stays
 //! valid.
 
+use std::borrow::Borrow;
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufRead, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -60,6 +62,14 @@ pub enum SessionError {
         /// What is wrong, with the line when there is one.
         detail: String,
     },
+    /// Something to be written has no JSON form (nothing is written).
+    #[error("{path}: cannot write as JSON: {detail}")]
+    Unwritable {
+        /// The file.
+        path: String,
+        /// What serde_json said.
+        detail: String,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -78,8 +88,33 @@ pub struct Session {
     system: Box<RawValue>,
     tools: Box<RawValue>,
     messages: Vec<Box<RawValue>>,
-    tool_calls: u64,
+    shape: Shape,
     log: File,
+}
+
+/// What a turn needs to know about the conversation, kept up to date on every append so that
+/// the messages are parsed once, when the session is opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Shape {
+    /// Tool calls in every assistant message.
+    tool_calls: u64,
+    /// Tool calls before the last user message.
+    calls_before_turn: u64,
+    /// Where the last assistant message is.
+    last_assistant: Option<usize>,
+}
+
+impl Shape {
+    fn add(&mut self, message: &Message, at: usize) {
+        match message.role {
+            Role::User => self.calls_before_turn = self.tool_calls,
+            Role::Assistant => {
+                self.tool_calls += message.tool_calls.len() as u64;
+                self.last_assistant = Some(at);
+            }
+            Role::System | Role::Tool => {}
+        }
+    }
 }
 
 /// `baseline.json` as it is read back: the raw bytes of each part.
@@ -108,11 +143,15 @@ impl Session {
             }
             Err(e) => return Err(io_error(&dir, e)),
         }
-        let system = serde_json::to_string(&Message::system(system_prompt)).unwrap_or_default();
-        let baseline = format!("{{\"system\":{system},\"tools\":{}}}\n", tools_json(tools));
-        write_once(&dir.join(BASELINE_FILE), baseline.as_bytes())?;
-        let ids_json = serde_json::to_string(&ids).unwrap_or_default();
-        write_once(&dir.join(SESSION_FILE), ids_json.as_bytes())?;
+        let baseline_path = dir.join(BASELINE_FILE);
+        let system = serde_json::to_string(&Message::system(system_prompt))
+            .map_err(|e| unwritable(&baseline_path, &e))?;
+        let tools = tools_json(tools).map_err(|e| unwritable(&baseline_path, &e))?;
+        let baseline = format!("{{\"system\":{system},\"tools\":{tools}}}\n");
+        write_once(&baseline_path, baseline.as_bytes())?;
+        let ids_path = dir.join(SESSION_FILE);
+        let ids_json = serde_json::to_string(&ids).map_err(|e| unwritable(&ids_path, &e))?;
+        write_once(&ids_path, ids_json.as_bytes())?;
         Session::open(root, &ids.id)
     }
 
@@ -136,8 +175,7 @@ impl Session {
         }
         let baseline: BaselineRaw = read_json(&dir.join(BASELINE_FILE))?;
         let path = dir.join(MESSAGES_FILE);
-        let messages = read_messages(&path)?;
-        let tool_calls = count_tool_calls(&messages);
+        let (messages, shape) = read_messages(&path)?;
         let log = OpenOptions::new()
             .append(true)
             .create(true)
@@ -150,7 +188,7 @@ impl Session {
             system: baseline.system,
             tools: baseline.tools,
             messages,
-            tool_calls,
+            shape,
             log,
         })
     }
@@ -169,32 +207,77 @@ impl Session {
     /// conversation. When the write fails, the file is cut back to where it was and the
     /// conversation is unchanged.
     pub fn append(&mut self, message: &Message) -> Result<(), SessionError> {
-        let json = serde_json::to_string(message).unwrap_or_default();
+        self.append_all([message])
+    }
+
+    /// Appends `messages` as [`Session::append`] does one, with one sync for all of them (and
+    /// one write per MiB): all count, or none.
+    pub fn append_all<M: Borrow<Message>>(
+        &mut self,
+        messages: impl IntoIterator<Item = M>,
+    ) -> Result<(), SessionError> {
+        const CHUNK: usize = 1 << 20;
         let path = self.dir.join(MESSAGES_FILE);
-        let raw = RawValue::from_string(json.clone())
-            .map_err(|e| damaged(&path, format!("cannot encode: {e}")))?;
-        let mut line = json.into_bytes();
-        line.push(b'\n');
-        let before = self.log.metadata().map(|m| m.len()).ok();
-        let written = self
-            .log
-            .write_all(&line)
-            .and_then(|()| self.log.sync_data());
-        if let Err(error) = written {
-            if let Some(len) = before {
-                // A half-written line must not stay behind to break the next open.
-                let _ = self.log.set_len(len);
+        // Where to cut back to if the write fails; without it, nothing is written.
+        let before = self.log.metadata().map_err(|e| io_error(&path, e))?.len();
+        let mut shape = self.shape;
+        let mut raws = Vec::new();
+        let mut bytes = Vec::new();
+        let mut written = Ok(());
+        for message in messages {
+            let message = message.borrow();
+            let json = match serde_json::to_string(message) {
+                Ok(json) => json,
+                Err(e) => {
+                    written = Err(unwritable(&path, &e));
+                    break;
+                }
+            };
+            bytes.extend_from_slice(json.as_bytes());
+            bytes.push(b'\n');
+            shape.add(message, self.messages.len() + raws.len());
+            match RawValue::from_string(json) {
+                Ok(raw) => raws.push(raw),
+                Err(e) => {
+                    written = Err(damaged(&path, format!("cannot encode: {e}")));
+                    break;
+                }
             }
-            return Err(io_error(&path, error));
+            if bytes.len() >= CHUNK {
+                written = self.log.write_all(&bytes).map_err(|e| io_error(&path, e));
+                bytes.clear();
+                if written.is_err() {
+                    break;
+                }
+            }
         }
-        self.tool_calls += message.tool_calls.len() as u64;
-        self.messages.push(raw);
+        if written.is_ok() {
+            written = self
+                .log
+                .write_all(&bytes)
+                .and_then(|()| self.log.sync_data())
+                .map_err(|e| io_error(&path, e));
+        }
+        if let Err(error) = written {
+            // A half-written line must not stay behind to break the next open. Should cutting
+            // fail too, the next open cuts a torn last line, and the error says what failed.
+            let _ = self.log.set_len(before);
+            return Err(error);
+        }
+        self.shape = shape;
+        self.messages.extend(raws);
         Ok(())
     }
 
     /// How many tool calls the model has made in this session; the next call's id is one more.
     pub fn tool_calls_so_far(&self) -> u64 {
-        self.tool_calls
+        self.shape.tool_calls
+    }
+
+    /// How many tool calls the session held when its last user message was appended: the
+    /// calls of the current (or last) turn are numbered after it.
+    pub fn tool_calls_before_turn(&self) -> u64 {
+        self.shape.calls_before_turn
     }
 
     /// How many messages follow the baseline.
@@ -208,6 +291,7 @@ impl Session {
     }
 
     /// The request for the conversation so far: the system message, every message, the tools.
+    /// It keeps every tool call of the reply ([`ChatRequest::keep_calls`]); a turn sets less.
     pub fn request(&self, tool_choice: Option<ToolChoice>) -> ChatRequest<'_> {
         let mut messages: Vec<&RawValue> = Vec::with_capacity(self.messages.len() + 1);
         messages.push(&self.system);
@@ -216,39 +300,33 @@ impl Session {
             messages,
             tools: &self.tools,
             tool_choice,
+            keep_calls: usize::MAX,
         }
     }
 
     /// The tool calls of the last assistant message that have no tool result yet, in order
-    /// (left by a crash between a call and its result), with their session-wide numbers.
+    /// (left by a crash between a call and its result), with their session-wide numbers. Only
+    /// the messages from that assistant message on are read.
     pub fn unanswered_calls(&self) -> Vec<(u64, ToolCall)> {
-        let parsed: Vec<Option<Message>> = self
-            .messages
-            .iter()
-            .map(|raw| serde_json::from_str(raw.get()).ok())
-            .collect();
-        let Some(last) = parsed
-            .iter()
-            .rposition(|m| m.as_ref().is_some_and(|m| m.role == Role::Assistant))
-        else {
+        let Some(last) = self.shape.last_assistant else {
             return Vec::new();
         };
-        let Some(Some(assistant)) = parsed.get(last) else {
+        let parse = |raw: &RawValue| serde_json::from_str::<Message>(raw.get()).ok();
+        let mut tail = self.messages.iter().skip(last).map(|raw| &**raw);
+        let Some(assistant) = tail.next().and_then(parse) else {
             return Vec::new();
         };
-        let answered: Vec<String> = parsed
-            .iter()
-            .skip(last + 1)
-            .flatten()
-            .filter_map(|m| m.tool_call_id.clone())
+        let answered: HashSet<String> = tail
+            .filter_map(parse)
+            .filter_map(|m| m.tool_call_id)
             .collect();
-        let first_number = self.tool_calls - assistant.tool_calls.len() as u64 + 1;
+        let first_number = self.shape.tool_calls - assistant.tool_calls.len() as u64 + 1;
         assistant
             .tool_calls
-            .iter()
+            .into_iter()
             .enumerate()
             .filter(|(_, call)| !answered.contains(&call.id))
-            .map(|(i, call)| (first_number + i as u64, call.clone()))
+            .map(|(i, call)| (first_number + i as u64, call))
             .collect()
     }
 }
@@ -302,35 +380,46 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SessionEr
     serde_json::from_str(&text).map_err(|e| damaged(path, e.to_string()))
 }
 
-fn read_messages(path: &Path) -> Result<Vec<Box<RawValue>>, SessionError> {
+/// Every message of `path` as raw JSON and the conversation's [`Shape`], each line parsed once.
+fn read_messages(path: &Path) -> Result<(Vec<Box<RawValue>>, Shape), SessionError> {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_file() => {}
         Ok(_) => return Err(damaged(path, "not a regular file".to_string())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), Shape::default())),
         Err(e) => return Err(io_error(path, e)),
     }
-    let text = fs::read_to_string(path).map_err(|e| match e.kind() {
-        io::ErrorKind::InvalidData => damaged(path, "not UTF-8 text".to_string()),
-        _ => io_error(path, e),
-    })?;
-    let complete = text.ends_with('\n') || text.is_empty();
-    let mut lines: Vec<&str> = text.lines().collect();
-    if !complete {
-        // The last line was being written when the process stopped: it never counted.
-        lines.pop();
-        let keep = text.rfind('\n').map_or(0, |at| at + 1);
-        cut_to(path, keep as u64)?;
-    }
-    let mut messages = Vec::with_capacity(lines.len());
-    for (number, line) in lines.iter().enumerate() {
-        let check: Result<Message, _> = serde_json::from_str(line);
-        let raw = check
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let mut reader = io::BufReader::new(file);
+    let mut messages = Vec::new();
+    let mut shape = Shape::default();
+    let mut complete_len = 0u64;
+    loop {
+        let mut line = String::new();
+        let read = reader.read_line(&mut line).map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => damaged(path, "not UTF-8 text".to_string()),
+            _ => io_error(path, e),
+        })?;
+        if read == 0 {
+            break;
+        }
+        if !line.ends_with('\n') {
+            // The last line was being written when the process stopped: it never counted.
+            cut_to(path, complete_len)?;
+            break;
+        }
+        complete_len += read as u64;
+        line.truncate(line.trim_end_matches(['\n', '\r']).len());
+        let number = messages.len();
+        let raw = serde_json::from_str::<Message>(&line)
             .map_err(|e| e.to_string())
-            .and_then(|_| RawValue::from_string((*line).to_string()).map_err(|e| e.to_string()))
+            .and_then(|message| {
+                shape.add(&message, number);
+                RawValue::from_string(line).map_err(|e| e.to_string())
+            })
             .map_err(|e| damaged(path, format!("line {}: {e}", number + 1)))?;
         messages.push(raw);
     }
-    Ok(messages)
+    Ok((messages, shape))
 }
 
 fn cut_to(path: &Path, len: u64) -> Result<(), SessionError> {
@@ -341,12 +430,11 @@ fn cut_to(path: &Path, len: u64) -> Result<(), SessionError> {
         .map_err(|e| io_error(path, e))
 }
 
-fn count_tool_calls(messages: &[Box<RawValue>]) -> u64 {
-    messages
-        .iter()
-        .filter_map(|raw| serde_json::from_str::<Message>(raw.get()).ok())
-        .map(|m| m.tool_calls.len() as u64)
-        .sum()
+fn unwritable(path: &Path, error: &serde_json::Error) -> SessionError {
+    SessionError::Unwritable {
+        path: path.display().to_string(),
+        detail: error.to_string(),
+    }
 }
 
 fn io_error(path: &Path, source: io::Error) -> SessionError {
@@ -361,21 +449,6 @@ fn damaged(path: &Path, detail: String) -> SessionError {
         path: path.display().to_string(),
         detail,
     }
-}
-
-/// The sessions folder: `$XDG_STATE_HOME/boxmaker/sessions`, else
-/// `$HOME/.local/state/boxmaker/sessions`.
-pub fn default_root() -> Option<PathBuf> {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|home| PathBuf::from(home).join(".local/state"))
-        })?;
-    Some(state.join("boxmaker").join("sessions"))
 }
 
 /// A fresh local session id (`local-` and 16 hex digits), for ports that issue none.

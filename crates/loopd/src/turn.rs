@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::llama::{LlamaError, Message, Model, ToolCall, ToolChoice};
 use crate::session::{Session, SessionError};
 use crate::tools::{
-    ALREADY_CALLED, Dispatch, Registry, ToolPort, cap_result, denial_text, dispatch,
+    ALREADY_CALLED, CALL_TOOL, Dispatch, FIND_TOOL, Registry, STOPPED_BEFORE_RUNNING, ToolPort,
+    cap_result, denial_text, dispatch, over_limit_text,
 };
 
 /// Limits on one turn.
@@ -18,7 +19,10 @@ use crate::tools::{
 pub struct Limits {
     /// Model requests per turn; a turn that needs more fails with [`TurnError::TooManyRounds`].
     pub max_rounds: usize,
-    /// Tool calls per turn; calls past it are answered "not run" and the model must answer.
+    /// Tool calls per turn, across its rounds. Of a reply that goes past it, only the calls
+    /// within it and one more are kept; that one is answered with [`over_limit_text`] for all
+    /// the calls not run, and the model must answer. Calls a stopped loopd left without a
+    /// result are sent again only within it.
     pub max_tool_calls: usize,
     /// Bytes of one tool result the model sees ([`cap_result`]); never below the broker's cap.
     pub result_cap: usize,
@@ -100,6 +104,14 @@ pub enum TurnEvent {
         /// Whether loopd's cap cut it.
         truncated: bool,
     },
+    /// Calls were answered `text` in one batch without running, e.g. those a stopped loopd
+    /// left without a result past the turn's limit.
+    CallsNotRun {
+        /// How many.
+        count: usize,
+        /// The answer each of them got.
+        text: String,
+    },
     /// The turn ended with the model's answer.
     TurnDone {
         /// The final text.
@@ -165,10 +177,12 @@ fn turn(
 ) -> Result<String, TurnError> {
     finish_interrupted_calls(rt, session, on_event)?;
     session.append(&Message::user(user))?;
+    let limit = rt.limits.max_tool_calls;
     let mut calls_made = 0usize;
     let mut previous: Option<(String, String)> = None;
     for round in 0..rt.limits.max_rounds {
-        let tool_choice = if calls_made >= rt.limits.max_tool_calls {
+        let remaining = limit.saturating_sub(calls_made);
+        let tool_choice = if remaining == 0 {
             Some(ToolChoice::None)
         } else if round == 0 {
             rt.limits.first_tool_choice.clone()
@@ -176,7 +190,8 @@ fn turn(
             None
         };
         let reply = {
-            let request = session.request(tool_choice);
+            let mut request = session.request(tool_choice);
+            request.keep_calls = remaining.saturating_add(1);
             let mut on_text = |text: &str| {
                 on_event(&TurnEvent::TextDelta {
                     text: text.to_string(),
@@ -189,7 +204,12 @@ fn turn(
                 text: reply.content.clone(),
             });
         }
-        let calls = with_ids(reply.tool_calls, session.tool_calls_so_far());
+        // Kept: the calls within the limit, and one more to answer for all the others.
+        let made = reply.tool_calls.len().saturating_add(reply.calls_left_out);
+        let not_run = made.saturating_sub(remaining);
+        let mut calls = reply.tool_calls;
+        calls.truncate(remaining.saturating_add(1));
+        let calls = with_ids(calls, session.tool_calls_so_far());
         session.append(&Message::assistant(&reply.content, calls.clone()))?;
         if calls.is_empty() {
             return Ok(reply.content);
@@ -200,36 +220,57 @@ fn turn(
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
-            let key = (call.name.clone(), normalized(&call.arguments));
-            let outcome = if calls_made >= rt.limits.max_tool_calls {
-                local(format!(
-                    "Not run: this turn has reached its limit of {} tool calls. Answer with what you have.",
-                    rt.limits.max_tool_calls
-                ))
-            } else if previous.as_ref() == Some(&key) {
-                local(ALREADY_CALLED.to_string())
+            let outcome = if offset >= remaining {
+                local(over_limit_text(limit, not_run))
             } else {
-                let call_id = first_number + offset as u64;
-                checked_call(rt, &session.ids().id, call_id, call, on_event)
+                let key = (call.name.clone(), normalized(&call.arguments));
+                let outcome = if previous.as_ref() == Some(&key) {
+                    local(ALREADY_CALLED.to_string())
+                } else {
+                    let call_id = first_number + offset as u64;
+                    checked_call(rt, &session.ids().id, call_id, call, on_event)
+                };
+                calls_made += 1;
+                previous = Some(key);
+                outcome
             };
-            calls_made += 1;
-            previous = Some(key);
             record_result(rt, session, call, outcome, on_event)?;
         }
     }
     Err(TurnError::TooManyRounds(rt.limits.max_rounds))
 }
 
-/// Calls left without a result by a crash are sent again with the same numbers: the broker
-/// answers a number it has seen with the answer it gave, and runs one it has not.
+/// Calls left without a result by a crash are sent again with the same numbers, as far as they
+/// are within their turn's limit of tool calls: the broker answers a number it has seen with
+/// the answer it gave, and runs one it has not. The others are answered
+/// [`STOPPED_BEFORE_RUNNING`], all in one write.
 fn finish_interrupted_calls(
     rt: &Runtime<'_>,
     session: &mut Session,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<(), TurnError> {
+    let before_turn = session.tool_calls_before_turn();
+    let mut stopped = Vec::new();
     for (call_id, call) in session.unanswered_calls() {
-        let outcome = checked_call(rt, &session.ids().id, call_id, &call, on_event);
-        record_result(rt, session, &call, outcome, on_event)?;
+        let in_turn = call_id.saturating_sub(before_turn);
+        if in_turn <= rt.limits.max_tool_calls as u64 {
+            let outcome = checked_call(rt, &session.ids().id, call_id, &call, on_event);
+            record_result(rt, session, &call, outcome, on_event)?;
+        } else {
+            stopped.push(call.id);
+        }
+    }
+    if !stopped.is_empty() {
+        let count = stopped.len();
+        session.append_all(
+            stopped
+                .into_iter()
+                .map(|id| Message::tool(&id, STOPPED_BEFORE_RUNNING)),
+        )?;
+        on_event(&TurnEvent::CallsNotRun {
+            count,
+            text: STOPPED_BEFORE_RUNNING.to_string(),
+        });
     }
     Ok(())
 }
@@ -333,7 +374,25 @@ pub fn run_call(
     call: &ToolCall,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> CallOutcome {
-    let (tool, arguments) = match dispatch(rt.registry, &call.name, &call.arguments) {
+    // find_tool and call_tool see the port's tools as they are now.
+    let current;
+    let registry = if call.name == FIND_TOOL || call.name == CALL_TOOL {
+        match rt.port.catalog() {
+            None => rt.registry,
+            Some(Ok(catalog)) => {
+                current = rt.registry.with_catalog(catalog);
+                &current
+            }
+            Some(Err(error)) => {
+                return local(format!(
+                    "The tool catalog could not be read ({error}). Try again later."
+                ));
+            }
+        }
+    } else {
+        rt.registry
+    };
+    let (tool, arguments) = match dispatch(registry, &call.name, &call.arguments) {
         Dispatch::Local(text) => return local(text),
         Dispatch::Port { tool, arguments } => (tool, arguments),
     };

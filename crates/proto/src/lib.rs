@@ -1,6 +1,8 @@
 //! boxmaker's wire types: what an agent's tool call is, what can come back, and the frames that
 //! carry them over a Unix socket.
 //!
+//! [`text::escape_terminal`] makes text from outside safe to print on a terminal.
+//!
 //! Every crate names these types; none of them does I/O beyond the frame codec, which reads and
 //! writes any `std::io::Read`/`Write` the caller hands it.
 //!

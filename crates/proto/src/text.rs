@@ -1,5 +1,15 @@
-//! Cutting text to a byte budget without splitting a character: the one place every cap in
-//! boxmaker (a `consult` question and answer, a rendered result, a turn's tool result) cuts.
+//! Text handled the same way everywhere: cut to a byte budget without splitting a character
+//! ([`cut_at_boundary`], [`tail_at_boundary`]: the one place every cap in boxmaker cuts), and
+//! text from outside (a model, a server, a tool, a file) made safe to print on a terminal
+//! ([`escape_terminal`]).
+//!
+//! Every program of boxmaker that prints such text for a person (`loopd chat`, later `bx`)
+//! passes it through [`escape_terminal`], so that no byte a model or a server chose can move
+//! the cursor, change colours, set the window title, rewrite a line, reorder what is shown, or
+//! start a new line that looks like the program's own.
+
+use std::borrow::Cow;
+use std::fmt::Write;
 
 /// The longest start of `text` that is at most `max` bytes long and ends on a character
 /// boundary: `text` itself when it fits.
@@ -19,9 +29,63 @@ pub fn tail_at_boundary(text: &str, max: usize) -> &str {
     &text[start..]
 }
 
+/// `text` with every character that a terminal would act on instead of showing replaced by a
+/// visible escape; text without one is returned as it is.
+///
+/// Escaped: every C0 control (U+0000-U+001F, newline and tab included: `\n`, `\r`, `\t`, and
+/// `\x1b` for the others), DEL (`\x7f`), every C1 control (U+0080-U+009F, as `\u{9b}`), the
+/// bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069, as
+/// `\u{202e}`) and the Unicode line and paragraph separators (U+2028, U+2029). A caller that
+/// wants line breaks splits on `'\n'` first and escapes each line.
+pub fn escape_terminal(text: &str) -> Cow<'_, str> {
+    let Some(first) = text.find(needs_escape) else {
+        return Cow::Borrowed(text);
+    };
+    let (clean, rest) = text.split_at(first);
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push_str(clean);
+    for c in rest.chars() {
+        if needs_escape(c) {
+            push_escape(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether [`escape_terminal`] replaces `c`.
+fn needs_escape(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
+}
+
+fn push_escape(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{0}'..='\u{1f}' | '\u{7f}' => {
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        }
+        _ => {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn a_cut_never_splits_a_character_and_never_exceeds_the_budget() {
@@ -32,5 +96,46 @@ mod tests {
         assert_eq!(tail_at_boundary("éa", 2), "a");
         assert_eq!(tail_at_boundary("éa", 3), "éa");
         assert_eq!(tail_at_boundary("éa", 0), "");
+    }
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        let text = "Grüße, 世界 — ok? (a\\b) \u{1F600}";
+        assert!(matches!(escape_terminal(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn ansi_osc_and_cursor_controls_become_visible() {
+        assert_eq!(
+            escape_terminal("\u{1b}[31mred\u{1b}]0;title\u{7}\r\u{8}x\u{0}"),
+            "\\x1b[31mred\\x1b]0;title\\x07\\r\\x08x\\x00"
+        );
+    }
+
+    #[test]
+    fn newline_and_tab_are_escaped_so_no_new_line_can_start() {
+        assert_eq!(escape_terminal("a\n  denied x\tb"), "a\\n  denied x\\tb");
+    }
+
+    #[test]
+    fn del_c1_and_bidirectional_controls_are_escaped() {
+        assert_eq!(
+            escape_terminal("\u{7f}\u{9b}31m\u{85}abc\u{202e}cba\u{2066}\u{200f}\u{61c}\u{2028}"),
+            "\\x7f\\u{9b}31m\\u{85}abc\\u{202e}cba\\u{2066}\\u{200f}\\u{61c}\\u{2028}"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn the_escaped_text_holds_no_character_a_terminal_acts_on(text in any::<String>()) {
+            let escaped = escape_terminal(&text);
+            prop_assert!(!escaped.chars().any(needs_escape));
+            prop_assert!(escaped.len() >= text.len());
+        }
+
+        #[test]
+        fn text_without_controls_is_unchanged(text in "[a-zA-Z0-9 .,;:!?\\\\/\u{a0}-\u{2000}]*") {
+            prop_assert_eq!(escape_terminal(&text), text.as_str());
+        }
     }
 }

@@ -1,13 +1,17 @@
 //! The HTTP side: one POST per request, whole or streamed.
 
-use std::io::BufReader;
+use std::io::Read;
 use std::time::Duration;
 
-use super::stream::{StreamError, excerpt, parse_completion, read_stream};
+use super::stream::{StreamError, parse_completion, read_stream};
+use super::wire::excerpt;
 use super::{ChatRequest, LlamaError, Model, Reply, request_body};
 
-/// The most bytes one answer may have (whole or streamed).
-const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
+/// The most bytes one answer may have, whole or streamed, after decompression.
+pub const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The most bytes of an error body read (the start of it is shown).
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
 
 /// How to reach the model server and what to ask it for.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +60,8 @@ impl LlamaClient {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(config.timeout))
             .http_status_as_error(false)
+            // A redirect could send the conversation, and take the answer, from another host.
+            .max_redirects(0)
             .build()
             .into();
         LlamaClient { config, url, agent }
@@ -116,7 +122,7 @@ impl Model for LlamaClient {
         request: &ChatRequest<'_>,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, LlamaError> {
-        let body = request_body(&self.config, request);
+        let body = request_body(&self.config, request)?;
         let mut post = self
             .agent
             .post(&self.url)
@@ -126,18 +132,30 @@ impl Model for LlamaClient {
         }
         let mut response = post.send(&body).map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
-        if status >= 400 {
-            let text = response
-                .body_mut()
-                .with_config()
-                .limit(64 * 1024)
-                .lossy_utf8(true)
-                .read_to_string()
+        if (300..400).contains(&status) {
+            let location = response
+                .headers()
+                .get("location")
+                .map(|v| excerpt(&String::from_utf8_lossy(v.as_bytes())))
                 .unwrap_or_default();
+            return Err(LlamaError::Redirect {
+                url: self.url.clone(),
+                status,
+                location,
+            });
+        }
+        if status >= 400 {
+            let mut start = Vec::new();
+            // The start is enough to show; a body that fails halfway still shows what came.
+            let _ = response
+                .body_mut()
+                .as_reader()
+                .take(ERROR_BODY_LIMIT)
+                .read_to_end(&mut start);
             return Err(LlamaError::Status {
                 url: self.url.clone(),
                 status,
-                body: excerpt(&text),
+                body: excerpt(&String::from_utf8_lossy(&start)),
             });
         }
         let event_stream = response
@@ -146,10 +164,12 @@ impl Model for LlamaClient {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if event_stream {
-            let reader = BufReader::new(response.body_mut().as_reader());
-            return read_stream(reader, ANSWER_LIMIT, on_text).map_err(|e| match e {
-                StreamError::Io(io) => self.io_error(io),
-                StreamError::Llama(error) => error,
+            let reader = response.body_mut().as_reader();
+            return read_stream(reader, ANSWER_LIMIT, request.keep_calls, on_text).map_err(|e| {
+                match e {
+                    StreamError::Io(io) => self.io_error(io),
+                    StreamError::Llama(error) => error,
+                }
             });
         }
         let text = response
@@ -163,7 +183,7 @@ impl Model for LlamaClient {
                 }
                 other => self.transport_error(other),
             })?;
-        let reply = parse_completion(&text)?;
+        let reply = parse_completion(&text, request.keep_calls)?;
         if !reply.content.is_empty() {
             on_text(&reply.content);
         }

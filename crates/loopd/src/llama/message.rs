@@ -1,6 +1,9 @@
 //! Chat messages and tool calls in the OpenAI-compatible wire form.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::wire::arguments_text;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,8 +80,13 @@ fn null_as_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<St
 }
 
 /// A tool call the model made: its id, the tool's name and the arguments as JSON text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "WireToolCall", into = "WireToolCall")]
+///
+/// Written as `{"id":…,"type":"function","function":{"name":…,"arguments":"…"}}`. Read from
+/// the same form, where `arguments` may also be any other JSON value (some servers send an
+/// object), kept as its text without building a JSON tree, and `null` or a missing `id` or
+/// `arguments` is empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(try_from = "WireToolCall")]
 pub struct ToolCall {
     /// The id the tool result must name.
     pub id: String,
@@ -88,65 +96,60 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// `{"id":…,"type":"function","function":{"name":…,"arguments":…}}`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+impl Serialize for ToolCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            id: &'a str,
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            arguments: &'a str,
+        }
+        Wire {
+            id: &self.id,
+            kind: "function",
+            function: Function {
+                name: &self.name,
+                arguments: &self.arguments,
+            },
+        }
+        .serialize(serializer)
+    }
+}
+
+/// A tool call as it is read; `type` is not checked.
+#[derive(Deserialize)]
 struct WireToolCall {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     id: String,
-    #[serde(rename = "type", default = "function_type")]
-    kind: String,
     function: WireFunction,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct WireFunction {
     name: String,
     #[serde(default)]
-    arguments: Arguments,
+    arguments: Option<Box<RawValue>>,
 }
 
-/// Arguments arrive as a JSON string (OpenAI) or, from some servers, as a JSON object.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged)]
-enum Arguments {
-    Text(String),
-    Object(serde_json::Value),
-}
+impl TryFrom<WireToolCall> for ToolCall {
+    type Error = serde_json::Error;
 
-impl Default for Arguments {
-    fn default() -> Self {
-        Arguments::Text(String::new())
-    }
-}
-
-fn function_type() -> String {
-    "function".to_string()
-}
-
-impl From<WireToolCall> for ToolCall {
-    fn from(wire: WireToolCall) -> ToolCall {
-        let arguments = match wire.function.arguments {
-            Arguments::Text(text) => text,
-            Arguments::Object(value) => value.to_string(),
+    fn try_from(wire: WireToolCall) -> Result<ToolCall, serde_json::Error> {
+        let arguments = match &wire.function.arguments {
+            Some(raw) => arguments_text(raw)?,
+            None => String::new(),
         };
-        ToolCall {
+        Ok(ToolCall {
             id: wire.id,
             name: wire.function.name,
             arguments,
-        }
-    }
-}
-
-impl From<ToolCall> for WireToolCall {
-    fn from(call: ToolCall) -> WireToolCall {
-        WireToolCall {
-            id: call.id,
-            kind: function_type(),
-            function: WireFunction {
-                name: call.name,
-                arguments: Arguments::Text(call.arguments),
-            },
-        }
+        })
     }
 }
 
@@ -178,6 +181,26 @@ mod tests {
             .unwrap();
         assert_eq!(message.content, "");
         assert_eq!(message.tool_calls[0].arguments, r#"{"text":"hi"}"#);
+    }
+
+    #[test]
+    fn a_call_without_id_or_arguments_reads_them_as_empty_and_round_trips() {
+        let call: ToolCall =
+            serde_json::from_str(r#"{"id":null,"function":{"name":"clock","arguments":null}}"#)
+                .unwrap();
+        assert_eq!(
+            call,
+            ToolCall {
+                name: "clock".into(),
+                ..ToolCall::default()
+            }
+        );
+        let text = serde_json::to_string(&call).unwrap();
+        assert_eq!(
+            text,
+            r#"{"id":"","type":"function","function":{"name":"clock","arguments":""}}"#
+        );
+        assert_eq!(serde_json::from_str::<ToolCall>(&text).unwrap(), call);
     }
 
     #[test]

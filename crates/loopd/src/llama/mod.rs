@@ -7,17 +7,27 @@
 //! restricts or forces calls, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
 //! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
 //!
-//! What it reads: `choices[0].message.content` and `.tool_calls[]` (`id`,
-//! `function.name`, `function.arguments` as a string or an object) and
-//! `choices[0].finish_reason`; when streaming, Server-Sent Events `data:` lines whose
-//! `choices[0].delta` carries `content` pieces and `tool_calls[]` pieces by `index`, up to
-//! `data: [DONE]`. An `error` object in a body or an event is the server's error.
+//! What it reads: of `choices`, only the choice whose `index` is 0 (its position when it has no
+//! `index`); its `message.content` and `.tool_calls[]` (`id`, `function.name`,
+//! `function.arguments` as a string or any other JSON, kept as its text) and `finish_reason`;
+//! when streaming, Server-Sent Events `data:` lines whose choice 0 `delta` carries `content`
+//! pieces and `tool_calls[]` pieces by `index`, up to `data: [DONE]`. An `error` object in a
+//! body or an event is the server's error.
+//!
+//! What it bounds (a model server may be broken or hostile): the whole exchange takes at most
+//! the configured timeout; an answer, whole or streamed, is at most [`ANSWER_LIMIT`] bytes after
+//! decompression, counted before anything is buffered (a line without an end is cut there);
+//! an error body is read for at most 64 KiB; no JSON tree is built (unknown fields are skipped
+//! as they are read); tool calls past [`ChatRequest::keep_calls`] are counted, not kept; a
+//! stream that ends without `finish_reason` or `[DONE]` is an error, never an answer; and no
+//! redirect is followed.
 
 mod client;
 mod message;
 mod stream;
+mod wire;
 
-pub use client::{LlamaClient, LlamaConfig};
+pub use client::{ANSWER_LIMIT, LlamaClient, LlamaConfig};
 pub use message::{Message, Role, ToolCall};
 pub use proto::ToolSchema;
 
@@ -34,6 +44,10 @@ pub struct ChatRequest<'a> {
     pub tools: &'a RawValue,
     /// `tool_choice`; `None` leaves the server's default.
     pub tool_choice: Option<ToolChoice>,
+    /// How many of the reply's tool calls the caller can use: the model keeps at most this many
+    /// (the first to arrive) and only counts the others ([`Reply::calls_left_out`]), so a reply
+    /// with a million calls costs no more memory than one with this many. Never sent.
+    pub keep_calls: usize,
 }
 
 /// The body loopd POSTs: the client's settings around a [`ChatRequest`].
@@ -94,8 +108,9 @@ impl Serialize for ToolChoice {
     }
 }
 
-/// The exact JSON body for `request` under `config`.
-pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> String {
+/// The exact JSON body for `request` under `config`, or why it cannot be written (a value JSON
+/// has no form for).
+pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> Result<String, LlamaError> {
     let body = Body {
         model: &config.model_name,
         messages: &request.messages,
@@ -105,11 +120,12 @@ pub fn request_body(config: &LlamaConfig, request: &ChatRequest<'_>) -> String {
         max_tokens: config.max_tokens,
         temperature: config.temperature,
     };
-    serde_json::to_string(&body).unwrap_or_default()
+    serde_json::to_string(&body).map_err(|e| LlamaError::Encode(e.to_string()))
 }
 
-/// The `tools` array for `schemas`, in the wire form `{"type":"function","function":…}`.
-pub fn tools_json(schemas: &[ToolSchema]) -> String {
+/// The `tools` array for `schemas`, in the wire form `{"type":"function","function":…}`, or
+/// why it cannot be written.
+pub fn tools_json(schemas: &[ToolSchema]) -> Result<String, serde_json::Error> {
     #[derive(Serialize)]
     struct Wrapped<'a> {
         #[serde(rename = "type")]
@@ -123,7 +139,7 @@ pub fn tools_json(schemas: &[ToolSchema]) -> String {
             function,
         })
         .collect();
-    serde_json::to_string(&wrapped).unwrap_or_else(|_| "[]".to_string())
+    serde_json::to_string(&wrapped)
 }
 
 /// The model's answer for one request.
@@ -135,6 +151,8 @@ pub struct Reply {
     pub tool_calls: Vec<ToolCall>,
     /// Why the model stopped (`stop`, `tool_calls`, `length`, …), when the server says.
     pub finish_reason: Option<String>,
+    /// Tool calls of this reply past [`ChatRequest::keep_calls`]: counted, not kept.
+    pub calls_left_out: usize,
 }
 
 /// Something that answers chat requests: the HTTP client, or loopd's script player.
@@ -176,6 +194,22 @@ pub enum LlamaError {
         /// The start of the body.
         body: String,
     },
+    /// The server answered with a redirect, which loopd never follows (it could send the
+    /// conversation, and take the answer, from another host).
+    #[error(
+        "the model server at {url} answered HTTP {status} with a redirect to {location:?}; loopd follows no redirect (give the final address with --model)"
+    )]
+    Redirect {
+        /// The URL tried.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the `Location` header (empty when there is none).
+        location: String,
+    },
+    /// The request could not be written as JSON.
+    #[error("cannot write the request as JSON: {0}")]
+    Encode(String),
     /// The server reported an error inside a successful response.
     #[error("the model server reported an error: {0}")]
     Server(String),

@@ -1,59 +1,86 @@
 //! Turning a chat completion (whole, or streamed as Server-Sent Events) into a [`Reply`].
+//!
+//! Memory stays bounded by what arrived: the stream is read a line at a time from a reader that
+//! stops after the limit (so a line that never ends is cut there, compressed or not), only
+//! choice 0 is read, a tool call exists only once a piece gave it an id, a name or arguments,
+//! and calls past `keep` are only counted (their indexes, 8 bytes each).
 
-use std::io::BufRead;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read};
 
-use serde_json::Value;
-
+use super::wire::{
+    Delta, Envelope, Piece, StreamChoice, WholeChoice, arguments_text, choice_zero, excerpt,
+    for_each_element, parse, server_error, string_of,
+};
 use super::{LlamaError, Reply, ToolCall};
 
-/// Reads a whole (non-streamed) chat completion body.
-pub(crate) fn parse_completion(body: &str) -> Result<Reply, LlamaError> {
-    let value: Value = serde_json::from_str(body)
+/// Reads a whole (non-streamed) chat completion body, keeping at most `keep` tool calls.
+pub(crate) fn parse_completion(body: &str, keep: usize) -> Result<Reply, LlamaError> {
+    let envelope: Envelope<'_> = serde_json::from_str(body)
         .map_err(|e| LlamaError::Malformed(format!("{e}; body starts {:?}", excerpt(body))))?;
-    server_error(&value)?;
-    let choice = first_choice(&value)?;
+    if let Some(error) = envelope.error {
+        return Err(server_error(error));
+    }
+    let choice = match envelope.choices {
+        Some(choices) => choice_zero(choices)?,
+        None => None,
+    }
+    .ok_or_else(|| LlamaError::Malformed("no choices[0] in the answer".to_string()))?;
+    let choice: WholeChoice<'_> = parse("choices[0]", choice.get())?;
     let message = choice
-        .get("message")
+        .message
         .ok_or_else(|| LlamaError::Malformed("choices[0] has no message".to_string()))?;
-    let content = match message.get("content") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => {
-            return Err(LlamaError::Malformed(format!(
-                "message.content is not a string: {other}"
-            )));
-        }
-    };
-    let tool_calls = match message.get("tool_calls") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(calls) => serde_json::from_value::<Vec<ToolCall>>(calls.clone())
-            .map_err(|e| LlamaError::Malformed(format!("message.tool_calls: {e}")))?,
-    };
+    let mut tool_calls = Vec::new();
+    let mut calls_left_out = 0usize;
+    if let Some(calls) = message.tool_calls {
+        for_each_element(calls, |_, call| {
+            if tool_calls.len() < keep {
+                tool_calls.push(parse::<ToolCall>("message.tool_calls", call.get())?);
+            } else {
+                calls_left_out += 1;
+            }
+            Ok(())
+        })?;
+    }
     Ok(Reply {
-        content,
+        content: message.content.unwrap_or_default(),
         tool_calls,
-        finish_reason: finish_reason(choice),
+        finish_reason: choice.finish_reason.and_then(string_of),
+        calls_left_out,
     })
 }
 
-/// Reads a streamed chat completion, calling `on_text` with each piece of content. At most
-/// `limit` bytes are read.
+/// Reads a streamed chat completion, calling `on_text` with each piece of content and keeping
+/// at most `keep` tool calls. At most `limit` bytes are read, counted before they are buffered.
+/// A stream that ends without `data: [DONE]` and without a `finish_reason` was cut off: an
+/// error, not an answer.
 pub(crate) fn read_stream(
-    reader: impl BufRead,
+    reader: impl Read,
     limit: usize,
+    keep: usize,
     on_text: &mut dyn FnMut(&str),
 ) -> Result<Reply, StreamError> {
-    let mut assembly = Assembly::default();
+    let mut reader = BufReader::new(reader.take(limit as u64 + 1));
+    let mut assembly = Assembly::new(keep);
+    let mut line = Vec::new();
     let mut read = 0usize;
-    for line in reader.lines() {
-        let line = line.map_err(StreamError::Io)?;
-        read += line.len() + 1;
-        if read > limit {
-            return Err(StreamError::Llama(LlamaError::Malformed(format!(
-                "the streamed answer is longer than {limit} bytes"
-            ))));
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(StreamError::Io)?;
+        if n == 0 {
+            break;
         }
-        let Some(data) = line.strip_prefix("data:") else {
+        read += n;
+        if read > limit {
+            return Err(malformed(format!(
+                "the streamed answer is longer than {limit} bytes"
+            )));
+        }
+        let text = std::str::from_utf8(&line)
+            .map_err(|e| malformed(format!("the stream is not UTF-8 text ({e})")))?;
+        let Some(data) = text.strip_prefix("data:") else {
             continue;
         };
         let data = data.trim();
@@ -62,12 +89,22 @@ pub(crate) fn read_stream(
         }
         assembly.add(data, on_text).map_err(StreamError::Llama)?;
     }
-    if assembly.chunks == 0 {
-        return Err(StreamError::Llama(LlamaError::Malformed(
+    if assembly.events == 0 {
+        return Err(malformed(
             "the stream ended without any data event".to_string(),
-        )));
+        ));
+    }
+    if assembly.finish_reason.is_none() {
+        return Err(malformed(
+            "the stream was cut off: it ended without a finish_reason and without data: [DONE]"
+                .to_string(),
+        ));
     }
     assembly.finish().map_err(StreamError::Llama)
+}
+
+fn malformed(text: String) -> StreamError {
+    StreamError::Llama(LlamaError::Malformed(text))
 }
 
 /// A stream failed to read (the caller maps I/O errors, e.g. a timeout) or was not valid.
@@ -78,134 +115,118 @@ pub(crate) enum StreamError {
 }
 
 /// Pieces of a streamed answer, put together.
-#[derive(Default)]
 struct Assembly {
     content: String,
-    calls: Vec<ToolCall>,
+    /// The calls kept, by their `index`.
+    calls: BTreeMap<u64, ToolCall>,
+    /// The indexes of calls past `keep`.
+    left_out: BTreeSet<u64>,
+    keep: usize,
     finish_reason: Option<String>,
-    chunks: usize,
+    events: usize,
 }
 
 impl Assembly {
+    fn new(keep: usize) -> Assembly {
+        Assembly {
+            content: String::new(),
+            calls: BTreeMap::new(),
+            left_out: BTreeSet::new(),
+            keep,
+            finish_reason: None,
+            events: 0,
+        }
+    }
+
     fn add(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), LlamaError> {
-        let value: Value = serde_json::from_str(data).map_err(|e| {
+        let envelope: Envelope<'_> = serde_json::from_str(data).map_err(|e| {
             LlamaError::Malformed(format!(
                 "stream event is not JSON ({e}): {:?}",
                 excerpt(data)
             ))
         })?;
-        server_error(&value)?;
-        self.chunks += 1;
-        let Some(choice) = value.get("choices").and_then(|c| c.get(0)) else {
-            return Ok(()); // usage-only or keep-alive events carry no choice
-        };
-        if let Some(reason) = finish_reason(choice) {
-            self.finish_reason = Some(reason);
+        if let Some(error) = envelope.error {
+            return Err(server_error(error));
         }
-        let Some(delta) = choice.get("delta") else {
+        self.events += 1;
+        // Usage-only and keep-alive events carry no choice; other choices are not read.
+        let Some(choice) = envelope.choices.map(choice_zero).transpose()?.flatten() else {
             return Ok(());
         };
-        if let Some(text) = delta.get("content").and_then(Value::as_str)
+        let choice: StreamChoice<'_> = parse("stream event choices[0]", choice.get())?;
+        if let Some(reason) = choice.finish_reason.and_then(string_of) {
+            self.finish_reason = Some(reason);
+        }
+        let Some(Delta {
+            content,
+            tool_calls,
+        }) = choice.delta
+        else {
+            return Ok(());
+        };
+        if let Some(text) = content
             && !text.is_empty()
         {
-            self.content.push_str(text);
-            on_text(text);
+            self.content.push_str(&text);
+            on_text(&text);
         }
-        if let Some(pieces) = delta.get("tool_calls").and_then(Value::as_array) {
-            for (position, piece) in pieces.iter().enumerate() {
-                self.add_call_piece(position, piece)?;
-            }
+        if let Some(pieces) = tool_calls {
+            for_each_element(pieces, |position, piece| {
+                self.add_call_piece(position, parse("delta.tool_calls", piece.get())?)
+            })?;
         }
         Ok(())
     }
 
-    fn add_call_piece(&mut self, position: usize, piece: &Value) -> Result<(), LlamaError> {
-        let index = match piece.get("index") {
-            Some(index) => index
-                .as_u64()
-                .and_then(|i| usize::try_from(i).ok())
-                .ok_or_else(|| LlamaError::Malformed(format!("tool call index {index}")))?,
-            None => position,
+    fn add_call_piece(&mut self, position: usize, piece: Piece<'_>) -> Result<(), LlamaError> {
+        let index = piece.index.unwrap_or(position as u64);
+        let id = piece.id.filter(|id| !id.is_empty());
+        let (name, arguments) = match piece.function {
+            Some(function) => {
+                let arguments = match function.arguments {
+                    Some(raw) => arguments_text(raw).map_err(|e| {
+                        LlamaError::Malformed(format!("tool call {index} arguments: {e}"))
+                    })?,
+                    None => String::new(),
+                };
+                (function.name.filter(|n| !n.is_empty()), arguments)
+            }
+            None => (None, String::new()),
         };
-        if index > self.calls.len() + 64 {
-            return Err(LlamaError::Malformed(format!(
-                "tool call index {index} skips ahead"
-            )));
+        if id.is_none() && name.is_none() && arguments.is_empty() {
+            return Ok(()); // a piece that adds nothing makes no call
         }
-        while self.calls.len() <= index {
-            self.calls.push(ToolCall {
-                id: String::new(),
-                name: String::new(),
-                arguments: String::new(),
-            });
-        }
-        let Some(call) = self.calls.get_mut(index) else {
+        if !self.calls.contains_key(&index) && self.calls.len() >= self.keep {
+            self.left_out.insert(index);
             return Ok(());
-        };
-        if let Some(id) = piece.get("id").and_then(Value::as_str) {
-            call.id = id.to_string();
         }
-        if let Some(function) = piece.get("function") {
-            // OpenAI sends the name once; llama-cpp-python repeats it whole in every piece.
-            if let Some(name) = function.get("name").and_then(Value::as_str)
-                && call.name != name
-            {
-                call.name.push_str(name);
-            }
-            match function.get("arguments") {
-                Some(Value::String(text)) => call.arguments.push_str(text),
-                Some(Value::Null) | None => {}
-                Some(object) => call.arguments.push_str(&object.to_string()),
-            }
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = id {
+            call.id = id;
         }
+        // OpenAI sends the name once; llama-cpp-python repeats it whole in every piece.
+        if let Some(name) = name
+            && call.name != name
+        {
+            call.name.push_str(&name);
+        }
+        call.arguments.push_str(&arguments);
         Ok(())
     }
 
     fn finish(self) -> Result<Reply, LlamaError> {
-        if let Some(position) = self.calls.iter().position(|c| c.name.is_empty()) {
+        if let Some((index, _)) = self.calls.iter().find(|(_, c)| c.name.is_empty()) {
             return Err(LlamaError::Malformed(format!(
-                "streamed tool call {position} has no name"
+                "streamed tool call {index} has no name"
             )));
         }
         Ok(Reply {
             content: self.content,
-            tool_calls: self.calls,
+            tool_calls: self.calls.into_values().collect(),
             finish_reason: self.finish_reason,
+            calls_left_out: self.left_out.len(),
         })
     }
-}
-
-fn first_choice(value: &Value) -> Result<&Value, LlamaError> {
-    value
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| LlamaError::Malformed("no choices[0] in the answer".to_string()))
-}
-
-fn finish_reason(choice: &Value) -> Option<String> {
-    choice
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-fn server_error(value: &Value) -> Result<(), LlamaError> {
-    match value.get("error") {
-        None | Some(Value::Null) => Ok(()),
-        Some(error) => {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| error.to_string());
-            Err(LlamaError::Server(message))
-        }
-    }
-}
-
-/// The first 200 characters of `text`, for error messages.
-pub(crate) fn excerpt(text: &str) -> String {
-    text.chars().take(200).collect()
 }
 
 #[cfg(test)]
@@ -214,12 +235,13 @@ mod tests {
 
     fn stream(text: &str) -> Result<Reply, String> {
         let mut seen = String::new();
-        let reply = read_stream(text.as_bytes(), 1 << 20, &mut |t| seen.push_str(t)).map_err(
-            |e| match e {
-                StreamError::Io(e) => e.to_string(),
-                StreamError::Llama(e) => e.to_string(),
-            },
-        )?;
+        let reply = read_stream(text.as_bytes(), 1 << 20, usize::MAX, &mut |t| {
+            seen.push_str(t)
+        })
+        .map_err(|e| match e {
+            StreamError::Io(e) => e.to_string(),
+            StreamError::Llama(e) => e.to_string(),
+        })?;
         assert_eq!(seen, reply.content);
         Ok(reply)
     }
@@ -236,7 +258,8 @@ mod tests {
             Ok(Reply {
                 content: "Hello".into(),
                 tool_calls: vec![],
-                finish_reason: Some("stop".into())
+                finish_reason: Some("stop".into()),
+                calls_left_out: 0
             })
         );
     }
@@ -291,6 +314,7 @@ mod tests {
     fn a_whole_completion_with_null_content_is_read_as_empty_text() {
         let reply = parse_completion(
             r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"clock","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+            usize::MAX,
         )
         .unwrap();
         assert_eq!(reply.content, "");
@@ -299,7 +323,114 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_a_completion_says_what_is_missing() {
-        assert!(parse_completion("{}").is_err_and(|e| e.to_string().contains("no choices[0]")));
-        assert!(parse_completion("<html>").is_err_and(|e| e.to_string().contains("<html>")));
+        assert!(parse_completion("{}", 9).is_err_and(|e| e.to_string().contains("no choices[0]")));
+        assert!(parse_completion("<html>", 9).is_err_and(|e| e.to_string().contains("<html>")));
+    }
+
+    fn event(choices: &str) -> String {
+        format!("data: {{\"choices\":{choices}}}\n\n")
+    }
+
+    #[test]
+    fn a_stream_cut_off_before_finish_reason_and_done_is_an_error_not_an_answer() {
+        let text = event(r#"[{"index":0,"delta":{"content":"Half an ans"}}]"#);
+        let error = stream(&text).unwrap_err();
+        assert!(error.contains("cut off"), "{error}");
+        let finished = format!(
+            "{text}{}",
+            event(r#"[{"index":0,"delta":{},"finish_reason":"stop"}]"#)
+        );
+        assert_eq!(stream(&finished).unwrap().content, "Half an ans");
+    }
+
+    #[test]
+    fn only_the_choice_with_index_0_is_read_in_streams_and_whole_answers() {
+        let text = format!(
+            "{}{}{}data: [DONE]\n",
+            event(
+                r#"[{"index":1,"delta":{"content":"NOT"}},{"index":0,"delta":{"content":"yes"}}]"#
+            ),
+            event(
+                r#"[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"shell","arguments":"{}"}}]}}]"#
+            ),
+            event(r#"[{"index":0,"delta":{},"finish_reason":"stop"}]"#),
+        );
+        let reply = stream(&text).unwrap();
+        assert_eq!(reply.content, "yes");
+        assert!(reply.tool_calls.is_empty());
+        let whole = parse_completion(
+            r#"{"choices":[{"index":1,"message":{"content":"NOT"}},{"index":0,"message":{"content":"yes"},"finish_reason":"stop"}]}"#,
+            9,
+        )
+        .unwrap();
+        assert_eq!(
+            (whole.content.as_str(), whole.finish_reason.as_deref()),
+            ("yes", Some("stop"))
+        );
+    }
+
+    #[test]
+    fn index_jumps_make_no_calls_ahead_of_the_data() {
+        let pieces: Vec<String> = (0..1000)
+            .map(|n| format!(r#"{{"index":{}}}"#, n * 64))
+            .collect();
+        let text = format!(
+            "{}{}data: [DONE]\n",
+            event(&format!(
+                r#"[{{"delta":{{"tool_calls":[{}]}}}}]"#,
+                pieces.join(",")
+            )),
+            event(
+                r#"[{"delta":{"tool_calls":[{"index":9999999,"id":"a","function":{"name":"clock"}}]}}]"#
+            ),
+        );
+        let reply = stream(&text).unwrap();
+        assert_eq!(
+            reply.tool_calls.len(),
+            1,
+            "pieces that add nothing make no call"
+        );
+        assert_eq!(reply.tool_calls[0].name, "clock");
+    }
+
+    #[test]
+    fn calls_past_keep_are_counted_not_kept() {
+        let calls: Vec<String> = (0..50)
+            .map(|n| format!(r#"{{"index":{n},"id":"c{n}","function":{{"name":"clock","arguments":"{{}}"}}}}"#))
+            .collect();
+        let mut text = event(&format!(
+            r#"[{{"delta":{{"tool_calls":[{}]}}}}]"#,
+            calls.join(",")
+        ));
+        // More pieces for calls already left out do not count them twice.
+        text.push_str(&event(
+            r#"[{"delta":{"tool_calls":[{"index":49,"function":{"arguments":"x"}}]}}]"#,
+        ));
+        text.push_str("data: [DONE]\n");
+        let mut seen = String::new();
+        let reply = read_stream(text.as_bytes(), 1 << 20, 3, &mut |t| seen.push_str(t)).unwrap();
+        let ids: Vec<&str> = reply.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c0", "c1", "c2"]);
+        assert_eq!(reply.calls_left_out, 47);
+        let whole = format!(
+            r#"{{"choices":[{{"message":{{"content":"","tool_calls":[{}]}}}}]}}"#,
+            calls
+                .iter()
+                .map(|c| c.replace(r#""index":"#, r#""n":"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let reply = parse_completion(&whole, 3).unwrap();
+        assert_eq!((reply.tool_calls.len(), reply.calls_left_out), (3, 47));
+    }
+
+    #[test]
+    fn a_line_that_never_ends_is_cut_at_the_limit() {
+        let endless = std::io::repeat(b'a');
+        let error = read_stream(endless, 1000, 9, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(&error, StreamError::Llama(LlamaError::Malformed(m)) if m.contains("longer than 1000 bytes")),
+            "{error:?}"
+        );
     }
 }

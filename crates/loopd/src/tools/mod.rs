@@ -32,6 +32,18 @@ pub const FIND_LIMIT: usize = 10;
 /// The sentence for a repeated call: same name, same arguments, nothing else in between.
 pub const ALREADY_CALLED: &str = "already called in this turn; the result is above";
 
+/// The answer to a call that a stopped loopd left without a result and that is past the turn's
+/// limit: it is not sent again.
+pub const STOPPED_BEFORE_RUNNING: &str = "Not run: loopd stopped before running it.";
+
+/// The answer to the one call kept past the turn's limit of `limit` tool calls, for all
+/// `not_run` calls of its reply (itself and those after it, which are not kept).
+pub fn over_limit_text(limit: usize, not_run: usize) -> String {
+    format!(
+        "Not run: this turn has reached its limit of {limit} tool calls, so {not_run} tool call(s) of this reply were not run (this one and all after it). Answer with what you have."
+    )
+}
+
 /// Where tool calls go to be decided and run: the broker, or a stand-in in tests.
 pub trait ToolPort: Send + Sync {
     /// Returns the final answer, never `PendingApproval`. If the broker says the call is waiting
@@ -39,9 +51,10 @@ pub trait ToolPort: Send + Sync {
     fn call(&self, request: &ToolRequest, on_pending: &mut dyn FnMut(&Pending)) -> ToolResponse;
 
     /// The schemas of the tools the far side can run now (the broker's `list_tools`, asked
-    /// again on every `find_tool` and `call_tool`, so a grant fixed mid-session is seen), or
-    /// `None` when the port has no catalog and the turn's registry is used as it is.
-    fn catalog(&self) -> Option<Vec<ToolSchema>> {
+    /// again on every `find_tool` and `call_tool`, so a grant fixed mid-session is seen;
+    /// [`Registry::with_catalog`]), `Some(Err(why))` when it cannot be read now, or `None`
+    /// when the port has no catalog and the turn's registry is used as it is.
+    fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {
         None
     }
 }
@@ -129,6 +142,24 @@ impl Registry {
         schemas.push(find_tool_schema());
         schemas.push(call_tool_schema());
         schemas
+    }
+
+    /// This registry's core entries, then `catalog`'s tools (those not named like a core tool,
+    /// `find_tool` or `call_tool`) as found through `find_tool`, in the catalog's order.
+    pub fn with_catalog(&self, catalog: Vec<ToolSchema>) -> Registry {
+        let mut entries: Vec<Entry> = self.entries.iter().filter(|e| e.core).cloned().collect();
+        let taken: Vec<String> = entries
+            .iter()
+            .map(|e| e.schema.name.clone())
+            .chain([FIND_TOOL.to_string(), CALL_TOOL.to_string()])
+            .collect();
+        entries.extend(
+            catalog
+                .into_iter()
+                .filter(|schema| !taken.contains(&schema.name))
+                .map(found),
+        );
+        Registry::new(entries)
     }
 
     /// The entry named `name`.
@@ -250,8 +281,13 @@ fn find_tool(registry: &Registry, arguments: &str) -> String {
     }
     let mut text = format!("{} tool(s) match:\n", matches.len());
     for schema in matches {
-        let line = serde_json::to_string(schema).unwrap_or_default();
-        text.push_str(&line);
+        match serde_json::to_string(schema) {
+            Ok(line) => text.push_str(&line),
+            Err(e) => text.push_str(&format!(
+                "{}: its schema cannot be shown ({e})",
+                schema.name
+            )),
+        }
         text.push('\n');
     }
     if left_out > 0 {
@@ -310,11 +346,7 @@ pub fn cap_result(text: &str, cap: usize) -> (String, bool) {
     if text.len() <= cap {
         return (text.to_string(), false);
     }
-    let mut boundary = cap;
-    while !text.is_char_boundary(boundary) {
-        boundary -= 1;
-    }
-    let head = text.get(..boundary).unwrap_or("");
+    let head = proto::text::cut_at_boundary(text, cap);
     (format!("{head}\n[truncated]"), true)
 }
 

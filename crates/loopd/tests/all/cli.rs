@@ -8,8 +8,14 @@ use std::process::{Command, Output, Stdio};
 use testkit::ScriptServer;
 
 fn loopd(args: &[&str], stdin: &str) -> Output {
+    loopd_with(args, stdin, &[])
+}
+
+/// `loopd` with these environment variables set.
+pub(super) fn loopd_with(args: &[&str], stdin: &str, env: &[(&str, &Path)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_loopd"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -24,7 +30,7 @@ fn loopd(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn text(output: &Output) -> (String, String) {
+pub(super) fn text(output: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -42,19 +48,38 @@ fn state(dir: &Path) -> String {
     dir.join("state").display().to_string()
 }
 
+/// The folders a demo could write to, all inside `dir`: home, the XDG state folder, boxmaker's
+/// state folder and the temporary folder.
+fn demo_env(dir: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
+    let env = vec![
+        ("HOME", dir.join("home")),
+        ("XDG_STATE_HOME", dir.join("xdg-state")),
+        ("BOXMAKER_STATE_DIR", dir.join("state")),
+        ("TMPDIR", dir.join("tmp")),
+    ];
+    std::fs::create_dir(dir.join("tmp")).unwrap();
+    env
+}
+
+fn demo(args: &[&str], dir: &Path) -> Output {
+    let env = demo_env(dir);
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    let output = loopd_with(args, "", &env);
+    // Nothing is left behind: no state folder, and the temporary folder is removed.
+    for (_, path) in &env {
+        let left: Vec<_> = std::fs::read_dir(path)
+            .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "the demo left {left:?}");
+    }
+    assert!(!dir.join("state").exists() && !dir.join("xdg-state").exists());
+    output
+}
+
 #[test]
 fn the_demo_finds_calls_meets_a_denial_and_answers() {
     let dir = testkit::temp_dir();
-    let output = loopd(
-        &[
-            "demo",
-            "--state-dir",
-            &state(dir.path()),
-            "--var",
-            "workspace=/ws",
-        ],
-        "",
-    );
+    let output = demo(&["demo", "--var", "workspace=/ws"], dir.path());
     let (out, err) = text(&output);
     assert!(output.status.success(), "{out}\n{err}");
     assert!(
@@ -71,13 +96,16 @@ fn the_demo_finds_calls_meets_a_denial_and_answers() {
     );
     assert!(out.contains("/ws/notes.txt"), "{out}");
     assert!(out.contains("call   clock {}"), "{out}");
-    assert!(out.contains("3 turn(s) answered, 0 failed"), "{out}");
+    assert!(
+        out.contains("in a temporary folder, now removed: 3 turn(s) answered, 0 failed"),
+        "{out}"
+    );
 }
 
 #[test]
 fn the_demo_in_json_gives_one_event_per_line() {
     let dir = testkit::temp_dir();
-    let output = loopd(&["demo", "--json", "--state-dir", &state(dir.path())], "");
+    let output = demo(&["demo", "--json"], dir.path());
     assert!(output.status.success());
     let events = json_lines(&output);
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -87,11 +115,14 @@ fn the_demo_in_json_gives_one_event_per_line() {
         && e["reason"] == "no_grant"));
     let end = events.last().unwrap();
     assert_eq!(end["type"], "chat_end");
+    assert_eq!(end["removed"], true);
     assert!(
-        Path::new(end["dir"].as_str().unwrap())
-            .join("messages.jsonl")
-            .is_file()
+        end["dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{}/loopd-demo-", dir.path().join("tmp").display()))
     );
+    assert!(!Path::new(end["dir"].as_str().unwrap()).exists());
 }
 
 #[test]
@@ -104,12 +135,13 @@ fn chat_without_a_port_is_refused_rather_than_falling_back() {
 
 #[test]
 fn chat_with_an_unknown_port_or_model_says_what_exists() {
-    let output = loopd(
-        &["chat", "--port", "broker", "--model", "script:x.json"],
-        "",
-    );
+    let output = loopd(&["chat", "--port", "mcp", "--model", "script:x.json"], "");
     assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output).1.contains("the only port so far is \"fake\""));
+    let (_, err) = text(&output);
+    assert!(
+        err.contains("--port \"mcp\" is not a port; use \"broker\"") && err.contains("\"fake\""),
+        "{err}"
+    );
     let output = loopd(&["chat", "--port", "fake", "--model", "ftp://x"], "");
     assert_eq!(output.status.code(), Some(2));
     assert!(
@@ -249,6 +281,13 @@ fn chat_reads_messages_from_standard_input_over_http_and_resumes_the_session() {
     assert!(out.contains("assistant> three"), "{out}");
     let users = server.last_contents("user");
     assert_eq!(users, ["first", "second", "third"]);
+    // --state-dir is boxmaker's state folder: the conversation is in its sessions/.
+    let folder = Path::new(&state_dir).join("sessions").join(&session);
+    assert!(
+        folder.join("messages.jsonl").is_file(),
+        "{}",
+        folder.display()
+    );
 }
 
 #[test]

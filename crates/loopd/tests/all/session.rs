@@ -1,8 +1,6 @@
 //! Sessions on disk: the baseline is written once and replayed byte for byte, messages are
 //! append-only, damage is named, and a crash between a call and its result is finished.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
@@ -77,7 +75,7 @@ fn changing_the_registry_changes_no_byte_of_an_existing_sessions_baseline_or_pre
             "a request is not a byte prefix of the next"
         );
     }
-    let tools = loopd::llama::tools_json(&before.core_schemas());
+    let tools = loopd::llama::tools_json(&before.core_schemas()).unwrap();
     assert!(
         bodies
             .iter()
@@ -93,7 +91,7 @@ fn the_baseline_holds_the_system_message_and_the_tools_array_and_is_never_rewrit
     let text = fs::read_to_string(dir.path().join("s1").join(BASELINE_FILE)).unwrap();
     let expected = format!(
         "{{\"system\":{{\"role\":\"system\",\"content\":\"be brief\"}},\"tools\":{}}}\n",
-        loopd::llama::tools_json(&registry.core_schemas())
+        loopd::llama::tools_json(&registry.core_schemas()).unwrap()
     );
     assert_eq!(text, expected);
     let again = Session::create(dir.path(), ids("s1"), "other", &[]);

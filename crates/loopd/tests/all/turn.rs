@@ -1,13 +1,11 @@
 //! The turn loop over real HTTP on loopback, against the testkit's scripted server (seed M3a/16
 //! rule 5, and the issue's list).
 
-mod support;
-
+use crate::support::{FixedPort, Fixture, tool_messages};
 use loopd::llama::LlamaError;
 use loopd::tools::{ALREADY_CALLED, FakeTools, Pending, denial_text};
 use loopd::turn::{TurnError, TurnEvent};
 use proto::{Class, DenyReason, Timestamp, ToolResponse};
-use support::{FixedPort, Fixture, tool_messages};
 
 const FIND_THEN_CALL: &str = r#"{"turns":[{"replies":[
   {"call":[{"name":"find_tool","arguments":{"query":"echo"}}]},
@@ -467,7 +465,14 @@ fn a_failed_turn_leaves_the_session_usable_for_the_next_one() {
     let mut fx = Fixture::new(
         r#"{"turns":[{"replies":[{"http_status":503,"body":"loading model"}]},{"replies":[{"say":"back"}]}]}"#,
     );
-    assert!(fx.turn(&FakeTools::new(), "first").0.is_err());
+    let error = fx.turn(&FakeTools::new(), "first").0.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            TurnError::Model(LlamaError::Status { status: 503, body, .. }) if body.contains("loading model")
+        ),
+        "{error:?}"
+    );
     assert_eq!(fx.turn(&FakeTools::new(), "second").0.unwrap(), "back");
     let users = fx.server.last_contents("user");
     assert_eq!(users, ["first", "second"]);
@@ -485,4 +490,78 @@ fn a_first_tool_choice_forces_the_first_request_of_each_turn_only() {
     );
     assert!(requests[1].get("tool_choice").is_none());
     assert!(requests[2].get("tool_choice").is_none());
+}
+
+/// A port whose catalog is `catalog` and that answers every call with its tool's name.
+struct CatalogPort {
+    catalog: Result<Vec<proto::ToolSchema>, String>,
+}
+
+impl loopd::tools::ToolPort for CatalogPort {
+    fn call(&self, request: &proto::ToolRequest, _: &mut dyn FnMut(&Pending)) -> ToolResponse {
+        ToolResponse::Result {
+            content: format!("ran {}", request.tool),
+            class: Class::Public,
+            untrusted: false,
+            truncated: false,
+        }
+    }
+
+    fn catalog(&self) -> Option<Result<Vec<proto::ToolSchema>, String>> {
+        Some(self.catalog.clone())
+    }
+}
+
+#[test]
+fn find_tool_and_call_tool_see_the_ports_catalog_not_the_turns_registry() {
+    let script = r#"{"turns":[{"replies":[
+        {"call":[{"name":"find_tool","arguments":{"query":"shell"}}]},
+        {"call":[{"name":"call_tool","arguments":{"name":"consult","arguments":{"question":"q"}}}]},
+        {"call":[{"name":"call_tool","arguments":{"name":"shell","arguments":{"command":"ls"}}}]},
+        {"say":"done"}]}]}"#;
+    let consult = proto::ToolSchema {
+        name: "consult".into(),
+        description: "Ask another model a question.".into(),
+        parameters: serde_json::json!({"type": "object"}),
+    };
+    let port = CatalogPort {
+        catalog: Ok(vec![consult]),
+    };
+    let mut fx = Fixture::new(script);
+    let (result, events) = fx.turn(&port, "go");
+    assert_eq!(result.unwrap(), "done");
+    let results: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::ToolResult { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "No tool matches.",
+            "ran consult",
+            "No tool named \"shell\". Use find_tool to search for tools."
+        ]
+    );
+}
+
+#[test]
+fn a_catalog_that_cannot_be_read_is_said_so_not_replaced_by_the_registry() {
+    let script = r#"{"turns":[{"replies":[
+        {"call":[{"name":"find_tool","arguments":{"query":"read"}}]},
+        {"say":"done"}]}]}"#;
+    let port = CatalogPort {
+        catalog: Err("the broker is gone".into()),
+    };
+    let mut fx = Fixture::new(script);
+    let (_, events) = fx.turn(&port, "go");
+    assert!(events.contains(&TurnEvent::ToolResult {
+        name: "find_tool".into(),
+        content: "The tool catalog could not be read (the broker is gone). Try again later.".into(),
+        class: Class::Public,
+        untrusted: false,
+        truncated: false,
+    }));
 }

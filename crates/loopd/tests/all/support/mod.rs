@@ -2,6 +2,8 @@
 //! folder, ports with fixed answers, and an event recorder.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::sync::Mutex;
 use std::time::Duration;
 

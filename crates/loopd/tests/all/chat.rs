@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use loopd::chat::{ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, run_chat};
+use loopd::chat::{
+    ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, StateFolder, run_chat,
+};
 use loopd::llama::LlamaConfig;
 use loopd::turn::Limits;
 
@@ -12,7 +14,7 @@ fn options(dir: &std::path::Path, messages: Vec<String>) -> ChatOptions {
         llama: LlamaConfig::default(),
         port: PortKind::Fake,
         messages,
-        state_dir: Some(dir.to_path_buf()),
+        state: StateFolder::Dir(dir.to_path_buf()),
         session: None,
         vars: BTreeMap::new(),
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),

@@ -1,15 +1,27 @@
 //! `loopd chat`: a conversation at the terminal, from standard input, or from a script, against
 //! a model server or a script player, through an explicitly chosen port.
+//!
+//! Everything printed that came from outside (the model's text, tool names and arguments,
+//! results, server errors) goes through [`proto::text::escape_terminal`], and the model's text
+//! is indented under `assistant> `, so nothing a model or a server sends can act on the
+//! terminal or print a line that looks like loopd's own (`printer`).
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
+use crate::broker::PortError;
 use crate::llama::{LlamaClient, LlamaConfig, Model};
 use crate::script::{Script, ScriptError, ScriptModel};
-use crate::session::{self, Session, SessionError, SessionIds};
-use crate::tools::{FakeTools, Registry, ToolPort, denial_text};
-use crate::turn::{Limits, Runtime, TurnEvent, run_turn};
+use crate::session::{Session, SessionError};
+use crate::turn::{Limits, Runtime, run_turn};
+
+mod ports;
+mod printer;
+mod state;
+
+use printer::Printer;
+pub use state::{SESSIONS_DIR, StateFolder};
 
 /// The system prompt of a new session unless one is given.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an assistant working on the owner's machine. \
@@ -18,7 +30,7 @@ Your tools array has clock, find_tool and call_tool. Every other tool is found w
 decided by the owner's grants; when one is denied, say so and do not retry it unchanged.";
 
 /// The demo script, bundled so `loopd demo` needs no file.
-pub const DEMO_SCRIPT: &str = include_str!("../scripts/demo.json");
+pub const DEMO_SCRIPT: &str = include_str!("../../scripts/demo.json");
 
 /// Where the model's answers come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,19 +63,37 @@ impl ModelSource {
 
 /// Which port tool calls go through. There is no default: a missing port is an error, never a
 /// silent fallback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortKind {
-    /// [`FakeTools`]: `echo` answers, everything else is denied.
+    /// [`crate::tools::FakeTools`]: `echo` answers, everything else is denied.
     Fake,
+    /// [`crate::broker::BrokerPort`] over brokerd's agent socket at this path.
+    Broker {
+        /// The agent socket.
+        socket: PathBuf,
+    },
 }
 
 impl PortKind {
-    /// Reads `--port`.
-    pub fn parse(text: &str) -> Result<PortKind, String> {
-        match text {
-            "fake" => Ok(PortKind::Fake),
-            other => Err(format!(
-                "--port {other:?} is not available; the only port so far is \"fake\""
+    /// Reads `--port` (`fake` or `broker`) and `--socket` (only with `broker`; else
+    /// `default_socket`, the runtime folder's `agent.sock`).
+    pub fn parse(
+        text: &str,
+        socket: Option<PathBuf>,
+        default_socket: impl FnOnce() -> Result<PathBuf, String>,
+    ) -> Result<PortKind, String> {
+        match (text, socket) {
+            ("fake", None) => Ok(PortKind::Fake),
+            ("fake", Some(_)) => Err(
+                "--socket names the broker's agent socket: it goes with --port broker, not --port fake"
+                    .to_string(),
+            ),
+            ("broker", Some(socket)) => Ok(PortKind::Broker { socket }),
+            ("broker", None) => Ok(PortKind::Broker {
+                socket: default_socket()?,
+            }),
+            (other, _) => Err(format!(
+                "--port {other:?} is not a port; use \"broker\" (brokerd's agent socket) or \"fake\" (echo answers, everything else is denied)"
             )),
         }
     }
@@ -80,8 +110,8 @@ pub struct ChatOptions {
     pub port: PortKind,
     /// Messages given on the command line; when empty, the script's or standard input's.
     pub messages: Vec<String>,
-    /// The sessions folder; `None` uses the XDG default.
-    pub state_dir: Option<PathBuf>,
+    /// boxmaker's state folder; conversations are kept in its `sessions/`.
+    pub state: StateFolder,
     /// A session to continue.
     pub session: Option<String>,
     /// Placeholder values for scripts (`workspace` and `home` have defaults).
@@ -103,9 +133,15 @@ pub enum ChatError {
     /// The session could not be created or opened.
     #[error(transparent)]
     Session(#[from] SessionError),
-    /// No sessions folder is known.
-    #[error("no sessions folder: set XDG_STATE_HOME or HOME, or pass --state-dir")]
-    NoStateDir,
+    /// The state folder cannot be used.
+    #[error("{0}")]
+    State(String),
+    /// The port cannot serve the conversation (no broker running: exit status 3).
+    #[error(transparent)]
+    Port(#[from] PortError),
+    /// `--session` names a conversation the port cannot continue.
+    #[error("{0}")]
+    Resume(String),
     /// Writing the output or reading the input failed.
     #[error("terminal: {0}")]
     Io(#[from] io::Error),
@@ -118,6 +154,8 @@ pub struct ChatSummary {
     pub session: String,
     /// The session's folder.
     pub dir: PathBuf,
+    /// Whether that folder was temporary and has been removed (`loopd demo`).
+    pub removed: bool,
     /// Turns that ended with an answer.
     pub done: usize,
     /// Turns that failed.
@@ -131,6 +169,31 @@ pub fn run_chat(
     input: &mut dyn BufRead,
     interactive: bool,
     out: &mut dyn Write,
+) -> Result<ChatSummary, ChatError> {
+    let folder = options.state.open()?;
+    let chat = chat_in(
+        options,
+        folder.sessions(),
+        input,
+        interactive,
+        out,
+        folder.is_temporary(),
+    );
+    // A temporary folder goes whatever happened in it.
+    let removed = folder.remove();
+    let summary = chat?;
+    removed?;
+    Ok(summary)
+}
+
+/// The chat itself, with its sessions in `sessions`.
+fn chat_in(
+    options: &ChatOptions,
+    sessions: &Path,
+    input: &mut dyn BufRead,
+    interactive: bool,
+    out: &mut dyn Write,
+    temporary: bool,
 ) -> Result<ChatSummary, ChatError> {
     let vars = placeholder_values(&options.vars);
     let (model, script_messages): (Box<dyn Model>, Vec<String>) = match &options.model {
@@ -157,23 +220,18 @@ pub fn run_chat(
             (Box::new(ScriptModel::new(script, "demo")), users)
         }
     };
-    let (port, registry): (Box<dyn ToolPort>, Registry) = match options.port {
-        PortKind::Fake => (Box::new(FakeTools::new()), Registry::demo()),
-    };
-    let root = match &options.state_dir {
-        Some(dir) => dir.clone(),
-        None => session::default_root().ok_or(ChatError::NoStateDir)?,
-    };
-    let mut session = open_session(&root, options, &registry)?;
+    let (mut session, port) = ports::open(sessions, options)?;
+    let registry = port.registry();
     let rt = Runtime {
         model: model.as_ref(),
-        port: port.as_ref(),
+        port: port.tool_port(),
         registry: &registry,
         limits: options.limits.clone(),
     };
     let mut summary = ChatSummary {
         session: session.ids().id.clone(),
         dir: session.dir().to_path_buf(),
+        removed: temporary,
         done: 0,
         failed: 0,
     };
@@ -204,10 +262,12 @@ pub fn run_chat(
                 &mut summary,
                 !interactive,
             )?;
+            port.check()?;
         }
     } else {
         for text in &given {
             one_turn(&rt, &mut session, text, &mut printer, &mut summary, true)?;
+            port.check()?;
         }
     }
     printer.end(&summary)?;
@@ -243,28 +303,6 @@ fn one_turn(
     Ok(())
 }
 
-fn open_session(
-    root: &Path,
-    options: &ChatOptions,
-    registry: &Registry,
-) -> Result<Session, ChatError> {
-    match &options.session {
-        Some(id) => Ok(Session::open(root, id)?),
-        None => {
-            let ids = SessionIds {
-                id: session::local_id(),
-                resume_token: None,
-            };
-            Ok(Session::create(
-                root,
-                ids,
-                &options.system_prompt,
-                &registry.core_schemas(),
-            )?)
-        }
-    }
-}
-
 /// `workspace` (the current folder) and `home`, overridden by `given`.
 fn placeholder_values(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut values = BTreeMap::new();
@@ -279,121 +317,4 @@ fn placeholder_values(given: &BTreeMap<String, String>) -> BTreeMap<String, Stri
     }
     values.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
     values
-}
-
-/// Writes events for a person (text) or a program (JSON lines).
-struct Printer<'a> {
-    out: &'a mut dyn Write,
-    json: bool,
-    streaming: bool,
-}
-
-impl<'a> Printer<'a> {
-    fn new(out: &'a mut dyn Write, json: bool) -> Printer<'a> {
-        Printer {
-            out,
-            json,
-            streaming: false,
-        }
-    }
-
-    fn prompt(&mut self) -> io::Result<()> {
-        write!(self.out, "you> ")?;
-        self.out.flush()
-    }
-
-    fn user(&mut self, text: &str) -> io::Result<()> {
-        if self.json {
-            let line = serde_json::json!({"type": "user", "text": text});
-            return writeln!(self.out, "{line}");
-        }
-        writeln!(self.out, "you> {text}")
-    }
-
-    fn event(&mut self, event: &TurnEvent) -> io::Result<()> {
-        if self.json {
-            if matches!(event, TurnEvent::TextDelta { .. }) {
-                return Ok(());
-            }
-            let line = serde_json::to_string(event).map_err(io::Error::other)?;
-            writeln!(self.out, "{line}")?;
-            return self.out.flush();
-        }
-        match event {
-            TurnEvent::TextDelta { text } => {
-                if !self.streaming {
-                    write!(self.out, "assistant> ")?;
-                    self.streaming = true;
-                }
-                write!(self.out, "{text}")?;
-            }
-            TurnEvent::AssistantText { .. } => self.end_stream()?,
-            TurnEvent::ToolCallStarted { name, arguments } => {
-                self.end_stream()?;
-                writeln!(self.out, "  call   {name} {arguments}")?;
-            }
-            TurnEvent::ApprovalPending {
-                approval,
-                tool,
-                expires,
-            } => writeln!(
-                self.out,
-                "  wait   approval {approval} for {tool}, until {expires}"
-            )?,
-            TurnEvent::ToolDenied { name, reason } => {
-                writeln!(self.out, "  denied {name}: {}", denial_text(*reason))?
-            }
-            TurnEvent::ToolResult {
-                content, truncated, ..
-            } => {
-                let mut lines = content.lines();
-                let first = lines.next().unwrap_or("");
-                let more = lines.count();
-                let first: String = first.chars().take(160).collect();
-                write!(self.out, "  result {first}")?;
-                if more > 0 {
-                    write!(self.out, " (+{more} lines)")?;
-                }
-                if *truncated {
-                    write!(self.out, " [truncated]")?;
-                }
-                writeln!(self.out)?;
-            }
-            TurnEvent::TurnDone { .. } => self.end_stream()?,
-            TurnEvent::TurnFailed { error } => {
-                self.end_stream()?;
-                writeln!(self.out, "! turn failed: {error}")?;
-            }
-        }
-        self.out.flush()
-    }
-
-    fn end_stream(&mut self) -> io::Result<()> {
-        if self.streaming {
-            writeln!(self.out)?;
-            self.streaming = false;
-        }
-        Ok(())
-    }
-
-    fn end(&mut self, summary: &ChatSummary) -> io::Result<()> {
-        if self.json {
-            let line = serde_json::json!({
-                "type": "chat_end",
-                "session": summary.session,
-                "dir": summary.dir.display().to_string(),
-                "done": summary.done,
-                "failed": summary.failed,
-            });
-            return writeln!(self.out, "{line}");
-        }
-        writeln!(
-            self.out,
-            "-- session {} in {}: {} turn(s) answered, {} failed",
-            summary.session,
-            summary.dir.display(),
-            summary.done,
-            summary.failed
-        )
-    }
 }
