@@ -15,6 +15,7 @@ use crate::args::{ArgsError, ToolName, parse};
 use crate::policy::{Allowed, AskReason, Decision, Labels, decide};
 
 use super::journal::{Applied, WholeAnswer};
+use super::memo::{SessionMemo, mark_applied};
 use super::render::render;
 use super::runner::{Outcome, RunContext};
 use super::sessions::Refusal;
@@ -41,28 +42,58 @@ pub async fn answer(
             ),
         ));
     }
-    // One call of a session at a time, held until the ledger has applied the answer (which
-    // may be after the answer leaves), so the next call reads the session's new labels.
-    let one_at_a_time = broker.session_lock(session).lock_owned().await;
-    let (response, applied) = answer_locked(broker, session, request).await?;
-    if let Some(applied) = applied {
+    // One call of a session at a time. The lock is let go once the answer is on disk; what the
+    // ledger has not applied yet stays in the session's memo for the next call.
+    let lock = broker.session_lock(session);
+    let mut memo = lock.lock().await;
+    let answered = answer_locked(broker, session, request, &memo).await?;
+    if let Some(applied) = answered.applied {
+        let labels = answered.labels.map(|l| Labels {
+            taint: l.taint,
+            untrusted: l.untrusted,
+        });
+        let flag = memo.answered(
+            CallId(request.call_id),
+            &request.tool,
+            &sha256_hex(request.arguments.as_bytes()),
+            &answered.response,
+            labels,
+        );
         tokio::spawn(async move {
-            if let Err(error) = applied.wait().await {
-                tracing::error!(%error, "the ledger did not follow an answer");
+            match applied.wait().await {
+                Ok(()) => mark_applied(&flag),
+                Err(error) => tracing::error!(%error, "the ledger did not follow an answer"),
             }
-            drop(one_at_a_time);
         });
     }
-    Ok(response)
+    Ok(answered.response)
 }
 
-/// The answer, and what to wait for before the session's next call.
-type Answered = (ToolResponse, Option<Applied>);
+/// An answer, with what the session's memo needs until the ledger follows it.
+struct Answered {
+    response: ToolResponse,
+    /// Resolves once the ledger holds the answer; `None` when nothing new was recorded.
+    applied: Option<Applied>,
+    /// The session's labels after the answer, when it raised them.
+    labels: Option<ledger::Labels>,
+}
+
+impl Answered {
+    /// An answer that records nothing new (given before, or refused for want of a record).
+    fn unrecorded(response: ToolResponse) -> Answered {
+        Answered {
+            response,
+            applied: None,
+            labels: None,
+        }
+    }
+}
 
 async fn answer_locked(
     broker: &Arc<Broker>,
     session: &SessionId,
     request: &ToolRequest,
+    memo: &SessionMemo,
 ) -> Result<Answered, Refusal> {
     let call = Pending {
         session: session.clone(),
@@ -71,20 +102,20 @@ async fn answer_locked(
         arguments: request.arguments.clone(),
         identity: sha256_hex(request.arguments.as_bytes()),
     };
-    if let Some(response) = earlier_answer(broker, &call)? {
-        return Ok((response, None));
+    if let Some(response) = earlier_answer(broker, memo, &call)? {
+        return Ok(Answered::unrecorded(response));
     }
-    let labels = match broker.with_ledger(|l| l.session(session)) {
+    let labels = match broker.with_reader(|l| l.session(session)) {
         Ok(Some(row)) if row.ended.is_some() => {
             return Err(Refusal::new(
                 ErrorCode::SessionEnded,
                 format!("session {session} has ended"),
             ));
         }
-        Ok(Some(row)) => Labels {
+        Ok(Some(row)) => memo.labels(Labels {
             taint: row.taint,
             untrusted: row.untrusted,
-        },
+        }),
         Ok(None) => {
             let detail = format!("session {session} is not in the ledger");
             return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
@@ -153,8 +184,18 @@ struct Pending {
 }
 
 /// The answer already given to this call id, if any.
-fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Option<ToolResponse>, Refusal> {
-    let row = match broker.with_ledger(|l| l.call(&call.session, call.call_id)) {
+fn earlier_answer(
+    broker: &Broker,
+    memo: &SessionMemo,
+    call: &Pending,
+) -> Result<Option<ToolResponse>, Refusal> {
+    if let Some(answer) = memo.earlier(call.call_id) {
+        if answer.identity != call.identity || answer.tool != call.tool {
+            return Err(reused(call));
+        }
+        return Ok(Some(answer.response.clone()));
+    }
+    let row = match broker.with_reader(|l| l.call(&call.session, call.call_id)) {
         Ok(Some(row)) => row,
         Ok(None) => return Ok(None),
         // A damaged call row: answered as the session's state being unreadable, below.
@@ -165,13 +206,7 @@ fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Option<ToolResponse
         }
     };
     if row.arguments_sha256 != call.identity || row.tool != call.tool {
-        return Err(Refusal::new(
-            ErrorCode::CallIdReused,
-            format!(
-                "call {} of session {} was already made with other arguments",
-                call.call_id, call.session
-            ),
-        ));
+        return Err(reused(call));
     }
     Ok(Some(match (row.state, row.response) {
         (CallState::Done, Some(response)) => response,
@@ -187,6 +222,17 @@ fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Option<ToolResponse
             message: "this call was abandoned and never ran".to_string(),
         },
     }))
+}
+
+/// The refusal of a call id already used for another call.
+fn reused(call: &Pending) -> Refusal {
+    Refusal::new(
+        ErrorCode::CallIdReused,
+        format!(
+            "call {} of session {} was already made with other arguments",
+            call.call_id, call.session
+        ),
+    )
 }
 
 async fn deny(
@@ -240,10 +286,14 @@ async fn finish_with(
         response: response.clone(),
     };
     match broker.journal.record_with(vec![event], Some(whole)).await {
-        Ok(applied) => Ok((response, Some(applied))),
+        Ok(applied) => Ok(Answered {
+            response,
+            applied: Some(applied),
+            labels,
+        }),
         Err(error) => {
             tracing::error!(%error, session = %call.session, call = %call.call_id, "answer not recorded");
-            Ok((unavailable(), None))
+            Ok(Answered::unrecorded(unavailable()))
         }
     }
 }
@@ -273,7 +323,7 @@ async fn run(
         };
         if let Err(error) = broker.journal.record(vec![decided]).await {
             tracing::error!(%error, "decision not recorded; the call does not run");
-            return Ok((unavailable(), None));
+            return Ok(Answered::unrecorded(unavailable()));
         }
     }
     let limit = broker.config.time_limit(tool);

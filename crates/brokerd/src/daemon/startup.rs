@@ -162,7 +162,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         journal,
         ledger,
         Arc::new(runner),
-    ));
+    )?);
     let watcher = grants_watch::watch(Arc::clone(&broker), home)
         .map_err(|e| StartError::Other(format!("cannot watch {}: {e}", dirs.config.display())))?;
 
