@@ -124,12 +124,31 @@ fn unknown_fields_are_refused_everywhere() {
         r#"{"name":"a","description":"b","parameters":{},"extra":1}"#,
         r#"{"session":"s","call_id":1,"tool":"t","arguments":"{}","x":0}"#,
     ];
-    assert!(serde_json::from_str::<ToolSchema>(cases[0]).is_err());
-    assert!(serde_json::from_str::<ToolRequest>(cases[1]).is_err());
-    assert!(
-        serde_json::from_str::<ToolResponse>(r#"{"type":"failed","message":"m","x":1}"#).is_err()
-    );
-    assert!(serde_json::from_str::<AgentFrame>(r#"{"type":"list_tools","x":1}"#).is_err());
+    let refusals = [
+        (
+            serde_json::from_str::<ToolSchema>(cases[0]).err(),
+            "unknown field `extra`",
+        ),
+        (
+            serde_json::from_str::<ToolRequest>(cases[1]).err(),
+            "unknown field `x`",
+        ),
+        (
+            serde_json::from_str::<ToolResponse>(r#"{"type":"failed","message":"m","x":1}"#).err(),
+            "unknown field `x`",
+        ),
+        (
+            serde_json::from_str::<AgentFrame>(r#"{"type":"list_tools","x":1}"#).err(),
+            "unknown field `x`",
+        ),
+    ];
+    for (refusal, why) in refusals {
+        let text = refusal.map(|e| e.to_string());
+        assert!(
+            text.as_ref().is_some_and(|e| e.starts_with(why)),
+            "{text:?} is not {why:?}"
+        );
+    }
 }
 
 #[test]

@@ -47,7 +47,14 @@ pub(super) fn parse(script: &str, dialect: Dialect) -> Result<ast::Program, NotC
     }
     // brush's tokenizer can loop without end (allocating) or panic on some unterminated
     // heredocs, so `<<` is refused before it runs; a heredoc or here-string is a redirection
-    // anyway (this also refuses a quoted `<<`, which is rare).
+    // anyway (this also refuses a quoted `<<`, which is rare). A here-string `<<<` is named as
+    // such, and under sh's rules as the bash operator it is (sh reads `<<` and then `<`).
+    if script.contains("<<<") {
+        return Err(match dialect {
+            Dialect::Posix => NotCovered::ShellDialect("<<<".into()),
+            Dialect::Bash => NotCovered::Redirection("<<<".into()),
+        });
+    }
     if script.contains("<<") {
         return Err(NotCovered::Redirection("<<".into()));
     }

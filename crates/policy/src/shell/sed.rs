@@ -347,9 +347,17 @@ mod tests {
         assert_eq!(writes("s/a/b/w out;x"), Ok(vec!["out;x".into()]));
         assert_eq!(writes("1W  f\np"), Ok(vec!["f".into()]));
         assert_eq!(writes("/a/w /dev/stdout"), Ok(vec![]));
-        assert!(writes("e ls").is_err());
-        assert!(writes("s/a/b/e").is_err());
-        assert!(writes("s/a/b").is_err());
-        assert!(writes("k").is_err());
+        for (script, why) in [
+            ("e ls", "runs a shell command (`e`)"),
+            ("s/a/b/e", "runs a shell command (`s///e`)"),
+            ("s/a/b", "is not terminated"),
+            ("k", "`k` is not a sed command"),
+        ] {
+            let result = writes(script);
+            assert!(
+                result.as_ref().is_err_and(|e| e.contains(why)),
+                "{script:?}: {result:?}"
+            );
+        }
     }
 }

@@ -119,17 +119,21 @@ fn memory_tools_are_recognised_but_cannot_run_yet() {
 
 #[test]
 fn a_fetch_url_must_be_https_with_a_host() {
-    for bad in [
-        "http://docs.rs",
-        "https://",
-        "https://user@host/",
-        "https://a b/",
-        "ftp://x",
-        "https://h:0/",
-        "https://h:99999/",
+    for (bad, why) in [
+        ("http://docs.rs", "does not start with https://"),
+        ("https://", "has an invalid host"),
+        ("https://user@host/", "carries user information"),
+        ("https://a b/", "has an invalid host"),
+        ("ftp://x", "does not start with https://"),
+        ("https://h:0/", "has an invalid port"),
+        ("https://h:99999/", "has an invalid port"),
     ] {
         let arguments = serde_json::json!({ "url": bad }).to_string();
-        assert!(parse(ToolName::HttpFetch, &arguments).is_err(), "{bad}");
+        let result = parse(ToolName::HttpFetch, &arguments);
+        assert!(
+            matches!(&result, Err(ArgsError::Shape(detail)) if detail.contains(why)),
+            "{bad}: {result:?}"
+        );
     }
 }
 

@@ -585,28 +585,30 @@ fn a_prefix_string_is_split_with_shell_quoting() {
     assert_eq!(prefix_words("tool '*'"), Ok(words(&["tool", "*"])));
     assert_eq!(prefix_words("wc -l"), Ok(words(&["wc", "-l"])));
     assert_eq!(prefix_words("g'i't"), Ok(words(&["git"])));
-    for bad in [
-        "",
-        "   ",
-        "'unterminated",
-        "\"unterminated",
-        "trailing\\",
-        "git $X",
-        "git `x`",
-        "ls *.rs",
-        "git {a,b}",
-        "ls; rm",
-        "ls | wc",
-        "ls > x",
-        "~/bin/tool",
-        "$'x'",
-        "''",
-        "# comment",
-        "PATH=/tmp git",
+    for (bad, why) in [
+        ("", "the prefix is empty"),
+        ("   ", "the prefix is empty"),
+        ("'unterminated", "unterminated quote"),
+        ("\"unterminated", "unterminated quote"),
+        ("trailing\\", "lone backslash"),
+        ("git $X", "`$X` asks for a substitution"),
+        ("git `x`", "``x`` asks for a substitution"),
+        ("ls *.rs", "`*.rs` has glob or brace characters"),
+        ("git {a,b}", "`{a,b}` has glob or brace characters"),
+        ("ls; rm", "has an unquoted `;`"),
+        ("ls | wc", "has an unquoted `|`"),
+        ("ls > x", "has an unquoted `>`"),
+        ("~/bin/tool", "`~/bin/tool` uses `~` or `$'…'`"),
+        ("$'x'", "`$'x'` uses `~` or `$'…'`"),
+        ("''", "an empty word"),
+        ("# comment", "would start a comment"),
+        ("PATH=/tmp git", "`PATH=/tmp` is a variable assignment"),
     ] {
         let result = prefix_words(bad);
-        assert!(result.is_err(), "{bad:?} gave {result:?}");
-        assert!(!result.unwrap_err().is_empty());
+        assert!(
+            result.as_ref().is_err_and(|e| e.contains(why)),
+            "{bad:?} gave {result:?}, not {why:?}"
+        );
     }
     // A prefix split by prefix_words covers the script that quotes it the same way.
     let prefix = prefix_words("'my tool' run").unwrap_or_default();
@@ -680,6 +682,8 @@ proptest! {
     #[test]
     fn covers_script_never_panics_on_any_string(script in any::<String>()) {
         let _ = covers_script(&script, &grants());
+        // Any reason will do: random text is refused for whatever it holds, and the property is
+        // only that nothing is covered without a grant.
         prop_assert!(covers_script(&script, &[]).is_err());
     }
 
@@ -700,6 +704,8 @@ proptest! {
     ) {
         let script: String = script.concat();
         let _ = covers_script(&script, &grants());
+        // Any reason will do (the pieces make every refusal likely); the property is only that
+        // nothing is covered without a grant.
         prop_assert!(covers_script(&script, &[]).is_err(), "covered without grants: {:?}", script);
     }
 

@@ -52,7 +52,10 @@ fn a_git_option_that_changes_its_repository_configuration_or_programs_is_not_cov
             covers_script(script, &git)
         );
     }
-    assert!(covers_script("GIT_DIR=/x git log", &git).is_err());
+    assert_eq!(
+        covers_script("GIT_DIR=/x git log", &git),
+        Err(NotCovered::Assignment("GIT_DIR=/x".into()))
+    );
     for script in [
         "git status",
         "git -C /g status",
@@ -263,8 +266,19 @@ fn a_deny_on_any_programs_subcommand_catches_wrappers_inline_aliases_and_dashed_
 fn a_command_a_deny_refuses_is_refused_even_when_the_checker_cannot_read_it() {
     let push = prefixes(&["git push"]);
     // Not readable: no deny is needed, no allow grant covers it.
-    for script in ["exec git push", "eval 'git push'", "git push > /dev/null"] {
-        assert!(covers_script(script, &prefixes(&["git", "exec", "eval"])).is_err());
+    for (script, why) in [
+        ("exec git push", NotCovered::Builtin("exec".into())),
+        ("eval 'git push'", NotCovered::Builtin("eval".into())),
+        (
+            "git push > /dev/null",
+            NotCovered::Redirection(">/dev/null".into()),
+        ),
+    ] {
+        assert_eq!(
+            covers_script(script, &prefixes(&["git", "exec", "eval"])),
+            Err(why),
+            "{script:?}"
+        );
         assert!(!touches_script(script, &push));
     }
 }

@@ -382,7 +382,10 @@ fn wrappers_and_shells_are_looked_into() {
     assert_eq!(paths("env LANG=C LC_ALL=C sort -o /g/x y"), vec!["/g/x"]);
     assert!(unknown("watch 'touch /g/x'"));
     assert!(unknown("flock /g/lock -c 'rm /g/x'"));
-    assert!(targets("sh -c 'touch x > y'").is_err());
+    assert_eq!(
+        targets("sh -c 'touch x > y'"),
+        Err(NotCovered::Redirection(">y".into()))
+    );
 }
 
 #[test]
@@ -413,18 +416,32 @@ fn a_tilde_is_reported_as_written_and_as_a_literal_folder_where_it_may_stay_one(
 
 #[test]
 fn write_targets_of_a_script_sh_runs_follow_posix_rules() {
-    assert!(write_targets("touch $'x'", Dialect::Posix).is_err());
-    assert!(write_targets("touch a=~/x", Dialect::Posix).is_err());
+    assert_eq!(
+        write_targets("touch $'x'", Dialect::Posix),
+        Err(NotCovered::ShellDialect("$'…".into()))
+    );
+    let tilde = write_targets("touch a=~/x", Dialect::Posix);
+    assert!(
+        matches!(&tilde, Err(NotCovered::ShellDialect(what)) if what.starts_with("`a=~/x` (a `~` inside a word")),
+        "{tilde:?}"
+    );
     assert_eq!(
         write_targets("touch /g/x", Dialect::Posix),
         Ok(vec![WriteTarget::Path("/g/x".into())])
     );
-    assert!(write_targets("sh -c \"touch \\$'\\\\' ; touch /g/p # '\"", Dialect::Bash).is_err());
+    assert_eq!(
+        write_targets("sh -c \"touch \\$'\\\\' ; touch /g/p # '\"", Dialect::Bash),
+        Err(NotCovered::ShellDialect("$'…".into()))
+    );
     assert_eq!(
         write_targets("touch $'/g/a\\tb'", Dialect::Bash),
         Ok(vec![WriteTarget::Path("/g/a\tb".into())])
     );
-    assert!(write_targets("touch $'\\x2e\\x2e/x'", Dialect::Bash).is_err());
+    let escaped = write_targets("touch $'\\x2e\\x2e/x'", Dialect::Bash);
+    assert!(
+        matches!(&escaped, Err(NotCovered::Unsupported(what)) if what.contains("escape by number")),
+        "{escaped:?}"
+    );
 }
 
 #[test]
@@ -437,7 +454,10 @@ fn write_targets_are_listed_once_in_order() {
         ])
     );
     assert_eq!(targets(""), Err(NotCovered::Empty));
-    assert!(targets("touch $(x)").is_err());
+    assert_eq!(
+        targets("touch $(x)"),
+        Err(NotCovered::Substitution("$(x)".into()))
+    );
 }
 
 #[test]

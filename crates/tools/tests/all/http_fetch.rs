@@ -410,7 +410,11 @@ fn an_unknown_field_in_the_arguments_is_refused() {
         serde_json::from_str::<HttpFetchArgs>(r#"{"url":"https://fetch.test/","method":"POST"}"#)
             .expect_err("refused");
     assert!(error.to_string().contains("method"), "{error}");
-    assert!(serde_json::from_str::<HttpFetchArgs>("{}").is_err());
+    let missing = serde_json::from_str::<HttpFetchArgs>("{}").expect_err("refused");
+    assert!(
+        missing.to_string().starts_with("missing field `url`"),
+        "{missing}"
+    );
     let args: HttpFetchArgs =
         serde_json::from_str(r#"{"url":"https://fetch.test/"}"#).expect("accepted");
     assert_eq!(args.url, "https://fetch.test/");

@@ -35,18 +35,27 @@ fn accepts_exactly<T: DeserializeOwned>(schema: &ToolSchema) {
         let mut without = full.clone();
         without.remove(name);
         let is_required = required.contains(&name.as_str());
-        assert_eq!(
-            parse(&without).is_err(),
-            is_required,
-            "{} without {name}",
-            schema.name
-        );
+        let refusal = parse(&without).err().map(|e| e.to_string());
+        if is_required {
+            assert!(
+                refusal
+                    .as_ref()
+                    .is_some_and(|e| e.starts_with(&format!("missing field `{name}`"))),
+                "{} without {name}: {refusal:?}",
+                schema.name
+            );
+        } else {
+            assert_eq!(refusal, None, "{} without {name}", schema.name);
+        }
     }
     let mut extra = full.clone();
     extra.insert("unexpected".into(), json!("x"));
+    let refusal = parse(&extra).err().map(|e| e.to_string());
     assert!(
-        parse(&extra).is_err(),
-        "{} accepts an unknown property",
+        refusal
+            .as_ref()
+            .is_some_and(|e| e.starts_with("unknown field `unexpected`")),
+        "{} accepts an unknown property: {refusal:?}",
         schema.name
     );
 }

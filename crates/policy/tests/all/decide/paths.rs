@@ -3,8 +3,9 @@
 
 use std::fs;
 
-use policy::args::{ToolName, parse};
+use policy::args::{ArgsError, ToolName, parse};
 use policy::decide::{AskReason, Decision, Labels, decide};
+use policy::paths::MAX_PATH_BYTES;
 use proto::{Class, DenyReason};
 
 use super::*;
@@ -128,7 +129,13 @@ fn a_path_longer_than_path_max_is_refused_quickly() {
     let grants = tree.grants(NOTES);
     let long = format!("{}{}", tree.path("notes"), "/a".repeat(40_000));
     let arguments = serde_json::json!({ "path": long }).to_string();
-    assert!(parse(ToolName::ReadFile, &arguments).is_err());
+    assert_eq!(
+        parse(ToolName::ReadFile, &arguments).map(|_| ()),
+        Err(ArgsError::Shape(format!(
+            "path is {} bytes, longer than the {MAX_PATH_BYTES} a path may have",
+            long.len()
+        )))
+    );
     let args = policy::args::ToolArgs::ReadFile(tools::fs::ReadFileArgs { path: long });
     let decision = decide(&args, &grants, Labels::default(), now(), &tree.protected());
     assert_eq!(reason(&decision), Some(DenyReason::InvalidArguments));
