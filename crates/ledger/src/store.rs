@@ -34,6 +34,30 @@ const MIGRATIONS: &[&str] = &[
          updated_ms INTEGER NOT NULL,
          PRIMARY KEY (session, call_id)
      );",
+    // 2: approvals (pending ones survive a restart), grants approved for a session, and the
+    // call whose untrusted result raised a session's integrity label.
+    "CREATE TABLE approvals (
+         id INTEGER PRIMARY KEY,
+         session TEXT NOT NULL,
+         call_id INTEGER NOT NULL,
+         tool TEXT NOT NULL,
+         arguments TEXT NOT NULL,
+         grant_id TEXT,
+         why TEXT NOT NULL,
+         taint TEXT NOT NULL,
+         untrusted INTEGER NOT NULL,
+         requested_ms INTEGER NOT NULL,
+         expires_ms INTEGER NOT NULL,
+         state TEXT NOT NULL,
+         resolution TEXT
+     );
+     CREATE INDEX approvals_by_call ON approvals (session, call_id);
+     CREATE TABLE session_grants (
+         session TEXT NOT NULL,
+         grant_id TEXT NOT NULL,
+         PRIMARY KEY (session, grant_id)
+     );
+     ALTER TABLE sessions ADD COLUMN untrusted_by TEXT;",
 ];
 
 /// Why the ledger cannot be used.
@@ -102,7 +126,7 @@ pub enum CallState {
 }
 
 impl CallState {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CallState::Pending => "pending",
             CallState::Approved => "approved",
@@ -186,13 +210,18 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// The connection, for the other modules of this crate.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     /// Runs a statement through the connection's statement cache (parsed once, not per call).
-    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    pub(crate) fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
         self.conn.prepare_cached(sql)?.execute(params)
     }
 
     /// Reads one row through the statement cache.
-    fn query_one<T>(
+    pub(crate) fn query_one<T>(
         &self,
         sql: &str,
         params: impl rusqlite::Params,
@@ -201,7 +230,7 @@ impl Ledger {
         self.conn.prepare_cached(sql)?.query_row(params, row)
     }
 
-    fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
+    pub(crate) fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
         LedgerError::Sqlite {
             path: self.path.clone(),
             source,
@@ -580,7 +609,13 @@ impl Ledger {
                 })?;
                 if let Some(labels) = labels {
                     self.set_labels(session, labels.taint, labels.untrusted, at)?;
+                    if labels.untrusted {
+                        self.set_untrusted_by(session, &format!("call {call_id} ({tool})"))?;
+                    }
                 }
+            }
+            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. } => {
+                self.apply_approval(&record.event, at)?
             }
             Event::Interrupted { session, call_id } => {
                 if let Some(mut row) = self.call(session, *call_id)? {
@@ -612,7 +647,7 @@ pub fn field_digest(field: &crate::audit::Field) -> String {
     }
 }
 
-fn damaged(what: &str, detail: String) -> LedgerError {
+pub(crate) fn damaged(what: &str, detail: String) -> LedgerError {
     LedgerError::Damaged {
         what: what.to_string(),
         detail,
