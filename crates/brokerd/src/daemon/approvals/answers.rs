@@ -51,13 +51,14 @@ pub(super) fn final_answer(
         Some((answer, response, String::new()))
     };
     match (ending, view.kind) {
-        (Ending::Owner(OwnerAnswer::Once), _) => {
-            (None, format!("approved call {id} once; it runs now"))
-        }
+        (Ending::Owner(OwnerAnswer::Once), _) => (
+            None,
+            format!("approval {id}: approved once; the call runs now"),
+        ),
         (Ending::Owner(OwnerAnswer::ForSession), _) => {
             let grant = view.grant.as_ref().map_or("(none)", GrantId::as_str);
             let mut message = format!(
-                "approved call {id}, and grant {grant} for the rest of session {}",
+                "approval {id}: approved, and grant {grant} for the rest of session {}",
                 view.session
             );
             if view.why == AskWhy::AfterUntrusted {
@@ -69,10 +70,10 @@ pub(super) fn final_answer(
         }
         (Ending::Owner(OwnerAnswer::Refuse), _) => (
             denied(DenyReason::ApprovalRefused, "the owner refused"),
-            format!("refused call {id}"),
+            format!("approval {id}: refused"),
         ),
         (Ending::Owner(OwnerAnswer::Text(text)), _) => {
-            (ask_result(text), format!("answered question {id}"))
+            (ask_result(text), format!("question {id}: answered"))
         }
         (Ending::Expired, PendingKind::Approval) => (
             denied(DenyReason::ApprovalExpired, "nobody answered in time"),
