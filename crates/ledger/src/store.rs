@@ -174,6 +174,9 @@ pub struct Ledger {
     path: String,
 }
 
+/// How many parsed statements a connection keeps: more than the ledger has.
+const STATEMENT_CACHE: usize = 64;
+
 impl Ledger {
     /// Opens (or creates) the ledger at `path`: WAL, `synchronous=NORMAL`, migrations applied.
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
@@ -182,6 +185,8 @@ impl Ledger {
             path: shown.clone(),
             source,
         })?;
+        // Every statement the ledger runs stays parsed (rusqlite keeps 16 by default).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let ledger = Ledger { conn, path: shown };
         ledger
             .conn
@@ -202,6 +207,7 @@ impl Ledger {
                 path: shown.clone(),
                 source,
             })?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let ledger = Ledger { conn, path: shown };
         ledger
             .conn
@@ -296,8 +302,7 @@ impl Ledger {
     /// [`LedgerError::Damaged`] for that session only.
     pub fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, LedgerError> {
         let raw = self
-            .conn
-            .query_row(
+            .query_one(
                 "SELECT token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms
                  FROM sessions WHERE id = ?1",
                 [id.as_str()],
@@ -419,8 +424,7 @@ impl Ledger {
         call_id: CallId,
     ) -> Result<Option<CallRow>, LedgerError> {
         let raw = self
-            .conn
-            .query_row(
+            .query_one(
                 "SELECT tool, arguments_sha256, state, response, updated_ms FROM calls
                  WHERE session = ?1 AND call_id = ?2",
                 params![session.as_str(), call_id.0 as i64],

@@ -17,6 +17,7 @@ use crate::policy::{Allowed, AskReason, Decision, Labels, decide};
 
 use super::approvals::{Request, Settled, Waiter};
 use super::journal::{Applied, WholeAnswer};
+use super::memo::{SessionMemo, mark_applied};
 use super::render::render;
 use super::runner::{Outcome, RunContext};
 use super::sessions::Refusal;
@@ -46,28 +47,58 @@ pub async fn answer(
             ),
         ));
     }
-    // One call of a session at a time, held until the ledger has applied the answer (which
-    // may be after the answer leaves), so the next call reads the session's new labels.
-    let one_at_a_time = broker.session_lock(session).lock_owned().await;
-    let (response, applied) = answer_locked(broker, session, request, pending).await?;
-    if let Some(applied) = applied {
+    // One call of a session at a time. The lock is let go once the answer is on disk; what the
+    // ledger has not applied yet stays in the session's memo for the next call.
+    let lock = broker.session_lock(session);
+    let mut memo = lock.lock().await;
+    let answered = answer_locked(broker, session, request, &memo, pending).await?;
+    if let Some(applied) = answered.applied {
+        let labels = answered.labels.map(|l| Labels {
+            taint: l.taint,
+            untrusted: l.untrusted,
+        });
+        let flag = memo.answered(
+            CallId(request.call_id),
+            &request.tool,
+            &sha256_hex(request.arguments.as_bytes()),
+            &answered.response,
+            labels,
+        );
         tokio::spawn(async move {
-            if let Err(error) = applied.wait().await {
-                tracing::error!(%error, "the ledger did not follow an answer");
+            match applied.wait().await {
+                Ok(()) => mark_applied(&flag),
+                Err(error) => tracing::error!(%error, "the ledger did not follow an answer"),
             }
-            drop(one_at_a_time);
         });
     }
-    Ok(response)
+    Ok(answered.response)
 }
 
-/// The answer, and what to wait for before the session's next call.
-type Answered = (ToolResponse, Option<Applied>);
+/// An answer, with what the session's memo needs until the ledger follows it.
+struct Answered {
+    response: ToolResponse,
+    /// Resolves once the ledger holds the answer; `None` when nothing new was recorded.
+    applied: Option<Applied>,
+    /// The session's labels after the answer, when it raised them.
+    labels: Option<ledger::Labels>,
+}
+
+impl Answered {
+    /// An answer that records nothing new (given before, or refused for want of a record).
+    fn unrecorded(response: ToolResponse) -> Answered {
+        Answered {
+            response,
+            applied: None,
+            labels: None,
+        }
+    }
+}
 
 async fn answer_locked(
     broker: &Arc<Broker>,
     session: &SessionId,
     request: &ToolRequest,
+    memo: &SessionMemo,
     pending: &PendingTx,
 ) -> Result<Answered, Refusal> {
     let call = Pending {
@@ -79,20 +110,17 @@ async fn answer_locked(
     };
     // A call id sent again: its answer, or (after a lost connection or a restart) the approval
     // it still waits for.
-    let approved = match earlier_answer(broker, &call)? {
-        Earlier::Answered(response) => return Ok((response, None)),
+    let approved = match earlier_answer(broker, memo, &call)? {
+        Earlier::Answered(response) => return Ok(Answered::unrecorded(response)),
         Earlier::Waiting(id) => match broker.approvals.attach(broker, id) {
             Some((waiter, expires)) => match wait(waiter, expires, pending).await {
-                Settled::Final(response) => return Ok((response, None)),
+                Settled::Final(response) => return Ok(Answered::unrecorded(response)),
                 Settled::Approved => Some(id),
             },
             None => {
-                return Ok((
-                    ToolResponse::Failed {
-                        message: "this call's approval is no longer waiting; send the call again with a new id".to_string(),
-                    },
-                    None,
-                ));
+                return Ok(Answered::unrecorded(ToolResponse::Failed {
+                    message: "this call's approval is no longer waiting; send the call again with a new id".to_string(),
+                }));
             }
         },
         Earlier::New => {
@@ -105,17 +133,17 @@ async fn answer_locked(
             None
         }
     };
-    let labels = match broker.with_ledger(|l| l.session(session)) {
+    let labels = match broker.with_reader(|l| l.session(session)) {
         Ok(Some(row)) if row.ended.is_some() => {
             return Err(Refusal::new(
                 ErrorCode::SessionEnded,
                 format!("session {session} has ended"),
             ));
         }
-        Ok(Some(row)) => Labels {
+        Ok(Some(row)) => memo.labels(Labels {
             taint: row.taint,
             untrusted: row.untrusted,
-        },
+        }),
         Ok(None) => {
             let detail = format!("session {session} is not in the ledger");
             return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
@@ -173,19 +201,11 @@ async fn answer_locked(
             };
             let question = Some((question.question.clone(), question.choices.clone()));
             let grant = Some(GrantId::from(allowed.grant.as_str()));
-            let asked = ask_owner(
-                broker,
-                &call,
-                grant,
-                AskWhy::Question,
-                labels,
-                question,
-                pending,
-            );
-            match asked.await? {
-                Ok(response) => Ok((response, None)),
-                Err(_) => Ok((unavailable(), None)),
-            }
+            let why = AskWhy::Question;
+            let asked = ask_owner(broker, &call, grant, why, labels, question, pending).await?;
+            Ok(Answered::unrecorded(
+                asked.unwrap_or_else(|_| unavailable()),
+            ))
         }
         Decision::Ask(allowed, why) if approved.is_none() => {
             let grant = GrantId::from(allowed.grant.as_str());
@@ -195,10 +215,9 @@ async fn answer_locked(
                     AskReason::GrantAsks => AskWhy::GrantAsks,
                     AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
                 };
-                let asked =
-                    ask_owner(broker, &call, Some(grant), why, labels, None, pending).await?;
-                match asked {
-                    Ok(response) => return Ok((response, None)),
+                let asked = ask_owner(broker, &call, Some(grant), why, labels, None, pending);
+                match asked.await? {
+                    Ok(response) => return Ok(Answered::unrecorded(response)),
                     Err(id) => {
                         broker.approvals.take(id);
                         let _ = pending.send(None);
@@ -214,7 +233,8 @@ async fn answer_locked(
 }
 
 /// Asks the owner about `call` and waits: `Ok(final answer)` (refused, expired, answered,
-/// abandoned, or not recordable), or `Err(id)` when the owner approved approval `id`.
+/// abandoned, or not recordable; already in the ledger), or `Err(id)` when the owner approved
+/// approval `id`.
 async fn ask_owner(
     broker: &Arc<Broker>,
     call: &Pending,
@@ -270,7 +290,7 @@ struct Pending {
     identity: String,
 }
 
-/// What the ledger knows of a call id.
+/// What the ledger (or the session's memo) knows of a call id.
 enum Earlier {
     /// Never seen.
     New,
@@ -281,8 +301,14 @@ enum Earlier {
 }
 
 /// The answer already given to this call id, or the approval it waits for.
-fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Earlier, Refusal> {
-    let row = match broker.with_ledger(|l| l.call(&call.session, call.call_id)) {
+fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result<Earlier, Refusal> {
+    if let Some(answer) = memo.earlier(call.call_id) {
+        if answer.identity != call.identity || answer.tool != call.tool {
+            return Err(reused(call));
+        }
+        return Ok(Earlier::Answered(answer.response.clone()));
+    }
+    let row = match broker.with_reader(|l| l.call(&call.session, call.call_id)) {
         Ok(Some(row)) => row,
         Ok(None) => return Ok(Earlier::New),
         // A damaged call row: answered as the session's state being unreadable, below.
@@ -293,17 +319,11 @@ fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Earlier, Refusal> {
         }
     };
     if row.arguments_sha256 != call.identity || row.tool != call.tool {
-        return Err(Refusal::new(
-            ErrorCode::CallIdReused,
-            format!(
-                "call {} of session {} was already made with other arguments",
-                call.call_id, call.session
-            ),
-        ));
+        return Err(reused(call));
     }
     if matches!(row.state, CallState::Pending | CallState::Approved)
         && let Ok(Some(approval)) =
-            broker.with_ledger(|l| l.approval_of_call(&call.session, call.call_id))
+            broker.with_reader(|l| l.approval_of_call(&call.session, call.call_id))
     {
         return Ok(Earlier::Waiting(approval.id));
     }
@@ -321,6 +341,17 @@ fn earlier_answer(broker: &Broker, call: &Pending) -> Result<Earlier, Refusal> {
             message: "this call was abandoned and never ran".to_string(),
         },
     }))
+}
+
+/// The refusal of a call id already used for another call.
+fn reused(call: &Pending) -> Refusal {
+    Refusal::new(
+        ErrorCode::CallIdReused,
+        format!(
+            "call {} of session {} was already made with other arguments",
+            call.call_id, call.session
+        ),
+    )
 }
 
 async fn deny(
@@ -390,11 +421,15 @@ async fn finish_with(
     match broker.journal.record_with(vec![event], Some(whole)).await {
         Ok(applied) => {
             broker.publish(seen);
-            Ok((response, Some(applied)))
+            Ok(Answered {
+                response,
+                applied: Some(applied),
+                labels,
+            })
         }
         Err(error) => {
             tracing::error!(%error, session = %call.session, call = %call.call_id, "answer not recorded");
-            Ok((unavailable(), None))
+            Ok(Answered::unrecorded(unavailable()))
         }
     }
 }
@@ -424,7 +459,7 @@ async fn run(
         };
         if let Err(error) = broker.journal.record(vec![decided]).await {
             tracing::error!(%error, "decision not recorded; the call does not run");
-            return Ok((unavailable(), None));
+            return Ok(Answered::unrecorded(unavailable()));
         }
     }
     let limit = broker.config.time_limit(tool);

@@ -9,6 +9,7 @@ pub mod config;
 pub mod dirs;
 pub mod grants_watch;
 pub mod journal;
+pub mod memo;
 pub mod owner;
 pub mod render;
 pub mod runner;
@@ -29,6 +30,7 @@ use crate::policy::Protected;
 use approvals::Approvals;
 use config::Config;
 use journal::Journal;
+use memo::SessionMemo;
 use runner::Runner;
 
 pub use startup::{StartError, StartOptions, start};
@@ -57,19 +59,23 @@ pub struct Broker {
     pub protected: Arc<Protected>,
     /// The audit log and the ledger's one writer.
     pub journal: Journal,
-    /// The ledger, for reads.
+    /// The ledger, for reads that must see the writer's latest state (sessions opening).
     pub ledger: Arc<Mutex<Ledger>>,
+    /// A second, read-only connection for the calls' reads, so they never wait for the
+    /// journal's writes (WAL lets readers and the writer go on at once).
+    reader: Mutex<Ledger>,
     /// What runs decided calls.
     pub runner: Arc<dyn Runner>,
     /// The calls and questions waiting for the owner.
     pub approvals: Approvals,
     /// The owner's live event stream (`bx watch`).
     pub events: tokio::sync::broadcast::Sender<OwnerEvent>,
-    session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
+    session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionMemo>>>>,
 }
 
 impl Broker {
-    /// A broker over these parts.
+    /// A broker over these parts, with its own read-only connection to the ledger at
+    /// `dirs.ledger()`.
     pub fn new(
         config: Config,
         dirs: Dirs,
@@ -78,19 +84,21 @@ impl Broker {
         journal: Journal,
         ledger: Arc<Mutex<Ledger>>,
         runner: Arc<dyn Runner>,
-    ) -> Broker {
-        Broker {
+    ) -> Result<Broker, ledger::LedgerError> {
+        let reader = Ledger::open_read_only(&dirs.ledger())?;
+        Ok(Broker {
             config,
             dirs,
             grants: RwLock::new(grants),
             protected: Arc::new(protected),
             journal,
             ledger,
+            reader: Mutex::new(reader),
             runner,
             approvals: Approvals::new(),
             events: tokio::sync::broadcast::channel(EVENT_BACKLOG).0,
             session_locks: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     /// The grants in force now.
@@ -107,7 +115,7 @@ impl Broker {
     }
 
     /// The lock that runs one session's calls one at a time (so its labels rise in order).
-    pub fn session_lock(&self, session: &SessionId) -> Arc<tokio::sync::Mutex<()>> {
+    pub fn session_lock(&self, session: &SessionId) -> Arc<tokio::sync::Mutex<SessionMemo>> {
         let mut locks = self
             .session_locks
             .lock()
@@ -124,5 +132,12 @@ impl Broker {
     pub fn with_ledger<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
         let ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
         f(&ledger)
+    }
+
+    /// Runs `f` on the read-only connection: the ledger as last committed, which may lag the
+    /// answers of a session's memo.
+    pub fn with_reader<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
+        let reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&reader)
     }
 }

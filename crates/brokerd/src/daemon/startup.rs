@@ -165,7 +165,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         journal,
         ledger,
         Arc::new(runner),
-    ));
+    )?);
     let waiting = broker.approvals.load(&broker)?;
     if waiting > 0 {
         tracing::info!(
