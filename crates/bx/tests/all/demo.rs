@@ -66,3 +66,44 @@ fn bx_demo_with_approve_lets_the_asking_calls_run() {
         "{stdout}"
     );
 }
+
+#[test]
+fn bx_demo_names_the_build_command_for_a_missing_or_foreign_binary() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = testkit::temp_dir();
+    let bx = dir.path().join("bx");
+    std::fs::copy(testkit::binary("bx").unwrap(), &bx).unwrap();
+    let run = || {
+        let output = Command::new(&bx)
+            .arg("demo")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run();
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("brokerd is missing") && stderr.contains("`cargo build`"),
+        "{stderr}"
+    );
+    for name in ["brokerd", "loopd"] {
+        let fake = dir.path().join(name);
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\necho '{name} 0.1.0 (build 0000)'\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, stderr) = run();
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("is from another build (build 0000")
+            && stderr.contains("rebuild them together"),
+        "{stderr}"
+    );
+}
