@@ -4,6 +4,7 @@
 
 mod commands;
 mod demo;
+mod watch;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
