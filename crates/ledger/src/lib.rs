@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod audit;
+mod migrations;
 pub mod store;
 
 pub use approvals::{ApprovalRow, ApprovalState};
