@@ -3,7 +3,9 @@
 //!
 //! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd`).
 //! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
-//! and audit fsyncs per call (read back from the audit log's batches).
+//! and audit fsyncs per call (read back from the audit log's batches); and, for a call whose
+//! grant asks, the time from the owner's answer (`approve` on the owner socket) to the
+//! client's result, beside the plain round trip measured in the same run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::OpenOptions;
@@ -13,10 +15,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use proto::ToolResponse;
-use testkit::{AgentClient, BrokerProcess};
+use proto::{ApprovalId, OwnerReply};
+use testkit::{AgentClient, BrokerProcess, OwnerClient};
 
-const GRANTS: &str =
-    "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n";
+const GRANTS: &str = "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n\n[[grant]]\nid = \"asked\"\ntool = \"read_file\"\npaths = [\"{work}/asked\"]\nuntrusted = false\napproval = \"ask\"\n";
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -75,6 +77,35 @@ fn main() {
         "1 client read_file round trip: median {median:?}, p99 {:?} ({:.2}x one fsync)",
         percentile(&times, 0.99),
         median.as_secs_f64() / fsync_median.as_secs_f64()
+    );
+
+    // A call whose grant asks: from the owner's answer to the client's result.
+    std::fs::create_dir_all(broker.work.join("asked")).unwrap();
+    std::fs::write(broker.work.join("asked/small.txt"), "a small file\n").unwrap();
+    let asked = serde_json::json!({ "path": broker.work.join("asked/small.txt") }).to_string();
+    let mut owner = OwnerClient::open(&broker.owner_socket());
+    let mut times = Vec::new();
+    for id in 1..=550u64 {
+        let approval = client.call_pending(10_000 + id, "read_file", &asked);
+        let start = Instant::now();
+        let reply = owner.approve(ApprovalId(approval), false);
+        let (_, answer) = client.finish_call();
+        let elapsed = start.elapsed();
+        assert!(matches!(reply, Some(OwnerReply::Done { .. })), "{reply:?}");
+        assert!(
+            matches!(answer, Ok(ToolResponse::Result { .. })),
+            "{answer:?}"
+        );
+        if id > 50 {
+            times.push(elapsed);
+        }
+    }
+    times.sort();
+    let answered = percentile(&times, 0.5);
+    println!(
+        "owner's answer -> client's result: median {answered:?}, p99 {:?} ({:.2}x the plain round trip)",
+        percentile(&times, 0.99),
+        answered.as_secs_f64() / median.as_secs_f64()
     );
 
     for clients in [1usize, 16, 64] {

@@ -32,4 +32,9 @@ pub mod policy {
 }
 
 /// The version `--version` prints, which `bx demo` compares between the binaries it runs.
-pub const BUILD_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const BUILD_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (build ",
+    env!("BOXMAKER_BUILD_ID"),
+    ")"
+);

@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
     name = "brokerd",
     version = brokerd::BUILD_VERSION,
     about = "boxmaker's broker: decides every tool call against the owner's grants, runs it, and records it in a hash-chained audit log",
-    after_help = "Folders (flag, variable, default):\n  config   --config-dir   BOXMAKER_CONFIG_DIR   $XDG_CONFIG_HOME/boxmaker (brokerd.toml, grants/)\n  state    --state-dir    BOXMAKER_STATE_DIR    $XDG_STATE_HOME/boxmaker (ledger, audit log, sessions/)\n  runtime  --runtime-dir  BOXMAKER_RUNTIME_DIR  $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid> (agent.sock)\n\nExit status: 0 done, 1 refused or failed, 2 bad usage."
+    after_help = "Folders (flag, variable, default):\n  config   --config-dir   BOXMAKER_CONFIG_DIR   $XDG_CONFIG_HOME/boxmaker (brokerd.toml, grants/)\n  state    --state-dir    BOXMAKER_STATE_DIR    $XDG_STATE_HOME/boxmaker (ledger, audit log, sessions/)\n  runtime  --runtime-dir  BOXMAKER_RUNTIME_DIR  $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid> (agent.sock, owner.sock)\n\nExit status: 0 done, 1 refused or failed, 2 bad usage."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the agent socket (the default).
+    /// Serve the agent and owner sockets (the default).
     Serve(ServeArgs),
     /// The audit log.
     Audit {
@@ -52,7 +52,7 @@ struct ServeArgs {
     /// The state folder (ledger, audit log, loopd's sessions/).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// The runtime folder (agent.sock); it must be yours with mode 0700.
+    /// The runtime folder (agent.sock, owner.sock); it must be yours with mode 0700.
     #[arg(long, value_name = "DIR")]
     runtime_dir: Option<PathBuf>,
     /// If the audit log is broken, keep it aside and start a new segment that records the
@@ -115,19 +115,24 @@ fn serve(args: ServeArgs) -> ExitCode {
         };
         let socket = running.broker.dirs.agent_socket();
         tracing::info!(socket = %socket.display(), "brokerd is serving");
+        let owner_socket = running.broker.dirs.owner_socket();
         let brokerd::daemon::startup::Running {
             broker,
             listener,
+            owner_listener,
             locks,
             watcher,
         } = running;
+        let owner = std::sync::Arc::clone(&broker);
         let served = tokio::select! {
             served = brokerd::daemon::server::serve(broker, listener) => served,
+            served = brokerd::daemon::owner::serve(owner, owner_listener) => served,
             _ = shutdown() => Ok(()),
         };
         drop(watcher);
         drop(locks);
         let _ = std::fs::remove_file(&socket);
+        let _ = std::fs::remove_file(&owner_socket);
         match served {
             Ok(()) => {
                 tracing::info!("brokerd stopped");

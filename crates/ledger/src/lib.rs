@@ -6,11 +6,14 @@
 //! records the log's last sequence number and hash ([`store::Ledger::set_anchor`]), so at start
 //! the log may be ahead of the ledger by whole records, never behind.
 
+pub mod approvals;
 pub mod audit;
+mod migrations;
 pub mod store;
 
+pub use approvals::{ApprovalRow, ApprovalState};
 pub use audit::{
     ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Labels,
-    Opened, Record, Summary, sha256_hex, verify,
+    Opened, Record, Summary, sha256_hex, verify, verify_with_ledger,
 };
 pub use store::{CallRow, CallState, Ledger, LedgerError, SessionRow};

@@ -11,30 +11,7 @@ use proto::{CallId, Class, SessionId, Timestamp, ToolResponse};
 
 use crate::audit::{Anchor, Event, INTERRUPTED, Record};
 
-/// The migrations, in order; `PRAGMA user_version` is the number applied.
-const MIGRATIONS: &[&str] = &[
-    // 1: sessions, calls, and the audit anchor.
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-     CREATE TABLE sessions (
-         id TEXT PRIMARY KEY,
-         token_sha256 TEXT NOT NULL,
-         created_ms INTEGER NOT NULL,
-         last_used_ms INTEGER NOT NULL,
-         taint TEXT NOT NULL,
-         untrusted INTEGER NOT NULL,
-         ended_ms INTEGER
-     );
-     CREATE TABLE calls (
-         session TEXT NOT NULL,
-         call_id INTEGER NOT NULL,
-         tool TEXT NOT NULL,
-         arguments_sha256 TEXT NOT NULL,
-         state TEXT NOT NULL,
-         response TEXT,
-         updated_ms INTEGER NOT NULL,
-         PRIMARY KEY (session, call_id)
-     );",
-];
+use crate::migrations::MIGRATIONS;
 
 /// Why the ledger cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +79,7 @@ pub enum CallState {
 }
 
 impl CallState {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CallState::Pending => "pending",
             CallState::Approved => "approved",
@@ -192,13 +169,18 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// The connection, for the other modules of this crate.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     /// Runs a statement through the connection's statement cache (parsed once, not per call).
-    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    pub(crate) fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
         self.conn.prepare_cached(sql)?.execute(params)
     }
 
     /// Reads one row through the statement cache.
-    fn query_one<T>(
+    pub(crate) fn query_one<T>(
         &self,
         sql: &str,
         params: impl rusqlite::Params,
@@ -207,7 +189,7 @@ impl Ledger {
         self.conn.prepare_cached(sql)?.query_row(params, row)
     }
 
-    fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
+    pub(crate) fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
         LedgerError::Sqlite {
             path: self.path.clone(),
             source,
@@ -584,7 +566,13 @@ impl Ledger {
                 })?;
                 if let Some(labels) = labels {
                     self.set_labels(session, labels.taint, labels.untrusted, at)?;
+                    if labels.untrusted {
+                        self.set_untrusted_by(session, &format!("call {call_id} ({tool})"))?;
+                    }
                 }
+            }
+            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. } => {
+                self.apply_approval(&record.event, at)?
             }
             Event::Interrupted { session, call_id } => {
                 if let Some(mut row) = self.call(session, *call_id)? {
@@ -616,7 +604,7 @@ pub fn field_digest(field: &crate::audit::Field) -> String {
     }
 }
 
-fn damaged(what: &str, detail: String) -> LedgerError {
+pub(crate) fn damaged(what: &str, detail: String) -> LedgerError {
     LedgerError::Damaged {
         what: what.to_string(),
         detail,

@@ -19,7 +19,10 @@ use proto::text::escape_terminal;
 /// boxmaker's agent loop: runs a conversation against an OpenAI-compatible model and sends
 /// every tool call through a port.
 #[derive(Parser)]
-#[command(name = "loopd", version)]
+#[command(
+    name = "loopd",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("BOXMAKER_BUILD_ID"), ")")
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

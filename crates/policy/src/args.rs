@@ -7,12 +7,13 @@ use tools::fs::{ReadFileArgs, WriteFileArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
 
+use crate::ask::{AskArgs, parse_ask};
 use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
 use crate::hosts::https_host;
 use crate::paths::MAX_PATH_BYTES;
 
 /// The tools the broker can dispatch to: four that run in a sandbox, the three memory tools
-/// (recognised, not yet runnable), and `consult`.
+/// (recognised, not yet runnable), `consult`, and `ask` (answered by the owner).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ToolName {
     /// Read a text file.
@@ -31,6 +32,8 @@ pub enum ToolName {
     AskMemory,
     /// Ask another model a question.
     Consult,
+    /// Ask the owner a question and wait for the answer.
+    Ask,
 }
 
 impl ToolName {
@@ -43,12 +46,13 @@ impl ToolName {
     ];
 
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 8] = [
+    pub const KNOWN: [ToolName; 9] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::Shell,
         ToolName::HttpFetch,
         ToolName::Consult,
+        ToolName::Ask,
         ToolName::Recall,
         ToolName::Memory,
         ToolName::AskMemory,
@@ -65,6 +69,7 @@ impl ToolName {
             "memory" => Some(ToolName::Memory),
             "ask_memory" => Some(ToolName::AskMemory),
             "consult" => Some(ToolName::Consult),
+            "ask" => Some(ToolName::Ask),
             _ => None,
         }
     }
@@ -80,6 +85,7 @@ impl ToolName {
             ToolName::Memory => "memory",
             ToolName::AskMemory => "ask_memory",
             ToolName::Consult => "consult",
+            ToolName::Ask => "ask",
         }
     }
 
@@ -100,7 +106,7 @@ impl ToolName {
             | ToolName::HttpFetch
             | ToolName::Consult
             | ToolName::Memory => true,
-            ToolName::ReadFile | ToolName::Recall | ToolName::AskMemory => false,
+            ToolName::ReadFile | ToolName::Recall | ToolName::AskMemory | ToolName::Ask => false,
         }
     }
 
@@ -130,6 +136,8 @@ pub enum ToolArgs {
         /// The question.
         question: String,
     },
+    /// `ask`: a question for the owner.
+    Ask(AskArgs),
 }
 
 impl ToolArgs {
@@ -141,6 +149,7 @@ impl ToolArgs {
             ToolArgs::Shell(_) => ToolName::Shell,
             ToolArgs::HttpFetch(_) => ToolName::HttpFetch,
             ToolArgs::Consult { .. } => ToolName::Consult,
+            ToolArgs::Ask(_) => ToolName::Ask,
         }
     }
 
@@ -162,6 +171,7 @@ impl ToolArgs {
             ToolArgs::Consult { question } => json(&ConsultArgs {
                 question: question.clone(),
             }),
+            ToolArgs::Ask(args) => json(args),
         }
     }
 }
@@ -222,6 +232,9 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
         ToolName::Consult => Ok(ToolArgs::Consult {
             question: consult_question(arguments)?,
         }),
+        ToolName::Ask => parse_ask(arguments)
+            .map(ToolArgs::Ask)
+            .map_err(ArgsError::Shape),
         ToolName::Recall | ToolName::Memory | ToolName::AskMemory => {
             Err(ArgsError::NotRunnable(tool.as_str()))
         }

@@ -146,7 +146,7 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 .any(|rule| rule.covers(&host, port))
                 .then_some(Some(Scope::Host(host, port)))
         }
-        ToolArgs::Consult { .. } => Some(None),
+        ToolArgs::Consult { .. } | ToolArgs::Ask(_) => Some(None),
     }
 }
 
@@ -289,7 +289,7 @@ fn named_paths(call: &Call) -> Vec<&Path> {
         ToolArgs::ReadFile(a) => vec![Path::new(&a.path)],
         ToolArgs::WriteFile(a) => vec![Path::new(&a.path)],
         ToolArgs::Shell(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
-        ToolArgs::HttpFetch(_) | ToolArgs::Consult { .. } => Vec::new(),
+        ToolArgs::HttpFetch(_) | ToolArgs::Consult { .. } | ToolArgs::Ask(_) => Vec::new(),
     };
     paths.extend(call.writes.iter().map(|w| w.path.as_path()));
     paths

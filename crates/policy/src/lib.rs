@@ -1,5 +1,5 @@
 //! boxmaker's decision on a tool call, as a library without sockets or state: the call's
-//! arguments parsed strictly ([`args`], [`consult`]), the owner's grant files ([`grants`]), and
+//! arguments parsed strictly ([`args`], [`consult`], [`ask`]), the owner's grant files ([`grants`]), and
 //! the decision itself ([`decide`]) with what it needs to read a `shell` script ([`shell`]) and
 //! to know which writes change what git runs ([`git`]).
 //!
@@ -8,6 +8,7 @@
 //! anyone who embeds the decision link this crate alone.
 
 pub mod args;
+pub mod ask;
 pub mod consult;
 pub mod decide;
 pub mod git;

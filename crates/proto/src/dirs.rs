@@ -5,13 +5,15 @@
 //! |---|---|---|---|
 //! | config (`brokerd.toml`, `grants/`) | `--config-dir` | `BOXMAKER_CONFIG_DIR` | `$XDG_CONFIG_HOME/boxmaker`, else `~/.config/boxmaker` |
 //! | state (ledger, audit log, loopd's `sessions/`) | `--state-dir` | `BOXMAKER_STATE_DIR` | `$XDG_STATE_HOME/boxmaker`, else `~/.local/state/boxmaker` |
-//! | runtime (`agent.sock`) | `--runtime-dir` | `BOXMAKER_RUNTIME_DIR` | `$XDG_RUNTIME_DIR/boxmaker`, else `/tmp/boxmaker-<uid>` |
+//! | runtime (`agent.sock`, `owner.sock`) | `--runtime-dir` | `BOXMAKER_RUNTIME_DIR` | `$XDG_RUNTIME_DIR/boxmaker`, else `/tmp/boxmaker-<uid>` |
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The agent socket's file name in the runtime folder.
 pub const AGENT_SOCKET: &str = "agent.sock";
+/// The owner socket's file name in the runtime folder.
+pub const OWNER_SOCKET: &str = "owner.sock";
 /// The ledger's file name in the state folder.
 pub const LEDGER_FILE: &str = "ledger.sqlite";
 /// The audit log's file name in the state folder.
@@ -158,6 +160,11 @@ impl Dirs {
     /// The agent socket.
     pub fn agent_socket(&self) -> PathBuf {
         self.runtime.join(AGENT_SOCKET)
+    }
+
+    /// The owner socket.
+    pub fn owner_socket(&self) -> PathBuf {
+        self.runtime.join(OWNER_SOCKET)
     }
 
     /// The ledger.

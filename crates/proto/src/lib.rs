@@ -14,6 +14,7 @@ mod call;
 pub mod dirs;
 mod frame;
 mod ids;
+mod owner;
 mod schema;
 pub mod text;
 mod timestamp;
@@ -24,5 +25,9 @@ pub use frame::{
     decode_frame, encode_frame, read_frame, write_frame,
 };
 pub use ids::{ApprovalId, CallId, GrantId, SessionId};
+pub use owner::{
+    AskWhy, OwnerErrorCode, OwnerEvent, OwnerReply, OwnerRequest, PendingKind, PendingView,
+    Resolution, StatusView,
+};
 pub use schema::ToolSchema;
 pub use timestamp::{Timestamp, TimestampError};

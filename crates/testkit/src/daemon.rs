@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use proto::{
-    AgentFrame, BrokerFrame, PROTOCOL_VERSION, Resume, SessionId, ToolRequest, ToolResponse,
-    read_frame, write_frame,
+    AgentFrame, ApprovalId, BrokerFrame, OwnerEvent, OwnerReply, OwnerRequest, PROTOCOL_VERSION,
+    PendingView, Resume, SessionId, ToolRequest, ToolResponse, read_frame, write_frame,
 };
 
 /// A `brokerd serve` child on its own temporary config, state and runtime folders (and a
@@ -76,6 +76,11 @@ impl BrokerProcess {
     /// The agent socket.
     pub fn socket(&self) -> PathBuf {
         self.runtime.join("agent.sock")
+    }
+
+    /// The owner socket.
+    pub fn owner_socket(&self) -> PathBuf {
+        self.runtime.join("owner.sock")
     }
 
     /// The broker's log so far (standard error, every start).
@@ -246,9 +251,118 @@ impl AgentClient {
         }
     }
 
+    /// Sends call `call_id` without reading the answer.
+    pub fn start_call(&mut self, call_id: u64, tool: &str, arguments: &str) {
+        let request = ToolRequest {
+            session: self.session_id().to_string(),
+            call_id,
+            tool: tool.to_string(),
+            arguments: arguments.to_string(),
+        };
+        must(write_frame(&mut self.stream, &AgentFrame::Call { request }));
+    }
+
+    /// Reads responses until a final one: the `PendingApproval`s seen on the way (their
+    /// approval ids) and the final response (or the frame that came instead).
+    pub fn finish_call(&mut self) -> (Vec<u64>, Result<ToolResponse, Option<BrokerFrame>>) {
+        let mut pending = Vec::new();
+        loop {
+            match self.receive() {
+                Some(BrokerFrame::Response {
+                    response: ToolResponse::PendingApproval { approval, .. },
+                    ..
+                }) => pending.push(approval),
+                Some(BrokerFrame::Response { response, .. }) => return (pending, Ok(response)),
+                other => return (pending, Err(other)),
+            }
+        }
+    }
+
+    /// Sends a call and waits until it is pending: its approval id (panics otherwise).
+    pub fn call_pending(&mut self, call_id: u64, tool: &str, arguments: &str) -> u64 {
+        self.start_call(call_id, tool, arguments);
+        match self.receive() {
+            Some(BrokerFrame::Response {
+                response: ToolResponse::PendingApproval { approval, .. },
+                ..
+            }) => approval,
+            other => panic!("call {call_id} did not wait for the owner: {other:?}"),
+        }
+    }
+
     /// Whether the broker has closed the connection (reads end).
     pub fn is_closed(&mut self) -> bool {
         let mut byte = [0u8; 1];
         matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
+
+/// A raw client of the owner socket, after `owner_hello`.
+pub struct OwnerClient {
+    /// The connection.
+    pub stream: UnixStream,
+}
+
+impl OwnerClient {
+    /// Connects to `socket` and says hello; panics unless welcomed.
+    pub fn open(socket: &Path) -> OwnerClient {
+        let stream = must(UnixStream::connect(socket));
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        let mut client = OwnerClient { stream };
+        match client.send(&OwnerRequest::OwnerHello {
+            version: PROTOCOL_VERSION,
+        }) {
+            Some(OwnerReply::OwnerWelcome { .. }) => client,
+            other => panic!("owner_hello was answered with {other:?}"),
+        }
+    }
+
+    /// Sends a request and reads one reply (`None` when the broker closed).
+    pub fn send(&mut self, request: &OwnerRequest) -> Option<OwnerReply> {
+        if write_frame(&mut self.stream, request).is_err() {
+            return None;
+        }
+        self.receive()
+    }
+
+    /// Reads one reply.
+    pub fn receive(&mut self) -> Option<OwnerReply> {
+        read_frame(&mut self.stream).ok().flatten()
+    }
+
+    /// The pending approvals.
+    pub fn pending(&mut self) -> Vec<PendingView> {
+        match self.send(&OwnerRequest::ListPending {}) {
+            Some(OwnerReply::Pending { pending }) => pending,
+            other => panic!("list_pending was answered with {other:?}"),
+        }
+    }
+
+    /// Waits (polling) until an approval is pending; panics after 20 s.
+    pub fn wait_pending(&mut self) -> PendingView {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(first) = self.pending().into_iter().next() {
+                return first;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("no approval became pending within 20 s")
+    }
+
+    /// Approves `approval` (once, or for the session): the reply.
+    pub fn approve(&mut self, approval: ApprovalId, for_session: bool) -> Option<OwnerReply> {
+        self.send(&OwnerRequest::Approve {
+            approval,
+            for_session,
+        })
+    }
+
+    /// Starts a watch stream on this connection and returns its next event.
+    pub fn next_event(&mut self) -> Option<OwnerEvent> {
+        match self.receive() {
+            Some(OwnerReply::Event { event }) => Some(event),
+            _ => None,
+        }
     }
 }

@@ -8,7 +8,7 @@ mod script_server;
 pub mod tls_server;
 
 pub use binaries::{BinaryError, binary};
-pub use daemon::{AgentClient, BrokerProcess};
+pub use daemon::{AgentClient, BrokerProcess, OwnerClient};
 pub use script_server::ScriptServer;
 
 /// A fresh temporary folder, removed when the value is dropped.

@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use ledger::{Answer, CallState, Event, Field, sha256_hex};
 use proto::{
-    CallId, DenyReason, ErrorCode, GrantId, SessionId, Timestamp, ToolRequest, ToolResponse,
+    ApprovalId, AskWhy, CallId, DenyReason, ErrorCode, GrantId, OwnerEvent, SessionId, Timestamp,
+    ToolRequest, ToolResponse,
 };
 
-use crate::args::{ArgsError, ToolName, parse};
+use crate::args::{ArgsError, ToolArgs, ToolName, parse};
 use crate::policy::{Allowed, AskReason, Decision, Labels, decide};
 
+use super::approvals::{Request, Settled, Waiter};
 use super::journal::{Applied, WholeAnswer};
 use super::memo::{SessionMemo, mark_applied};
 use super::render::render;
@@ -23,15 +25,18 @@ use super::{Broker, GrantsState};
 
 /// What a memory tool answers until the memory store exists.
 pub const MEMORY_NOT_YET: &str = "memory tools are not available yet";
-/// What the audit record of a call that needed the owner says until approvals exist.
-pub const APPROVALS_NOT_YET: &str = "approvals are not available yet";
+/// Where a call tells its connection that it waits for the owner (`Some(PendingApproval)`, to
+/// be sent to the client) and that it no longer does (`None`: it runs).
+pub type PendingTx = tokio::sync::mpsc::UnboundedSender<Option<ToolResponse>>;
 
 /// Answers `request` for `session`: a response, or a refusal that closes the connection
-/// (another session's id, a reused call id).
+/// (another session's id, a reused call id). A call that waits for the owner says so on
+/// `pending` first.
 pub async fn answer(
     broker: &Arc<Broker>,
     session: &SessionId,
     request: &ToolRequest,
+    pending: &PendingTx,
 ) -> Result<ToolResponse, Refusal> {
     if request.session != session.as_str() {
         return Err(Refusal::new(
@@ -46,7 +51,7 @@ pub async fn answer(
     // ledger has not applied yet stays in the session's memo for the next call.
     let lock = broker.session_lock(session);
     let mut memo = lock.lock().await;
-    let answered = answer_locked(broker, session, request, &memo).await?;
+    let answered = answer_locked(broker, session, request, &memo, pending).await?;
     if let Some(applied) = answered.applied {
         let labels = answered.labels.map(|l| Labels {
             taint: l.taint,
@@ -94,6 +99,7 @@ async fn answer_locked(
     session: &SessionId,
     request: &ToolRequest,
     memo: &SessionMemo,
+    pending: &PendingTx,
 ) -> Result<Answered, Refusal> {
     let call = Pending {
         session: session.clone(),
@@ -102,9 +108,31 @@ async fn answer_locked(
         arguments: request.arguments.clone(),
         identity: sha256_hex(request.arguments.as_bytes()),
     };
-    if let Some(response) = earlier_answer(broker, memo, &call)? {
-        return Ok(Answered::unrecorded(response));
-    }
+    // A call id sent again: its answer, or (after a lost connection or a restart) the approval
+    // it still waits for.
+    let approved = match earlier_answer(broker, memo, &call)? {
+        Earlier::Answered(response) => return Ok(Answered::unrecorded(response)),
+        Earlier::Waiting(id) => match broker.approvals.attach(broker, id) {
+            Some((waiter, expires)) => match wait(waiter, expires, pending).await {
+                Settled::Final(response) => return Ok(Answered::unrecorded(response)),
+                Settled::Approved => Some(id),
+            },
+            None => {
+                return Ok(Answered::unrecorded(ToolResponse::Failed {
+                    message: "this call's approval is no longer waiting; send the call again with a new id".to_string(),
+                }));
+            }
+        },
+        Earlier::New => {
+            broker.publish(OwnerEvent::Call {
+                session: call.session.clone(),
+                call_id: call.call_id,
+                tool: call.tool.clone(),
+                arguments: call.arguments.clone(),
+            });
+            None
+        }
+    };
     let labels = match broker.with_reader(|l| l.session(session)) {
         Ok(Some(row)) if row.ended.is_some() => {
             return Err(Refusal::new(
@@ -154,23 +182,102 @@ async fn answer_locked(
             return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
         }
     };
+    // Decided again after an approval, so the path is opened again before the run.
     let now = Timestamp::now();
-    match decide(&args, &grants, labels, now, &broker.protected) {
+    let decision = decide(&args, &grants, labels, now, &broker.protected);
+    if let Some(id) = approved {
+        broker.approvals.take(id);
+        let _ = pending.send(None);
+    }
+    match decision {
         Decision::Deny(denied) => {
             let grant = denied.grant.as_deref().map(GrantId::from);
             deny(broker, &call, denied.reason, grant, denied.detail).await
         }
-        Decision::Ask(allowed, why) => {
-            let why = match why {
-                AskReason::GrantAsks => "the grant asks the owner",
-                AskReason::AfterUntrusted => "the session has received untrusted content",
+        Decision::Allow(allowed) | Decision::Ask(allowed, _) if tool == ToolName::Ask => {
+            let ToolArgs::Ask(question) = &allowed.args else {
+                let detail = "ask arguments did not parse as a question".to_string();
+                return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
             };
-            let detail = format!("{APPROVALS_NOT_YET} ({why})");
+            let question = Some((question.question.clone(), question.choices.clone()));
             let grant = Some(GrantId::from(allowed.grant.as_str()));
-            deny(broker, &call, DenyReason::ApprovalRefused, grant, detail).await
+            let why = AskWhy::Question;
+            let asked = ask_owner(broker, &call, grant, why, labels, question, pending).await?;
+            Ok(Answered::unrecorded(
+                asked.unwrap_or_else(|_| unavailable()),
+            ))
         }
-        Decision::Allow(allowed) => run(broker, &call, tool, allowed, grants, labels).await,
+        Decision::Ask(allowed, why) if approved.is_none() => {
+            let grant = GrantId::from(allowed.grant.as_str());
+            let for_session = broker.with_ledger(|l| l.approved_for_session(session, &grant));
+            if !matches!(for_session, Ok(true)) {
+                let why = match why {
+                    AskReason::GrantAsks => AskWhy::GrantAsks,
+                    AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
+                };
+                let asked = ask_owner(broker, &call, Some(grant), why, labels, None, pending);
+                match asked.await? {
+                    Ok(response) => return Ok(Answered::unrecorded(response)),
+                    Err(id) => {
+                        broker.approvals.take(id);
+                        let _ = pending.send(None);
+                    }
+                }
+            }
+            run(broker, &call, tool, allowed, grants, labels).await
+        }
+        Decision::Allow(allowed) | Decision::Ask(allowed, _) => {
+            run(broker, &call, tool, allowed, grants, labels).await
+        }
     }
+}
+
+/// Asks the owner about `call` and waits: `Ok(final answer)` (refused, expired, answered,
+/// abandoned, or not recordable; already in the ledger), or `Err(id)` when the owner approved
+/// approval `id`.
+async fn ask_owner(
+    broker: &Arc<Broker>,
+    call: &Pending,
+    grant: Option<GrantId>,
+    why: AskWhy,
+    labels: Labels,
+    question: Option<(String, Vec<String>)>,
+    pending: &PendingTx,
+) -> Result<Result<ToolResponse, ApprovalId>, Refusal> {
+    let request = Request {
+        session: call.session.clone(),
+        call_id: call.call_id,
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone(),
+        grant,
+        why,
+        labels: ledger::Labels {
+            taint: labels.taint,
+            untrusted: labels.untrusted,
+        },
+        question,
+    };
+    let (waiter, expires) = match broker.approvals.request(broker, request).await {
+        Ok(registered) => registered,
+        Err(error) => {
+            tracing::error!(%error, session = %call.session, call = %call.call_id, "approval request not recorded");
+            return Ok(Ok(unavailable()));
+        }
+    };
+    let id = waiter.id();
+    Ok(match wait(waiter, expires, pending).await {
+        Settled::Final(response) => Ok(response),
+        Settled::Approved => Err(id),
+    })
+}
+
+/// Tells the client the call waits (`PendingApproval`), then waits for the owner.
+async fn wait(mut waiter: Waiter, expires: Timestamp, pending: &PendingTx) -> Settled {
+    let _ = pending.send(Some(ToolResponse::PendingApproval {
+        approval: waiter.id().0,
+        expires,
+    }));
+    waiter.settled().await
 }
 
 /// The call being answered.
@@ -183,24 +290,30 @@ struct Pending {
     identity: String,
 }
 
-/// The answer already given to this call id, if any.
-fn earlier_answer(
-    broker: &Broker,
-    memo: &SessionMemo,
-    call: &Pending,
-) -> Result<Option<ToolResponse>, Refusal> {
+/// What the ledger (or the session's memo) knows of a call id.
+enum Earlier {
+    /// Never seen.
+    New,
+    /// Answered: the same answer again.
+    Answered(ToolResponse),
+    /// Waiting for the owner (or approved and not yet run): wait for this approval again.
+    Waiting(ApprovalId),
+}
+
+/// The answer already given to this call id, or the approval it waits for.
+fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result<Earlier, Refusal> {
     if let Some(answer) = memo.earlier(call.call_id) {
         if answer.identity != call.identity || answer.tool != call.tool {
             return Err(reused(call));
         }
-        return Ok(Some(answer.response.clone()));
+        return Ok(Earlier::Answered(answer.response.clone()));
     }
     let row = match broker.with_reader(|l| l.call(&call.session, call.call_id)) {
         Ok(Some(row)) => row,
-        Ok(None) => return Ok(None),
+        Ok(None) => return Ok(Earlier::New),
         // A damaged call row: answered as the session's state being unreadable, below.
         Err(_) => {
-            return Ok(Some(ToolResponse::Denied {
+            return Ok(Earlier::Answered(ToolResponse::Denied {
                 reason: DenyReason::StateUnreadable,
             }));
         }
@@ -208,7 +321,13 @@ fn earlier_answer(
     if row.arguments_sha256 != call.identity || row.tool != call.tool {
         return Err(reused(call));
     }
-    Ok(Some(match (row.state, row.response) {
+    if matches!(row.state, CallState::Pending | CallState::Approved)
+        && let Ok(Some(approval)) =
+            broker.with_reader(|l| l.approval_of_call(&call.session, call.call_id))
+    {
+        return Ok(Earlier::Waiting(approval.id));
+    }
+    Ok(Earlier::Answered(match (row.state, row.response) {
         (CallState::Done, Some(response)) => response,
         (CallState::Done, None) => ToolResponse::Failed {
             message: ledger::ANSWER_LOST.to_string(),
@@ -270,6 +389,20 @@ async fn finish_with(
     labels: Option<ledger::Labels>,
     detail: String,
 ) -> Result<Answered, Refusal> {
+    let (outcome, reason) = match &answer {
+        Answer::Result { .. } => ("result", None),
+        Answer::Failed { .. } => ("failed", None),
+        Answer::Denied { reason } => ("denied", Some(*reason)),
+    };
+    let seen = OwnerEvent::Answered {
+        session: call.session.clone(),
+        call_id: call.call_id,
+        tool: call.tool.clone(),
+        outcome: outcome.to_string(),
+        reason,
+        grant: grant.clone(),
+        detail: detail.clone(),
+    };
     let event = Event::Answered {
         session: call.session.clone(),
         call_id: call.call_id,
@@ -286,11 +419,14 @@ async fn finish_with(
         response: response.clone(),
     };
     match broker.journal.record_with(vec![event], Some(whole)).await {
-        Ok(applied) => Ok(Answered {
-            response,
-            applied: Some(applied),
-            labels,
-        }),
+        Ok(applied) => {
+            broker.publish(seen);
+            Ok(Answered {
+                response,
+                applied: Some(applied),
+                labels,
+            })
+        }
         Err(error) => {
             tracing::error!(%error, session = %call.session, call = %call.call_id, "answer not recorded");
             Ok(Answered::unrecorded(unavailable()))

@@ -11,6 +11,8 @@
 //! result_cap = 32768          # bytes of a rendered answer
 //! idle_timeout_ms = 60000     # a client silent mid-frame or never reading is closed
 //! session_idle_days = 30      # a session unused this long ends
+//! approval_ms = 300000        # a pending approval or question lapses after this long
+//! pending_grace_ms = 60000    # a waiting call whose client left is abandoned after this long
 //! protected = ["/srv/keys"]   # more folders no tool may name
 //! [consult]                   # the model `consult` asks (optional)
 //! url = "http://127.0.0.1:8081/v1"
@@ -46,6 +48,11 @@ pub struct Config {
     pub idle_timeout_ms: u64,
     /// How many days a session may go unused before it ends.
     pub session_idle_days: u64,
+    /// How long a pending approval or `ask` question waits for the owner.
+    pub approval_ms: u64,
+    /// How long a waiting call whose client has left is kept for the client to resume before
+    /// it is abandoned (never run).
+    pub pending_grace_ms: u64,
     /// Folders no tool may name, beside boxmaker's own.
     pub protected: Vec<PathBuf>,
     /// The model `consult` asks.
@@ -64,6 +71,8 @@ impl Default for Config {
             result_cap: 32 * 1024,
             idle_timeout_ms: 60_000,
             session_idle_days: 30,
+            approval_ms: 300_000,
+            pending_grace_ms: 60_000,
             protected: Vec::new(),
             consult: None,
         }
@@ -106,8 +115,19 @@ impl Config {
             ToolName::HttpFetch => self.http_fetch_ms,
             ToolName::Consult => self.consult_ms,
             ToolName::Recall | ToolName::Memory | ToolName::AskMemory => self.memory_ms,
+            ToolName::Ask => self.approval_ms,
         };
         Duration::from_millis(ms)
+    }
+
+    /// How long an approval waits.
+    pub fn approval_wait(&self) -> Duration {
+        Duration::from_millis(self.approval_ms)
+    }
+
+    /// The grace period of a waiting call whose client left.
+    pub fn pending_grace(&self) -> Duration {
+        Duration::from_millis(self.pending_grace_ms)
     }
 
     /// The idle timeout of a connection.

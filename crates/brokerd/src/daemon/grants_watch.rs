@@ -55,6 +55,14 @@ pub fn watch(broker: Arc<Broker>, home: PathBuf) -> notify::Result<notify::Recom
                 GrantsState::Loaded(grants) => Some(grants.len()),
                 GrantsState::Invalid(_) => None,
             };
+            broker.publish(match &state {
+                GrantsState::Loaded(grants) => proto::OwnerEvent::GrantsLoaded {
+                    grants: grants.len(),
+                },
+                GrantsState::Invalid(problems) => proto::OwnerEvent::GrantProblems {
+                    problems: problems.iter().map(|p| p.to_string()).collect(),
+                },
+            });
             broker.set_grants(state);
             match count {
                 Some(count) => tracing::info!(grants = count, "grants reloaded"),

@@ -1,7 +1,8 @@
 //! The broker daemon: its folders and settings, the journal (audit log and ledger), sessions,
-//! the call pipeline, the runner and the agent socket. [`start`] brings it up; `brokerd serve`
+//! the call pipeline, approvals, the runner, the agent socket and the owner socket. [`start`] brings it up; `brokerd serve`
 //! calls it.
 
+pub mod approvals;
 pub mod audit;
 pub mod calls;
 pub mod config;
@@ -9,6 +10,7 @@ pub mod dirs;
 pub mod grants_watch;
 pub mod journal;
 pub mod memo;
+pub mod owner;
 pub mod render;
 pub mod runner;
 pub mod server;
@@ -19,18 +21,22 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use ledger::Ledger;
-use proto::SessionId;
 use proto::dirs::Dirs;
+use proto::{OwnerEvent, SessionId};
 
 use crate::grants::{Grant, Problem};
 use crate::policy::Protected;
 
+use approvals::Approvals;
 use config::Config;
 use journal::Journal;
 use memo::SessionMemo;
 use runner::Runner;
 
 pub use startup::{StartError, StartOptions, start};
+
+/// How many events a slow watcher may fall behind before it is told it missed some.
+const EVENT_BACKLOG: usize = 4096;
 
 /// The grants in force: all of them, or none and the problems that stopped them.
 #[derive(Debug, Clone)]
@@ -60,6 +66,10 @@ pub struct Broker {
     reader: Mutex<Ledger>,
     /// What runs decided calls.
     pub runner: Arc<dyn Runner>,
+    /// The calls and questions waiting for the owner.
+    pub approvals: Approvals,
+    /// The owner's live event stream (`bx watch`).
+    pub events: tokio::sync::broadcast::Sender<OwnerEvent>,
     session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionMemo>>>>,
 }
 
@@ -85,6 +95,8 @@ impl Broker {
             ledger,
             reader: Mutex::new(reader),
             runner,
+            approvals: Approvals::new(),
+            events: tokio::sync::broadcast::channel(EVENT_BACKLOG).0,
             session_locks: Mutex::new(HashMap::new()),
         })
     }
@@ -109,6 +121,11 @@ impl Broker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         Arc::clone(locks.entry(session.clone()).or_default())
+    }
+
+    /// Sends `event` to every owner watching (none is fine).
+    pub fn publish(&self, event: OwnerEvent) {
+        let _ = self.events.send(event);
     }
 
     /// Runs `f` on the ledger.

@@ -51,6 +51,9 @@ pub struct RunContext {
 pub trait Runner: Send + Sync {
     /// Runs `allowed` (blocking; the caller runs it off the async threads).
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome;
+
+    /// The walls around a run, as `bx status` shows them.
+    fn walls(&self) -> Vec<String>;
 }
 
 /// Runs every tool in the broker's own process.
@@ -72,7 +75,21 @@ impl Runner for DirectRunner {
             ToolArgs::Shell(args) => shell(args, context.limit),
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
+            // The broker answers `ask` from the owner's answer; it never reaches a runner.
+            ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
         }
+    }
+
+    fn walls(&self) -> Vec<String> {
+        vec![
+            "no sandbox yet: tools run in the broker's process".to_string(),
+            "file tools open only below the deciding grant's folder (openat2, no symbolic links)"
+                .to_string(),
+            "shell: its own PID and mount namespaces, every capability dropped, no_new_privs, killed whole at its time limit"
+                .to_string(),
+            "http_fetch: https only; loopback, private, link-local and metadata addresses refused after DNS and on every redirect"
+                .to_string(),
+        ]
     }
 }
 

@@ -32,21 +32,26 @@ pub async fn serve(broker: Arc<Broker>, listener: UnixListener) -> std::io::Resu
 }
 
 /// Why a connection ended early (for the log).
-type Closed = String;
+pub(super) type Closed = String;
 
-async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
+/// Refuses a peer of another uid (both sockets).
+pub(super) fn check_peer(stream: &UnixStream) -> Result<(), Closed> {
     let our_uid = rustix::process::getuid().as_raw();
     match stream.peer_cred() {
-        Ok(cred) if cred.uid() == our_uid => {}
+        Ok(cred) if cred.uid() == our_uid => Ok(()),
         Ok(cred) => {
             tracing::warn!(uid = cred.uid(), "refused a client of another user");
-            return Err(format!("peer uid {} is not the broker's", cred.uid()));
+            Err(format!("peer uid {} is not the broker's", cred.uid()))
         }
-        Err(e) => return Err(format!("cannot read the peer's credentials: {e}")),
+        Err(e) => Err(format!("cannot read the peer's credentials: {e}")),
     }
+}
+
+async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
+    check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
     let (mut reader, mut writer) = stream.into_split();
-    let session = match read(&mut reader, idle, true).await {
+    let session = match read::<AgentFrame>(&mut reader, idle, true).await {
         Ok(Some(AgentFrame::Hello { version, resume })) => {
             if version != PROTOCOL_VERSION {
                 let message = format!(
@@ -81,7 +86,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
         Err(bad) => return refuse(&mut writer, idle, bad).await,
     };
     loop {
-        let frame = match read(&mut reader, idle, false).await {
+        let frame = match read::<AgentFrame>(&mut reader, idle, false).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return Ok(()),
             Err(bad) => return refuse(&mut writer, idle, bad).await,
@@ -102,7 +107,33 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
             }
             AgentFrame::Call { request } => {
                 let call_id = proto::CallId(request.call_id);
-                match calls::answer(&broker, &session, &request).await {
+                let (pending, mut told) = tokio::sync::mpsc::unbounded_channel();
+                let answering = calls::answer(&broker, &session, &request, &pending);
+                tokio::pin!(answering);
+                // While the call waits for the owner, a client that leaves is noticed (the
+                // call is then kept for the grace period); otherwise nothing is read until
+                // the answer is written.
+                let mut waiting = false;
+                let answered = loop {
+                    tokio::select! {
+                        answered = &mut answering => break answered,
+                        Some(note) = told.recv() => match note {
+                            Some(response) => {
+                                waiting = true;
+                                let frame = BrokerFrame::Response { call_id, response };
+                                write(&mut writer, &frame, idle).await?;
+                            }
+                            None => waiting = false,
+                        },
+                        gone = left(&mut reader), if waiting => {
+                            return match gone {
+                                Ok(()) => Err("the client left while its call waited for the owner".into()),
+                                Err(refusal) => refuse(&mut writer, idle, refusal).await,
+                            };
+                        }
+                    }
+                };
+                match answered {
                     Ok(response) => {
                         let frame = BrokerFrame::Response { call_id, response };
                         write(&mut writer, &frame, idle).await?;
@@ -118,6 +149,19 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 return Ok(());
             }
         }
+    }
+}
+
+/// Resolves when the client closes the connection (`Ok`) or sends a frame while its call
+/// waits (`Err`: one call at a time per connection).
+async fn left(reader: &mut OwnedReadHalf) -> Result<(), Refusal> {
+    let mut byte = [0u8; 1];
+    match reader.read(&mut byte).await {
+        Ok(0) | Err(_) => Ok(()),
+        Ok(_) => Err(Refusal::new(
+            ErrorCode::BadFrame,
+            "a frame arrived while this connection's call waits for the owner; send one call at a time",
+        )),
     }
 }
 
@@ -145,6 +189,7 @@ fn schema_of(tool: ToolName) -> Option<ToolSchema> {
         ToolName::Shell => Some(tools::shell::shell_schema()),
         ToolName::HttpFetch => Some(tools::web::http_fetch_schema()),
         ToolName::Consult => Some(crate::consult::consult_schema()),
+        ToolName::Ask => Some(policy::ask::ask_schema()),
         // Not offered until the memory store exists.
         ToolName::Recall | ToolName::Memory | ToolName::AskMemory => None,
     }
@@ -167,11 +212,11 @@ async fn refuse(
 
 /// Reads one frame: `None` at a clean end. Waiting for a frame to start has no limit (except
 /// for the first, `hello`); once it has started, the rest must come within `idle`.
-async fn read(
+pub(super) async fn read<T: serde::de::DeserializeOwned>(
     reader: &mut OwnedReadHalf,
     idle: Duration,
     first: bool,
-) -> Result<Option<AgentFrame>, Refusal> {
+) -> Result<Option<T>, Refusal> {
     let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
     let mut length = [0u8; 4];
     let start = reader.read(&mut length[..1]);
@@ -202,14 +247,20 @@ async fn read(
         .await
         .map_err(|_| bad("silent in the middle of a frame".into()))?
         .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| bad(format!("the frame is not an agent frame: {e}")))
+    serde_json::from_slice(&body).map(Some).map_err(|e| {
+        bad(format!(
+            "the frame is not a frame of this socket ({}): {e}",
+            std::any::type_name::<T>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("frame")
+        ))
+    })
 }
 
-async fn write(
+pub(super) async fn write<T: serde::Serialize>(
     writer: &mut OwnedWriteHalf,
-    frame: &BrokerFrame,
+    frame: &T,
     idle: Duration,
 ) -> Result<(), Closed> {
     let bytes = encode_frame(frame).map_err(|e| e.to_string())?;

@@ -2,7 +2,9 @@
 //! constant time), resumed by id and token, ended by `close` or after `session_idle_days`.
 
 use ledger::{Event, sha256_hex};
-use proto::{ErrorCode, Resume, SessionId, Timestamp};
+use std::sync::Arc;
+
+use proto::{ErrorCode, OwnerEvent, Resume, SessionId, Timestamp};
 
 use super::Broker;
 
@@ -49,6 +51,9 @@ pub async fn open(broker: &Broker) -> Result<(SessionId, String), Refusal> {
         .await
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
     tracing::info!(%session, "session opened");
+    broker.publish(OwnerEvent::SessionOpened {
+        session: session.clone(),
+    });
     Ok((session, token))
 }
 
@@ -93,11 +98,15 @@ pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refus
         .await
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
     tracing::info!(session = %resume.session, "session resumed");
+    broker.publish(OwnerEvent::Resumed {
+        session: resume.session.clone(),
+    });
     Ok(resume.session.clone())
 }
 
-/// Ends `session` (its client asked).
-pub async fn close(broker: &Broker, session: &SessionId, reason: &str) -> Result<(), Refusal> {
+/// Ends `session` (its client asked, or it was idle too long); its waiting calls are
+/// abandoned.
+pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> Result<(), Refusal> {
     broker
         .journal
         .record(vec![Event::SessionEnded {
@@ -105,11 +114,13 @@ pub async fn close(broker: &Broker, session: &SessionId, reason: &str) -> Result
             reason: reason.to_string(),
         }])
         .await
-        .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))
+        .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    broker.approvals.end_session(broker, session).await;
+    Ok(())
 }
 
 /// Ends every session unused for `session_idle_days`.
-pub async fn end_idle(broker: &Broker) -> Result<usize, Refusal> {
+pub async fn end_idle(broker: &Arc<Broker>) -> Result<usize, Refusal> {
     let days = broker.config.session_idle_days as i64;
     let before = Timestamp::now().plus_millis(-days.saturating_mul(86_400_000));
     let idle = broker

@@ -1,6 +1,7 @@
 //! Bringing the broker up: folders checked and locked, the process made non-dumpable, the
 //! settings and grants read, the ledger caught up from the audit log, calls the last broker
-//! left running marked as such, and the agent socket bound (mode 0600).
+//! left running marked as such, calls waiting for the owner loaded, and the agent and owner
+//! sockets bound (mode 0600).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ pub struct Running {
     pub broker: Arc<Broker>,
     /// The bound agent socket.
     pub listener: UnixListener,
+    /// The bound owner socket.
+    pub owner_listener: UnixListener,
     /// Held for the broker's life.
     pub locks: Locks,
     /// Held for the broker's life.
@@ -163,6 +166,13 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         ledger,
         Arc::new(runner),
     )?);
+    let waiting = broker.approvals.load(&broker)?;
+    if waiting > 0 {
+        tracing::info!(
+            waiting,
+            "calls waiting for the owner were loaded; their clients may resume them"
+        );
+    }
     let watcher = grants_watch::watch(Arc::clone(&broker), home)
         .map_err(|e| StartError::Other(format!("cannot watch {}: {e}", dirs.config.display())))?;
 
@@ -173,9 +183,17 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         .map_err(|e| StartError::Other(format!("cannot listen on {}: {e}", socket.display())))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| StartError::Other(format!("{}: {e}", socket.display())))?;
+    let owner_socket = dirs.owner_socket();
+    let _ = std::fs::remove_file(&owner_socket);
+    let owner_listener = UnixListener::bind(&owner_socket).map_err(|e| {
+        StartError::Other(format!("cannot listen on {}: {e}", owner_socket.display()))
+    })?;
+    std::fs::set_permissions(&owner_socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| StartError::Other(format!("{}: {e}", owner_socket.display())))?;
     Ok(Running {
         broker,
         listener,
+        owner_listener,
         locks,
         watcher,
     })

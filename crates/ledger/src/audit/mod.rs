@@ -13,10 +13,13 @@ mod verify;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use proto::{CallId, Class, DenyReason, GrantId, SessionId, Timestamp, ToolResponse};
+use proto::{
+    ApprovalId, AskWhy, CallId, Class, DenyReason, GrantId, Resolution, SessionId, Timestamp,
+    ToolResponse,
+};
 
 pub use log::{AuditLog, Opened};
-pub use verify::{Anchor, Broken, Summary, verify};
+pub use verify::{Anchor, Broken, Summary, verify, verify_with_ledger};
 
 /// The `prev` of a segment's first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -199,6 +202,41 @@ pub enum Event {
         answer: Answer,
         /// Why, for the owner (a denial's detail, a failure's cause).
         detail: String,
+    },
+    /// A call waits for the owner: a grant asks, or the model asked a question (`ask`).
+    ApprovalRequested {
+        /// The approval's id.
+        approval: ApprovalId,
+        /// The session.
+        session: SessionId,
+        /// The call.
+        call_id: CallId,
+        /// The tool.
+        tool: String,
+        /// The arguments (canonical JSON), or their digest.
+        arguments: Field,
+        /// The grant that asks.
+        grant: Option<GrantId>,
+        /// Why it asks.
+        why: AskWhy,
+        /// The session's labels when it asked.
+        labels: Labels,
+        /// When it lapses unanswered.
+        expires: Timestamp,
+    },
+    /// A pending approval ended: the owner's answer, its expiry, or its abandonment.
+    ApprovalResolved {
+        /// The approval.
+        approval: ApprovalId,
+        /// The session.
+        session: SessionId,
+        /// The call.
+        call_id: CallId,
+        /// The grant that asked (approved for the session: every later call it asks about in
+        /// this session runs unasked).
+        grant: Option<GrantId>,
+        /// How it ended.
+        resolution: Resolution,
     },
     /// At start, a call found running (the broker stopped during it) is marked as such; its
     /// id answers that it may have taken effect.

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod broker;
+mod broker_approvals;
 mod chat;
 mod cli;
 mod flags;

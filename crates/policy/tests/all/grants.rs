@@ -153,7 +153,7 @@ fn an_unknown_tool_names_every_known_tool() {
     assert_eq!(
         problems("[[grant]]\nid=\"x\"\ntool=\"rm_rf\"\n"),
         [
-            "3: unknown tool \"rm_rf\"; the known tools are read_file, write_file, shell, http_fetch, consult, recall, memory, ask_memory"
+            "3: unknown tool \"rm_rf\"; the known tools are read_file, write_file, shell, http_fetch, consult, ask, recall, memory, ask_memory"
         ]
     );
 }
@@ -455,5 +455,14 @@ fn an_allow_path_that_reads_as_a_glob_but_exists_literally_gets_a_warning_to_esc
         parse_file(&deny, Path::new("g.toml"), &home())
             .warnings
             .is_empty()
+    );
+}
+
+#[test]
+fn an_ask_grant_takes_no_paths_hosts_or_commands() {
+    assert!(one("[[grant]]\nid=\"q\"\ntool=\"ask\"\n").paths.is_empty());
+    assert_eq!(
+        problems("[[grant]]\nid=\"q\"\ntool=\"ask\"\npaths = [\"/tmp\"]\nhosts = [\"a.org\"]\n"),
+        ["4: ask does not take paths", "5: ask does not take hosts"]
     );
 }

@@ -2,9 +2,12 @@
 //! Test grants set `untrusted` and `on_untrusted` explicitly (the defaults make every side
 //! effect after a read ask).
 
+mod approvals;
+mod ask;
 mod audit;
 mod calls;
 mod frames;
+mod owner_socket;
 mod restart;
 
 use std::time::Duration;

@@ -1,0 +1,179 @@
+//! `bx grants check` and `bx grants preset coding`: both work with no broker running.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use proto::dirs::Dirs;
+use proto::text::escape_terminal;
+
+use crate::Exit;
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// `bx grants check`: every problem and warning with file and line.
+pub fn check(dirs: &Dirs) -> Exit {
+    let folder = dirs.grants();
+    match policy::grants::load_dir(&folder, &home()) {
+        Ok(set) => {
+            for warning in &set.warnings {
+                println!("warning: {}", escape_terminal(&warning.to_string()));
+            }
+            println!(
+                "{}: {} grant(s), no problems{}",
+                folder.display(),
+                set.grants.len(),
+                match set.warnings.len() {
+                    0 => String::new(),
+                    n => format!(", {n} warning(s) above"),
+                }
+            );
+            Exit::Done
+        }
+        Err(problems) => {
+            for problem in &problems {
+                println!("problem: {}", escape_terminal(&problem.to_string()));
+            }
+            println!(
+                "{}: {} problem(s); the broker refuses every call (GrantsInvalid) until they are fixed",
+                folder.display(),
+                problems.len()
+            );
+            Exit::Failed
+        }
+    }
+}
+
+/// The coding preset for `workspace` (an absolute folder).
+pub fn coding_preset(workspace: &Path) -> String {
+    let ws = toml_string(&workspace.display().to_string());
+    format!(
+        r#"# boxmaker grants: a starting set for coding in {shown}
+# (written by `bx grants preset coding`). Edit freely: the broker reloads this folder when it
+# changes, and `bx grants check` reports any problem with its file and line.
+#
+# No `shell` grant: until the sandbox issue lands, a command could reach boxmaker's own folders
+# and the owner socket (owner power rests on your uid), so shell waits for the sandbox.
+
+# Read anything in the workspace. Results are untrusted (the default): a file may hold text
+# someone else planted, so side effects after it follow each grant's on_untrusted.
+[[grant]]
+id = "workspace-read"
+tool = "read_file"
+paths = [{ws}]
+class = "private"
+
+# Write files in the workspace. Edits stay inside it and come back as diffs, so they still run
+# after untrusted input.
+[[grant]]
+id = "workspace-write"
+tool = "write_file"
+paths = [{ws}]
+class = "private"
+untrusted = false
+on_untrusted = "allow"
+
+# Fetch documentation over https: asks you every time.
+[[grant]]
+id = "docs-fetch"
+tool = "http_fetch"
+hosts = ["docs.rs", "crates.io", "doc.rust-lang.org", "github.com", "*.github.com"]
+class = "public"
+approval = "ask"
+
+# Ask another model (needs [consult] in brokerd.toml): asks you every time, since the
+# question leaves the session.
+[[grant]]
+id = "second-opinion"
+tool = "consult"
+approval = "ask"
+
+# Let the model ask you a question (`ask`); you answer with `bx answer` or in `bx watch`.
+[[grant]]
+id = "questions"
+tool = "ask"
+untrusted = false
+class = "public"
+"#,
+        shown = workspace.display(),
+    )
+}
+
+fn toml_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `bx grants preset coding --workspace DIR`: writes `grants/coding.toml`, never over a file.
+pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
+    let workspace = match workspace.canonicalize() {
+        Ok(path) if path.is_dir() => path,
+        Ok(path) => {
+            eprintln!("bx: {} is not a folder", path.display());
+            return Exit::Usage;
+        }
+        Err(e) => {
+            eprintln!(
+                "bx: the workspace {}: {e}; name an existing folder",
+                workspace.display()
+            );
+            return Exit::Usage;
+        }
+    };
+    let folder = dirs.grants();
+    let file = folder.join("coding.toml");
+    let text = coding_preset(&workspace);
+    let parsed = policy::grants::parse_file(&text, &file, &home());
+    if let Some(problem) = parsed.problems.first() {
+        eprintln!("bx: the preset for this workspace has a problem: {problem}");
+        return Exit::Failed;
+    }
+    if let Err(e) = std::fs::DirBuilder::new().recursive(true).create(&folder) {
+        eprintln!("bx: cannot make {}: {e}", folder.display());
+        return Exit::Failed;
+    }
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file);
+    let mut out = match created {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            eprintln!(
+                "bx: {} already exists; edit it, or remove it to write the preset again",
+                file.display()
+            );
+            return Exit::Failed;
+        }
+        Err(e) => {
+            eprintln!("bx: cannot write {}: {e}", file.display());
+            return Exit::Failed;
+        }
+    };
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.sync_all()) {
+        eprintln!("bx: cannot write {}: {e}", file.display());
+        return Exit::Failed;
+    }
+    println!(
+        "wrote {} ({} grants for {}); check it with `bx grants check`",
+        file.display(),
+        parsed.grants.len(),
+        workspace.display()
+    );
+    Exit::Done
+}

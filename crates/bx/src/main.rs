@@ -1,0 +1,219 @@
+//! `bx`, the owner's command line over the broker's owner socket: pending approvals and
+//! questions, the owner's answers, the live stream, grant files, the audit log, status, and
+//! `bx demo`.
+//!
+//! Exit status: 0 done, 1 refused or failed, 2 bad usage, 3 no broker running.
+
+mod commands;
+mod demo;
+mod grants;
+mod owner;
+mod show;
+mod watch;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The exit statuses `bx --help` documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: done.
+    Done,
+    /// 1: refused or failed.
+    Failed,
+    /// 2: bad usage.
+    Usage,
+    /// 3: no broker running.
+    NoBroker,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(match exit {
+            Exit::Done => 0,
+            Exit::Failed => 1,
+            Exit::Usage => 2,
+            Exit::NoBroker => 3,
+        })
+    }
+}
+
+const AFTER_HELP: &str = "\
+Examples:
+  bx demo                                   # the whole thing in one command, nothing to set up
+  bx approvals                              # what waits for you: tool, full arguments, grant, why
+  bx approve 3                              # let call 3 run once
+  bx approve 3 --session                    # and every call its grant asks about, this session
+  bx refuse 3
+  bx answer 4 \"yes, deploy to staging\"      # answer the model's question 4
+  bx watch                                  # the live stream; at a terminal it asks you too
+  bx grants preset coding --workspace ~/src/app && bx grants check
+  bx audit verify
+
+Owner power rests on the uid: any program running as your user that can run code can reach the
+owner socket and answer approvals. That is why no grant set offers `shell` until the sandbox
+keeps the owner socket out of every box.
+
+Folders (flag, variable, default), the same as brokerd's:
+  config   --config-dir   BOXMAKER_CONFIG_DIR   $XDG_CONFIG_HOME/boxmaker
+  state    --state-dir    BOXMAKER_STATE_DIR    $XDG_STATE_HOME/boxmaker
+  runtime  --runtime-dir  BOXMAKER_RUNTIME_DIR  $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid>
+
+Exit status: 0 done, 1 refused or failed, 2 bad usage, 3 no broker running.";
+
+#[derive(Parser)]
+#[command(
+    name = "bx",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("BOXMAKER_BUILD_ID"), ")"),
+    about = "boxmaker's owner command line: answer the calls your agent's grants ask about, watch every call, check grants and the audit log",
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    #[command(flatten)]
+    folders: Folders,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The three folders, as brokerd takes them.
+#[derive(Args, Clone, Default)]
+pub struct Folders {
+    /// The config folder (brokerd.toml, grants/).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub config_dir: Option<PathBuf>,
+    /// The state folder (ledger, audit log).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    /// The runtime folder (owner.sock).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub runtime_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the calls and questions waiting for you: id, tool, full arguments, session, grant,
+    /// why, expiry.
+    Approvals {
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a waiting call run (e.g. `bx approve 3`).
+    Approve {
+        /// The approval's id, from `bx approvals`.
+        id: u64,
+        /// Also approve, for the rest of that session, every call its grant asks about.
+        #[arg(long)]
+        session: bool,
+    },
+    /// Refuse a waiting call: the agent gets ApprovalRefused.
+    Refuse {
+        /// The approval's id.
+        id: u64,
+    },
+    /// Answer a question the model asked with `ask` (e.g. `bx answer 4 "staging only"`).
+    Answer {
+        /// The question's id.
+        id: u64,
+        /// Your answer, given to the model as the result of its `ask`.
+        text: String,
+    },
+    /// Watch every call as it happens; at a terminal, answer each approval and question as it
+    /// comes (once / for the session / refuse).
+    Watch {
+        /// One JSON event per line (and no questions asked).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The grant files.
+    Grants {
+        #[command(subcommand)]
+        command: GrantsCommand,
+    },
+    /// The audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+    /// The running broker: sockets, sessions, pending approvals, grants or their problems, and
+    /// the walls around each tool run.
+    Status {
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the demo: a real broker and agent on a temporary folder, each kind of decision shown
+    /// and explained, then the audit log verified. Nothing is left behind.
+    Demo(demo::DemoArgs),
+}
+
+#[derive(Subcommand)]
+enum GrantsCommand {
+    /// Check every grant file: problems and warnings with file and line (exit 1 on a problem).
+    /// Works with no broker running.
+    Check,
+    /// Write a commented starting set of grants (refuses to overwrite).
+    Preset {
+        #[command(subcommand)]
+        preset: Preset,
+    },
+}
+
+#[derive(Subcommand)]
+enum Preset {
+    /// Coding in one folder: read it (untrusted, the default), write in it, and ask before
+    /// http_fetch and consult. No shell until the sandbox exists.
+    Coding {
+        /// The workspace folder.
+        #[arg(long, value_name = "DIR")]
+        workspace: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check the audit log's hash chain: exit 0 with a summary, or 1 naming the first broken
+    /// record. Works with no broker running.
+    Verify,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let dirs = match proto::dirs::Dirs::resolve(
+        cli.folders.config_dir.as_deref(),
+        cli.folders.state_dir.as_deref(),
+        cli.folders.runtime_dir.as_deref(),
+        &|name| std::env::var_os(name),
+        rustix::process::getuid().as_raw(),
+    ) {
+        Ok(dirs) => dirs,
+        Err(e) => {
+            eprintln!("bx: {e}");
+            return Exit::Usage.into();
+        }
+    };
+    let exit = match cli.command {
+        Command::Approvals { json } => commands::approvals(&dirs, json),
+        Command::Approve { id, session } => commands::approve(&dirs, id, session),
+        Command::Refuse { id } => commands::refuse(&dirs, id),
+        Command::Answer { id, text } => commands::answer(&dirs, id, text),
+        Command::Watch { json } => watch::watch(&dirs, json),
+        Command::Grants {
+            command: GrantsCommand::Check,
+        } => grants::check(&dirs),
+        Command::Grants {
+            command:
+                GrantsCommand::Preset {
+                    preset: Preset::Coding { workspace },
+                },
+        } => grants::preset_coding(&dirs, &workspace),
+        Command::Audit {
+            command: AuditCommand::Verify,
+        } => commands::audit_verify(&dirs),
+        Command::Status { json } => commands::status(&dirs, json),
+        Command::Demo(args) => demo::run(&args),
+    };
+    exit.into()
+}

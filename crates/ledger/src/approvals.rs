@@ -1,0 +1,323 @@
+//! Approvals in the ledger: each request for the owner's answer and how it ended, the grants a
+//! session's owner approved for the rest of the session, and the call that made a session
+//! untrusted. A pending approval survives a restart: the broker loads them at start, and a
+//! client that resumes its session and sends the same call id again waits for the same one.
+
+use rusqlite::{OptionalExtension, params};
+
+use proto::{ApprovalId, AskWhy, CallId, Class, GrantId, Resolution, SessionId, Timestamp};
+
+use crate::audit::{Event, Field};
+use crate::store::{CallRow, CallState, Ledger, LedgerError, damaged, field_digest};
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalState {
+    /// Waiting for the owner.
+    Pending,
+    /// Ended (see its resolution).
+    Resolved,
+}
+
+/// An approval as the ledger keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRow {
+    /// Its id.
+    pub id: ApprovalId,
+    /// The session.
+    pub session: SessionId,
+    /// The call.
+    pub call_id: CallId,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as recorded (whole when short, else a digest).
+    pub arguments: Field,
+    /// The grant that asks.
+    pub grant: Option<GrantId>,
+    /// Why it asks.
+    pub why: AskWhy,
+    /// The session's class when it asked.
+    pub taint: Class,
+    /// Whether the session was untrusted when it asked.
+    pub untrusted: bool,
+    /// When it was asked.
+    pub requested: Timestamp,
+    /// When it lapses.
+    pub expires: Timestamp,
+    /// Pending or resolved.
+    pub state: ApprovalState,
+    /// How it ended, once it has.
+    pub resolution: Option<Resolution>,
+}
+
+const APPROVAL_COLUMNS: &str = "id, session, call_id, tool, arguments, grant_id, why, taint, \
+     untrusted, requested_ms, expires_ms, state, resolution";
+
+type RawApproval = (
+    i64,
+    String,
+    i64,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    String,
+    Option<String>,
+);
+
+fn raw(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawApproval> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+        row.get(10)?,
+        row.get(11)?,
+        row.get(12)?,
+    ))
+}
+
+fn parsed(raw: RawApproval) -> Result<ApprovalRow, LedgerError> {
+    let (id, session, call_id, tool, arguments, grant, why, taint, untrusted, req, exp, state, res) =
+        raw;
+    let what = format!("approval {id}");
+    let bad = |detail: String| damaged(&what, detail);
+    let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| bad(e.to_string()));
+    Ok(ApprovalRow {
+        id: ApprovalId(id as u64),
+        session: SessionId(session),
+        call_id: CallId(call_id as u64),
+        tool,
+        arguments: serde_json::from_str(&arguments).map_err(|e| bad(e.to_string()))?,
+        grant: grant.map(GrantId),
+        why: serde_json::from_value(serde_json::Value::String(why.clone()))
+            .map_err(|_| bad(format!("why {why:?} is not a reason")))?,
+        taint: Class::parse(&taint).ok_or_else(|| bad(format!("taint {taint:?}")))?,
+        untrusted: untrusted != 0,
+        requested: time(req)?,
+        expires: time(exp)?,
+        state: match state.as_str() {
+            "pending" => ApprovalState::Pending,
+            "resolved" => ApprovalState::Resolved,
+            other => return Err(bad(format!("state {other:?}"))),
+        },
+        resolution: res
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| bad(e.to_string()))?,
+    })
+}
+
+fn why_text(why: AskWhy) -> &'static str {
+    match why {
+        AskWhy::GrantAsks => "grant_asks",
+        AskWhy::AfterUntrusted => "after_untrusted",
+        AskWhy::Question => "question",
+    }
+}
+
+impl Ledger {
+    /// An approval by id.
+    pub fn approval(&self, id: ApprovalId) -> Result<Option<ApprovalRow>, LedgerError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
+        let found = self
+            .query_one(&sql, [id.0 as i64], raw)
+            .optional()
+            .map_err(|e| self.sqlite(e))?;
+        found.map(parsed).transpose()
+    }
+
+    /// The latest approval of a call, if it ever asked.
+    pub fn approval_of_call(
+        &self,
+        session: &SessionId,
+        call_id: CallId,
+    ) -> Result<Option<ApprovalRow>, LedgerError> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE session = ?1 AND call_id = ?2
+             ORDER BY id DESC LIMIT 1"
+        );
+        let found = self
+            .query_one(&sql, params![session.as_str(), call_id.0 as i64], raw)
+            .optional()
+            .map_err(|e| self.sqlite(e))?;
+        found.map(parsed).transpose()
+    }
+
+    /// Every pending approval, oldest first.
+    pub fn pending_approvals(&self) -> Result<Vec<ApprovalRow>, LedgerError> {
+        let sql =
+            format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY id");
+        let mut statement = self.conn().prepare(&sql).map_err(|e| self.sqlite(e))?;
+        let rows = statement
+            .query_map([], raw)
+            .map_err(|e| self.sqlite(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.sqlite(e))?;
+        rows.into_iter().map(parsed).collect()
+    }
+
+    /// The highest approval id ever issued (0 when none was).
+    pub fn last_approval_id(&self) -> Result<u64, LedgerError> {
+        self.query_one("SELECT COALESCE(MAX(id), 0) FROM approvals", [], |row| {
+            row.get::<_, i64>(0)
+        })
+        .map(|id| id as u64)
+        .map_err(|e| self.sqlite(e))
+    }
+
+    /// Whether the owner approved `grant` for the rest of `session`.
+    pub fn approved_for_session(
+        &self,
+        session: &SessionId,
+        grant: &GrantId,
+    ) -> Result<bool, LedgerError> {
+        self.query_one(
+            "SELECT COUNT(*) FROM session_grants WHERE session = ?1 AND grant_id = ?2",
+            params![session.as_str(), grant.as_str()],
+            |row| row.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(|e| self.sqlite(e))
+    }
+
+    /// The call whose untrusted result first made `session` untrusted ("call 3 (read_file)").
+    pub fn untrusted_by(&self, session: &SessionId) -> Result<Option<String>, LedgerError> {
+        self.query_one(
+            "SELECT untrusted_by FROM sessions WHERE id = ?1",
+            [session.as_str()],
+            |row| row.get::<_, Option<String>>(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| self.sqlite(e))
+    }
+
+    /// How many sessions have not ended.
+    pub fn open_sessions(&self) -> Result<u64, LedgerError> {
+        self.query_one(
+            "SELECT COUNT(*) FROM sessions WHERE ended_ms IS NULL",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .map(|n| n as u64)
+        .map_err(|e| self.sqlite(e))
+    }
+
+    /// Records the call that made `session` untrusted, unless one is already recorded.
+    pub(crate) fn set_untrusted_by(
+        &self,
+        session: &SessionId,
+        by: &str,
+    ) -> Result<(), LedgerError> {
+        self.exec(
+            "UPDATE sessions SET untrusted_by = ?2 WHERE id = ?1 AND untrusted_by IS NULL",
+            params![session.as_str(), by],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
+    }
+
+    /// Replays an `ApprovalRequested` or `ApprovalResolved` record.
+    pub(crate) fn apply_approval(&self, event: &Event, at: Timestamp) -> Result<(), LedgerError> {
+        match event {
+            Event::ApprovalRequested {
+                approval,
+                session,
+                call_id,
+                tool,
+                arguments,
+                grant,
+                why,
+                labels,
+                expires,
+            } => {
+                let recorded = serde_json::to_string(arguments)
+                    .map_err(|e| damaged("an approval's arguments", e.to_string()))?;
+                self.exec(
+                    "INSERT OR REPLACE INTO approvals
+                         (id, session, call_id, tool, arguments, grant_id, why, taint, untrusted,
+                          requested_ms, expires_ms, state, resolution)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', NULL)",
+                    params![
+                        approval.0 as i64,
+                        session.as_str(),
+                        call_id.0 as i64,
+                        tool,
+                        recorded,
+                        grant.as_ref().map(GrantId::as_str),
+                        why_text(*why),
+                        labels.taint.as_str(),
+                        labels.untrusted as i64,
+                        at.as_millis(),
+                        expires.as_millis(),
+                    ],
+                )
+                .map_err(|e| self.sqlite(e))?;
+                self.put_call(&CallRow {
+                    session: session.clone(),
+                    call_id: *call_id,
+                    tool: tool.clone(),
+                    arguments_sha256: field_digest(arguments),
+                    state: CallState::Pending,
+                    response: None,
+                    updated: at,
+                })
+            }
+            Event::ApprovalResolved {
+                approval,
+                session,
+                call_id,
+                grant,
+                resolution,
+            } => {
+                let text = serde_json::to_string(resolution)
+                    .map_err(|e| damaged("an approval's resolution", e.to_string()))?;
+                self.exec(
+                    "UPDATE approvals SET state = 'resolved', resolution = ?2 WHERE id = ?1",
+                    params![approval.0 as i64, text],
+                )
+                .map_err(|e| self.sqlite(e))?;
+                if let (Resolution::ApprovedForSession, Some(grant)) = (resolution, grant) {
+                    self.exec(
+                        "INSERT OR IGNORE INTO session_grants (session, grant_id) VALUES (?1, ?2)",
+                        params![session.as_str(), grant.as_str()],
+                    )
+                    .map_err(|e| self.sqlite(e))?;
+                }
+                let state = match resolution {
+                    Resolution::ApprovedOnce | Resolution::ApprovedForSession => {
+                        CallState::Approved
+                    }
+                    Resolution::Abandoned { .. } => CallState::Abandoned,
+                    // The answer itself follows in an `Answered` record.
+                    Resolution::Refused | Resolution::Answered { .. } | Resolution::Expired => {
+                        return Ok(());
+                    }
+                };
+                self.exec(
+                    "UPDATE calls SET state = ?3, updated_ms = ?4 WHERE session = ?1 AND call_id = ?2",
+                    params![
+                        session.as_str(),
+                        call_id.0 as i64,
+                        state.as_str(),
+                        at.as_millis()
+                    ],
+                )
+                .map(|_| ())
+                .map_err(|e| self.sqlite(e))
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! The owner socket's frames (`owner.sock`): what `bx` (and later the web console) sends to the
+//! broker, and what comes back.
+//!
+//! They are separate enums from the agent socket's [`crate::AgentFrame`] and
+//! [`crate::BrokerFrame`], with no `type` name in common, so an owner request cannot even be
+//! decoded on the agent socket, and an agent frame cannot be decoded here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ApprovalId, CallId, Class, DenyReason, GrantId, SessionId, Timestamp};
+
+/// A frame from an owner's program to the broker's owner socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OwnerRequest {
+    /// The first frame: the protocol version.
+    OwnerHello {
+        /// [`crate::PROTOCOL_VERSION`] of the owner's program.
+        version: u32,
+    },
+    /// The pending approvals and questions.
+    ListPending {},
+    /// Lets a pending call run: this once, or (`for_session`) every call of its session that
+    /// the same grant would ask about, for the rest of the session.
+    Approve {
+        /// The approval.
+        approval: ApprovalId,
+        /// Approve the asking grant for the rest of the session.
+        for_session: bool,
+    },
+    /// Refuses a pending call (`ApprovalRefused`).
+    Refuse {
+        /// The approval.
+        approval: ApprovalId,
+    },
+    /// Answers a pending `ask` question.
+    Answer {
+        /// The question's approval id.
+        approval: ApprovalId,
+        /// The owner's answer, given to the model as an `ask` result.
+        text: String,
+    },
+    /// The broker's state: sockets, sessions, grants, walls.
+    Status {},
+    /// Streams every event from now on (after the pending approvals as they stand).
+    Watch {},
+}
+
+/// A frame from the broker to an owner's program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OwnerReply {
+    /// The answer to `owner_hello`.
+    OwnerWelcome {
+        /// [`crate::PROTOCOL_VERSION`] of the broker.
+        version: u32,
+    },
+    /// The answer to `list_pending`.
+    Pending {
+        /// Oldest first.
+        pending: Vec<PendingView>,
+    },
+    /// A request was carried out.
+    Done {
+        /// What was done, for a person.
+        message: String,
+    },
+    /// The answer to `status`.
+    Status {
+        /// The broker's state.
+        status: StatusView,
+    },
+    /// One event of a `watch` stream.
+    Event {
+        /// What happened.
+        event: OwnerEvent,
+    },
+    /// The request was refused; the connection stays open (except after a bad frame).
+    Error {
+        /// What kind of error, for programs.
+        code: OwnerErrorCode,
+        /// What is wrong and what to do, for a person.
+        message: String,
+    },
+}
+
+/// Why an owner request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnerErrorCode {
+    /// No approval has this id.
+    UnknownApproval,
+    /// The approval was already answered, expired or abandoned.
+    NotPending,
+    /// `answer` on a call approval, or `approve`/`refuse` on a question.
+    WrongKind,
+    /// The frame could not be read (the connection closes).
+    BadFrame,
+    /// The first frame was not `owner_hello`, or its version is not the broker's.
+    Version,
+    /// The answer could not be recorded (the audit log or the ledger failed).
+    Internal,
+}
+
+/// Whether a pending item is a call waiting for approval or a question from `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingKind {
+    /// A call a grant asks about.
+    Approval,
+    /// An `ask` question.
+    Question,
+}
+
+/// Why the broker asks the owner about a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskWhy {
+    /// The grant says `approval = "ask"`.
+    GrantAsks,
+    /// The session has received untrusted content and the grant says `on_untrusted = "ask"`:
+    /// approving for the session turns the integrity check off for that grant.
+    AfterUntrusted,
+    /// The model asked a question (`ask`).
+    Question,
+}
+
+/// A pending approval or question, as the owner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingView {
+    /// Its id, for `approve`, `refuse` and `answer`.
+    pub approval: ApprovalId,
+    /// Approval or question.
+    pub kind: PendingKind,
+    /// The session.
+    pub session: SessionId,
+    /// The call within the session.
+    pub call_id: CallId,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as the model wrote them (model-controlled: escape before printing).
+    pub arguments: String,
+    /// The grant that asks.
+    pub grant: Option<GrantId>,
+    /// Why.
+    pub why: AskWhy,
+    /// The session's labels when it asked.
+    pub taint: Class,
+    /// Whether the session had received untrusted content.
+    pub untrusted: bool,
+    /// The call whose untrusted result raised the session's integrity label ("call 3
+    /// (read_file)"), when there is one.
+    pub untrusted_by: Option<String>,
+    /// For a question: the question and its choices.
+    pub question: Option<String>,
+    /// For a question: the choices the model offered (may be empty).
+    pub choices: Vec<String>,
+    /// When it was asked.
+    pub requested: Timestamp,
+    /// When it lapses unanswered.
+    pub expires: Timestamp,
+}
+
+/// How a pending approval ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Resolution {
+    /// Approved for this call.
+    ApprovedOnce,
+    /// Approved for the rest of the session (for the grant that asked).
+    ApprovedForSession,
+    /// Refused.
+    Refused,
+    /// A question answered.
+    Answered {
+        /// The owner's answer.
+        text: String,
+    },
+    /// Nobody answered in time.
+    Expired,
+    /// Its client left and did not come back within the grace period, or its session
+    /// ended: never run.
+    Abandoned {
+        /// Why.
+        why: String,
+    },
+}
+
+/// Something the owner may want to see as it happens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OwnerEvent {
+    /// A call arrived.
+    Call {
+        /// The session.
+        session: SessionId,
+        /// The call.
+        call_id: CallId,
+        /// The tool.
+        tool: String,
+        /// The arguments as the model wrote them (model-controlled).
+        arguments: String,
+    },
+    /// A call was answered.
+    Answered {
+        /// The session.
+        session: SessionId,
+        /// The call.
+        call_id: CallId,
+        /// The tool.
+        tool: String,
+        /// `result`, `failed` or `denied`.
+        outcome: String,
+        /// The reason of a denial.
+        reason: Option<DenyReason>,
+        /// The grant that decided it.
+        grant: Option<GrantId>,
+        /// Why, for the owner (may hold model-controlled text).
+        detail: String,
+    },
+    /// A call waits for the owner.
+    Pending {
+        /// The approval or question.
+        pending: PendingView,
+    },
+    /// A pending approval ended.
+    Resolved {
+        /// The approval.
+        approval: ApprovalId,
+        /// How.
+        resolution: Resolution,
+    },
+    /// A session was opened.
+    SessionOpened {
+        /// The session.
+        session: SessionId,
+    },
+    /// A client resumed a session.
+    Resumed {
+        /// The session.
+        session: SessionId,
+    },
+    /// The grants were reloaded without problems.
+    GrantsLoaded {
+        /// How many grants are in force.
+        grants: usize,
+    },
+    /// The grants have problems: every call is refused until they are fixed.
+    GrantProblems {
+        /// Each problem with its file and line.
+        problems: Vec<String>,
+    },
+    /// The stream fell behind and lost this many events.
+    Lagged {
+        /// How many.
+        missed: u64,
+    },
+}
+
+/// The broker's state as `bx status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusView {
+    /// The broker's pid.
+    pub pid: u32,
+    /// Its version and build.
+    pub version: String,
+    /// The agent socket.
+    pub agent_socket: String,
+    /// The owner socket.
+    pub owner_socket: String,
+    /// Sessions not ended.
+    pub sessions: u64,
+    /// Calls waiting for the owner.
+    pub pending: u64,
+    /// How many grants are in force (0 when they have problems).
+    pub grants: usize,
+    /// The grant problems, each with file and line (empty when they loaded).
+    pub grant_problems: Vec<String>,
+    /// The walls around a tool run, as this broker applies them.
+    pub walls: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AgentFrame, ToolRequest};
+
+    #[test]
+    fn no_owner_request_decodes_as_an_agent_frame_and_no_agent_frame_as_an_owner_request() {
+        let owner = [
+            OwnerRequest::OwnerHello { version: 1 },
+            OwnerRequest::ListPending {},
+            OwnerRequest::Approve {
+                approval: ApprovalId(1),
+                for_session: true,
+            },
+            OwnerRequest::Refuse {
+                approval: ApprovalId(1),
+            },
+            OwnerRequest::Answer {
+                approval: ApprovalId(1),
+                text: "yes".into(),
+            },
+            OwnerRequest::Status {},
+            OwnerRequest::Watch {},
+        ];
+        for request in &owner {
+            let json = serde_json::to_string(request).unwrap();
+            assert!(serde_json::from_str::<AgentFrame>(&json).is_err(), "{json}");
+            assert_eq!(
+                &serde_json::from_str::<OwnerRequest>(&json).unwrap(),
+                request
+            );
+        }
+        let agent = [
+            AgentFrame::Hello {
+                version: 1,
+                resume: None,
+            },
+            AgentFrame::ListTools {},
+            AgentFrame::Call {
+                request: ToolRequest {
+                    session: "s".into(),
+                    call_id: 1,
+                    tool: "read_file".into(),
+                    arguments: "{}".into(),
+                },
+            },
+            AgentFrame::Close {},
+        ];
+        for frame in &agent {
+            let json = serde_json::to_string(frame).unwrap();
+            assert!(
+                serde_json::from_str::<OwnerRequest>(&json).is_err(),
+                "{json}"
+            );
+        }
+    }
+}
