@@ -325,6 +325,16 @@ impl Ledger {
         .map_err(|e| self.sqlite(e))
     }
 
+    /// Records that `id` was used at `at`: a resume or an answered call keeps a session alive.
+    pub fn touch(&self, id: &SessionId, at: Timestamp) -> Result<(), LedgerError> {
+        self.exec(
+            "UPDATE sessions SET last_used_ms = max(last_used_ms, ?2) WHERE id = ?1",
+            params![id.as_str(), at.as_millis()],
+        )
+        .map(|_| ())
+        .map_err(|e| self.sqlite(e))
+    }
+
     /// Sets a session's labels and last use.
     pub fn set_labels(
         &self,
@@ -361,7 +371,11 @@ impl Ledger {
     pub fn idle_sessions(&self, before: Timestamp) -> Result<Vec<SessionId>, LedgerError> {
         let mut statement = self
             .conn
-            .prepare("SELECT id FROM sessions WHERE ended_ms IS NULL AND last_used_ms < ?1")
+            .prepare(
+                "SELECT id FROM sessions WHERE ended_ms IS NULL AND last_used_ms < ?1
+                 AND NOT EXISTS (SELECT 1 FROM calls WHERE calls.session = sessions.id
+                                 AND calls.updated_ms >= ?1)",
+            )
             .map_err(|e| self.sqlite(e))?;
         let rows = statement
             .query_map([before.as_millis()], |row| row.get::<_, String>(0))
@@ -564,6 +578,7 @@ impl Ledger {
                     response: Some(answer.response()),
                     updated: at,
                 })?;
+                self.touch(session, at)?;
                 if let Some(labels) = labels {
                     self.set_labels(session, labels.taint, labels.untrusted, at)?;
                     if labels.untrusted {
@@ -584,10 +599,8 @@ impl Ledger {
                     self.put_call(&row)?;
                 }
             }
-            Event::Started { .. }
-            | Event::Cut { .. }
-            | Event::Segment { .. }
-            | Event::SessionResumed { .. } => {}
+            Event::SessionResumed { session, .. } => self.touch(session, at)?,
+            Event::Started { .. } | Event::Cut { .. } | Event::Segment { .. } => {}
         }
         self.set_anchor(&Anchor {
             seq: record.seq,

@@ -10,7 +10,7 @@
 //! memory_ms = 10000           # recall, memory, ask_memory
 //! result_cap = 32768          # bytes of a rendered answer
 //! idle_timeout_ms = 60000     # a client silent mid-frame or never reading is closed
-//! session_idle_days = 30      # a session unused this long ends
+//! session_idle_days = 30      # a session unused this long ends (or session_idle_ms)
 //! approval_ms = 300000        # a pending approval or question lapses after this long
 //! pending_grace_ms = 60000    # a waiting call whose client left is abandoned after this long
 //! protected = ["/srv/keys"]   # more folders no tool may name
@@ -48,6 +48,8 @@ pub struct Config {
     pub idle_timeout_ms: u64,
     /// How many days a session may go unused before it ends.
     pub session_idle_days: u64,
+    /// The same in milliseconds; when set it wins over `session_idle_days` (for tests).
+    pub session_idle_ms: Option<u64>,
     /// How long a pending approval or `ask` question waits for the owner.
     pub approval_ms: u64,
     /// How long a waiting call whose client has left is kept for the client to resume before
@@ -71,6 +73,7 @@ impl Default for Config {
             result_cap: 32 * 1024,
             idle_timeout_ms: 60_000,
             session_idle_days: 30,
+            session_idle_ms: None,
             approval_ms: 300_000,
             pending_grace_ms: 60_000,
             protected: Vec::new(),
@@ -104,6 +107,14 @@ impl Config {
             ));
         }
         Ok(config)
+    }
+
+    /// How long a session may go unused before it ends.
+    pub fn session_idle(&self) -> Duration {
+        match self.session_idle_ms {
+            Some(ms) => Duration::from_millis(ms),
+            None => Duration::from_secs(self.session_idle_days.saturating_mul(86_400)),
+        }
     }
 
     /// The time limit of `tool`.

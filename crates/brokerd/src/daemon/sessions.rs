@@ -3,6 +3,7 @@
 
 use ledger::{Event, sha256_hex};
 use std::sync::Arc;
+use std::time::Duration;
 
 use proto::{ErrorCode, OwnerEvent, Resume, SessionId, Timestamp};
 
@@ -119,17 +120,48 @@ pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> R
     Ok(())
 }
 
-/// Ends every session unused for `session_idle_days`.
+/// Ends every session unused for `session_idle_days` (or `session_idle_ms`).
 pub async fn end_idle(broker: &Arc<Broker>) -> Result<usize, Refusal> {
-    let days = broker.config.session_idle_days as i64;
-    let before = Timestamp::now().plus_millis(-days.saturating_mul(86_400_000));
+    let idle_for = broker.config.session_idle();
+    let idle_ms = i64::try_from(idle_for.as_millis()).unwrap_or(i64::MAX);
+    let before = Timestamp::now().plus_millis(-idle_ms);
     let idle = broker
         .with_ledger(|l| l.idle_sessions(before))
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    let reason = format!("unused for {}", shown(idle_for));
     for session in &idle {
-        close(broker, session, &format!("unused for {days} days")).await?;
+        // A session in the middle of a call is not idle: its lock is held until the answer.
+        let lock = broker.session_lock(session);
+        let _memo = lock.lock().await;
+        close(broker, session, &reason).await?;
     }
     Ok(idle.len())
+}
+
+/// Ends idle sessions now and then, for as long as the broker runs: at start, then every
+/// quarter of the idle time (at least every 100 ms, at most every hour).
+pub async fn sweep_idle(broker: Arc<Broker>) {
+    let every = (broker.config.session_idle() / 4)
+        .clamp(Duration::from_millis(100), Duration::from_secs(3600));
+    let mut ticks = tokio::time::interval(every);
+    loop {
+        ticks.tick().await;
+        match end_idle(&broker).await {
+            Ok(0) => {}
+            Ok(ended) => tracing::info!(ended, "ended idle sessions"),
+            Err(refusal) => tracing::error!(error = %refusal.message, "cannot end idle sessions"),
+        }
+    }
+}
+
+/// A duration as a person reads it: days when whole, else milliseconds.
+fn shown(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    if secs > 0 && secs.is_multiple_of(86_400) && duration.subsec_millis() == 0 {
+        format!("{} days", secs / 86_400)
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
 }
 
 /// Whether two hex digests are equal, in time that does not depend on where they differ.

@@ -173,6 +173,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
             "calls waiting for the owner were loaded; their clients may resume them"
         );
     }
+    tokio::spawn(super::sessions::sweep_idle(Arc::clone(&broker)));
     let watcher = grants_watch::watch(Arc::clone(&broker), home)
         .map_err(|e| StartError::Other(format!("cannot watch {}: {e}", dirs.config.display())))?;
 

@@ -168,3 +168,51 @@ on_untrusted = "allow"
         ids.len()
     );
 }
+
+#[test]
+fn a_session_unused_for_its_idle_time_ends_and_a_busy_one_does_not() {
+    let config = format!("{FAST}session_idle_ms = 1500\n");
+    let broker = BrokerProcess::start(WORK, &config);
+    fs::write(broker.work.join("f"), "f").unwrap();
+    let mut idle = AgentClient::open(&broker.socket(), None);
+    let idle_resume = idle.session.clone().unwrap();
+    let read = idle
+        .call(1, "read_file", &path_args(&broker.work.join("f")))
+        .unwrap();
+    assert!(matches!(read, ToolResponse::Result { .. }), "{read:?}");
+    drop(idle);
+    // Another session calls (and is denied, which is use too) every 200 ms for 3 s.
+    let mut busy = AgentClient::open(&broker.socket(), None);
+    for id in 1..=15 {
+        let answer = busy
+            .call(
+                id,
+                "read_file",
+                &path_args(std::path::Path::new("/etc/hostname")),
+            )
+            .unwrap();
+        assert_eq!(denied(&answer), DenyReason::NoGrant);
+        thread::sleep(Duration::from_millis(200));
+    }
+    let mut again = AgentClient::connect(&broker.socket());
+    let answer = again.send(&proto::AgentFrame::Hello {
+        version: proto::PROTOCOL_VERSION,
+        resume: Some(idle_resume),
+    });
+    assert!(
+        matches!(
+            answer,
+            Some(proto::BrokerFrame::Error {
+                code: proto::ErrorCode::SessionEnded,
+                ..
+            })
+        ),
+        "{answer:?}"
+    );
+    let answer = busy
+        .call(16, "read_file", &path_args(&broker.work.join("f")))
+        .unwrap();
+    assert!(matches!(answer, ToolResponse::Result { .. }), "{answer:?}");
+    let audit = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    assert_eq!(audit.matches("unused for 1500 ms").count(), 1, "{audit}");
+}
