@@ -4,5 +4,6 @@
 //! each tool only what it already decided (paths resolved and checked, hosts allowed).
 
 pub mod fs;
+pub mod search;
 pub mod shell;
 pub mod web;

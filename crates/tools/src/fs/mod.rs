@@ -1,4 +1,5 @@
-//! `read_file` and `write_file`: text files, read with a cap and written atomically.
+//! `read_file`, `write_file` and `edit_file`: text files, read by lines with a cap, written and
+//! edited atomically.
 //!
 //! The broker hands these functions the folder it granted, held open ([`GrantedDir`]), and a
 //! path it has already resolved and checked against the grants and boxmaker's protected
@@ -8,10 +9,15 @@
 //! symbolic link to be replaced).
 
 mod diff;
+mod edit;
 mod granted;
 mod read;
 mod write;
 
+pub use edit::{
+    EDIT_LIMIT, Edit, EditFileArgs, EditFileResult, HINT_THRESHOLD, apply_edits, closest_hint,
+    edit_file, edit_file_schema,
+};
 pub use granted::GrantedDir;
 pub use read::read_file;
 pub use write::write_file;
@@ -29,11 +35,17 @@ use proto::ToolSchema;
 pub const READ_CAP: usize = 1024 * 1024;
 
 /// The arguments of `read_file`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
     /// The absolute path of the file.
     pub path: String,
+    /// The first line to read, counted from 1; the first line when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// How many lines to read at most; up to the end (and the cap) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
 }
 
 /// The arguments of `write_file`.
@@ -87,9 +99,22 @@ pub struct ReadFileResult {
     pub content: String,
     /// The file's size in bytes.
     pub size: u64,
-    /// Whether the content stops before the end of the file.
+    /// Whether the cap cut the content before the end of the file (or of the lines asked for).
     pub truncated: bool,
+    /// How many lines the whole file has (a last line without a newline counts).
+    pub total_lines: u64,
+    /// The line the content starts at, counted from 1, when the call asked for lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u64>,
+    /// Whether the file is binary (a NUL byte in its first [`BINARY_PROBE`] bytes): then the
+    /// content is one sentence saying so, and `total_lines` is 0.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
 }
+
+/// How many bytes at the start of a file `read_file` looks at for a NUL byte, as ripgrep and
+/// git do, to call the file binary.
+pub const BINARY_PROBE: usize = 8192;
 
 /// What `write_file` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,6 +173,38 @@ pub enum FileError {
         "{0} goes through a symbolic link or leaves its granted folder; the files changed after the call was decided"
     )]
     Moved(String),
+    /// An edit's `old_str` is not in the file (as the earlier edits left it).
+    #[error("edit {edit}: old_str not found in {path}{hint}")]
+    EditNotFound {
+        /// The file.
+        path: String,
+        /// The edit, counted from 1.
+        edit: usize,
+        /// The closest text and its line, or empty.
+        hint: String,
+    },
+    /// An edit's `old_str` is in the file several times and `replace_all` is not set.
+    #[error(
+        "edit {edit}: old_str found {count} times in {path}; add surrounding lines to make it unique, or set replace_all"
+    )]
+    EditAmbiguous {
+        /// The file.
+        path: String,
+        /// The edit, counted from 1.
+        edit: usize,
+        /// How many times it occurs.
+        count: usize,
+    },
+    /// The file is larger than the tool handles.
+    #[error("{path} is {size} bytes, over the {limit}-byte limit of this tool")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The operating system refused.
     #[error("{path}: {source}")]
     Io {

@@ -1,13 +1,17 @@
-//! `read_file` on a granted folder's descriptor.
+//! `read_file` on a granted folder's descriptor: the whole file or a window of lines, with a
+//! cap in bytes, the file's line count, and binary files named rather than shown.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, BufReader};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{FileError, GrantedDir, ReadFileArgs, ReadFileResult, absolute, io_error, kind_of};
+use super::{
+    BINARY_PROBE, FileError, GrantedDir, ReadFileArgs, ReadFileResult, absolute, io_error, kind_of,
+};
 
-/// Reads the text file at `args.path`, below `dir`, at most `cap` bytes of it.
+/// Reads the text file at `args.path`, below `dir`: from line `args.offset` (1 when absent), at
+/// most `args.limit` lines (all when absent), and at most `cap` bytes of them.
 pub fn read_file(
     dir: &GrantedDir,
     args: &ReadFileArgs,
@@ -31,22 +35,117 @@ pub fn read_file(
             kind: kind_of(&meta),
         });
     }
-    let mut bytes = Vec::with_capacity(cap.min(meta.len() as usize).saturating_add(1));
-    file.take(cap as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(&args.path, e))?;
-    let truncated = bytes.len() > cap;
-    bytes.truncate(cap);
-    let content = if truncated {
-        lossy_head(&bytes)
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let first = reader.fill_buf().map_err(|e| io_error(&args.path, e))?;
+    let probe = first.get(..BINARY_PROBE.min(first.len())).unwrap_or(first);
+    if probe.contains(&0) {
+        return Ok(ReadFileResult {
+            path: args.path.clone(),
+            content: format!(
+                "{} is a binary file of {} bytes; not shown",
+                args.path,
+                meta.len()
+            ),
+            size: meta.len(),
+            truncated: false,
+            total_lines: 0,
+            start_line: None,
+            binary: true,
+        });
+    }
+    let window = Window::of(args);
+    let scan = scan_lines(&mut reader, &window, cap).map_err(|e| io_error(&args.path, e))?;
+    let content = if scan.truncated {
+        lossy_head(&scan.kept)
     } else {
-        String::from_utf8_lossy(&bytes).into_owned()
+        String::from_utf8_lossy(&scan.kept).into_owned()
     };
     Ok(ReadFileResult {
         path: args.path.clone(),
         content,
         size: meta.len(),
+        truncated: scan.truncated,
+        total_lines: scan.total_lines,
+        start_line: window.asked.then_some(window.first),
+        binary: false,
+    })
+}
+
+/// The lines a call asked for: `first..end`, counted from 1.
+struct Window {
+    first: u64,
+    end: u64,
+    asked: bool,
+}
+
+impl Window {
+    fn of(args: &ReadFileArgs) -> Window {
+        let first = args.offset.unwrap_or(1).max(1);
+        let end = args.limit.map_or(u64::MAX, |n| first.saturating_add(n));
+        Window {
+            first,
+            end,
+            asked: args.offset.is_some() || args.limit.is_some(),
+        }
+    }
+
+    fn holds(&self, line: u64) -> bool {
+        line >= self.first && line < self.end
+    }
+}
+
+/// What one pass over the file kept and counted.
+struct Scan {
+    kept: Vec<u8>,
+    truncated: bool,
+    total_lines: u64,
+}
+
+/// One pass over the file: keeps the bytes of the window's lines up to `cap` (one byte more
+/// tells a cut), and counts every line.
+fn scan_lines(reader: &mut impl BufRead, window: &Window, cap: usize) -> std::io::Result<Scan> {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut line: u64 = 1;
+    let mut last = None;
+    loop {
+        let block = reader.fill_buf()?;
+        if block.is_empty() {
+            break;
+        }
+        let len = block.len();
+        last = block.last().copied();
+        let mut from = 0;
+        while from < len {
+            let rest = block.get(from..).unwrap_or_default();
+            let (segment, step, newline) = match memchr::memchr(b'\n', rest) {
+                Some(at) => (rest.get(..=at).unwrap_or(rest), at + 1, true),
+                None => (rest, rest.len(), false),
+            };
+            if !truncated && window.holds(line) {
+                let room = (cap + 1).saturating_sub(kept.len());
+                kept.extend_from_slice(segment.get(..room.min(segment.len())).unwrap_or(segment));
+                if kept.len() > cap {
+                    kept.truncate(cap);
+                    truncated = true;
+                }
+            }
+            if newline {
+                line += 1;
+            }
+            from += step;
+        }
+        reader.consume(len);
+    }
+    let total_lines = match last {
+        None => 0,
+        Some(b'\n') => line - 1,
+        Some(_) => line,
+    };
+    Ok(Scan {
+        kept,
         truncated,
+        total_lines,
     })
 }
 

@@ -17,62 +17,96 @@ use super::{DIFF_LIMIT, FileError, GrantedDir, WriteFileArgs, WriteFileResult, a
 /// it, and the folder synced. A reader sees the old content or the new, never a mix; a failure
 /// leaves the old file as it was and no temporary file behind.
 pub fn write_file(dir: &GrantedDir, args: &WriteFileArgs) -> Result<WriteFileResult, FileError> {
-    let path = absolute(&args.path)?;
-    let relative = dir.relative(&path)?;
     let shown = args.path.as_str();
-    let (Some(name), Some(parent)) = (relative.file_name(), relative.parent()) else {
-        return Err(FileError::NotAFile {
-            path: shown.to_string(),
-            kind: "a directory",
-        });
-    };
-    let folder = open_folder(dir, parent, shown)?;
-    let previous = match rustix::fs::statat(&folder, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) => Some(stat),
-        Err(Errno::NOENT) => None,
-        Err(e) => return Err(io_error(shown, e)),
-    };
-    if let Some(stat) = &previous {
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => {}
-            FileType::Symlink => return Err(FileError::Symlink(shown.to_string())),
-            other => {
-                return Err(FileError::NotAFile {
-                    path: shown.to_string(),
-                    kind: kind_name(other),
-                });
-            }
-        }
-    }
-    let previous_size = previous.as_ref().map(|s| s.st_size as u64);
+    let target = Target::open(dir, shown)?;
+    let previous_size = target.previous_size();
     let old = match previous_size {
-        Some(size) if size <= DIFF_LIMIT as u64 => read_old(&folder, name),
+        Some(size) if size <= DIFF_LIMIT as u64 => target.read_old(DIFF_LIMIT as u64 + 1),
         _ => None,
     };
     let diff = super::diff::diff_of(shown, previous_size, old, &args.content);
-    let mode = previous.as_ref().map_or(0o644, |s| s.st_mode & 0o7777);
-    let temp = temporary_name(name);
-    let written = write_temp(
-        &folder,
-        &temp,
-        args.content.as_bytes(),
-        mode,
-        previous.as_ref(),
-    )
-    .and_then(|()| rustix::fs::renameat(&folder, temp.as_str(), &folder, name));
-    if let Err(error) = written {
-        let _ = rustix::fs::unlinkat(&folder, temp.as_str(), AtFlags::empty());
-        return Err(io_error(shown, error));
-    }
-    // The rename is durable once the folder is synced.
-    let _ = rustix::fs::fsync(&folder);
+    target.replace(args.content.as_bytes(), shown)?;
     Ok(WriteFileResult {
         path: args.path.clone(),
         bytes: args.content.len() as u64,
-        created: previous.is_none(),
+        created: previous_size.is_none(),
         previous_size,
         diff,
     })
+}
+
+/// A file about to be replaced: its folder held open beneath the grant, its name in it, and
+/// what was there (a regular file, or nothing).
+pub(crate) struct Target {
+    folder: OwnedFd,
+    name: std::ffi::OsString,
+    previous: Option<Stat>,
+}
+
+impl Target {
+    /// Opens the folder of `shown` (an absolute path below `dir`) and looks at what is there:
+    /// nothing, or a regular file; a link, a directory or a device is refused.
+    pub(crate) fn open(dir: &GrantedDir, shown: &str) -> Result<Target, FileError> {
+        let path = absolute(shown)?;
+        let relative = dir.relative(&path)?;
+        let (Some(name), Some(parent)) = (relative.file_name(), relative.parent()) else {
+            return Err(FileError::NotAFile {
+                path: shown.to_string(),
+                kind: "a directory",
+            });
+        };
+        let folder = open_folder(dir, parent, shown)?;
+        let previous = match rustix::fs::statat(&folder, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Some(stat),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(io_error(shown, e)),
+        };
+        if let Some(stat) = &previous {
+            match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile => {}
+                FileType::Symlink => return Err(FileError::Symlink(shown.to_string())),
+                other => {
+                    return Err(FileError::NotAFile {
+                        path: shown.to_string(),
+                        kind: kind_name(other),
+                    });
+                }
+            }
+        }
+        Ok(Target {
+            folder,
+            name: name.to_os_string(),
+            previous,
+        })
+    }
+
+    /// The size of the file there before, when there was one.
+    pub(crate) fn previous_size(&self) -> Option<u64> {
+        self.previous.as_ref().map(|s| s.st_size as u64)
+    }
+
+    /// The current content, at most `limit` bytes of it, without following a link.
+    pub(crate) fn read_old(&self, limit: u64) -> Option<Vec<u8>> {
+        read_old(&self.folder, &self.name, limit)
+    }
+
+    /// Replaces the file with `bytes`, atomically: a temporary file in the same folder, synced,
+    /// given the old file's permissions and owner, renamed over it, and the folder synced.
+    pub(crate) fn replace(&self, bytes: &[u8], shown: &str) -> Result<(), FileError> {
+        let mode = self.previous.as_ref().map_or(0o644, |s| s.st_mode & 0o7777);
+        let temp = temporary_name(&self.name);
+        let written = write_temp(&self.folder, &temp, bytes, mode, self.previous.as_ref())
+            .and_then(|()| {
+                rustix::fs::renameat(&self.folder, temp.as_str(), &self.folder, &self.name)
+            });
+        if let Err(error) = written {
+            let _ = rustix::fs::unlinkat(&self.folder, temp.as_str(), AtFlags::empty());
+            return Err(io_error(shown, error));
+        }
+        // The rename is durable once the folder is synced.
+        let _ = rustix::fs::fsync(&self.folder);
+        Ok(())
+    }
 }
 
 fn open_folder(dir: &GrantedDir, parent: &Path, shown: &str) -> Result<OwnedFd, FileError> {
@@ -91,7 +125,7 @@ fn open_folder(dir: &GrantedDir, parent: &Path, shown: &str) -> Result<OwnedFd, 
     })
 }
 
-fn read_old(folder: &OwnedFd, name: &OsStr) -> Option<Vec<u8>> {
+fn read_old(folder: &OwnedFd, name: &OsStr, limit: u64) -> Option<Vec<u8>> {
     let fd = rustix::fs::openat(
         folder,
         name,
@@ -100,10 +134,7 @@ fn read_old(folder: &OwnedFd, name: &OsStr) -> Option<Vec<u8>> {
     )
     .ok()?;
     let mut bytes = Vec::new();
-    File::from(fd)
-        .take(DIFF_LIMIT as u64 + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    File::from(fd).take(limit).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 

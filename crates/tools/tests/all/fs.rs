@@ -17,6 +17,7 @@ fn read(path: &std::path::Path, cap: usize) -> Result<tools::fs::ReadFileResult,
         &folder_of(path),
         &ReadFileArgs {
             path: path.display().to_string(),
+            ..Default::default()
         },
         cap,
     )
@@ -109,6 +110,7 @@ fn a_relative_path_is_refused() {
         &dir,
         &ReadFileArgs {
             path: "notes.txt".into(),
+            ..Default::default()
         },
         READ_CAP,
     )
@@ -136,6 +138,7 @@ fn a_path_outside_the_granted_folder_is_refused() {
         &granted,
         &ReadFileArgs {
             path: "/etc/hostname".into(),
+            ..Default::default()
         },
         READ_CAP,
     )
@@ -169,6 +172,7 @@ fn a_folder_swapped_for_a_symbolic_link_after_the_decision_is_refused() {
         &granted,
         &ReadFileArgs {
             path: work.join("sub/secret").display().to_string(),
+            ..Default::default()
         },
         READ_CAP,
     )

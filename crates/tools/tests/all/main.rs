@@ -2,7 +2,9 @@
 //! server, the seed-pinned schemas, and `shell`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod edit;
 mod fs;
 mod http_fetch;
 mod schemas;
+mod search;
 mod shell;

@@ -136,7 +136,10 @@ fn a_path_longer_than_path_max_is_refused_quickly() {
             long.len()
         )))
     );
-    let args = policy::args::ToolArgs::ReadFile(tools::fs::ReadFileArgs { path: long });
+    let args = policy::args::ToolArgs::ReadFile(tools::fs::ReadFileArgs {
+        path: long,
+        ..Default::default()
+    });
     let decision = decide(&args, &grants, Labels::default(), now(), &tree.protected());
     assert_eq!(reason(&decision), Some(DenyReason::InvalidArguments));
 }

@@ -1,0 +1,99 @@
+//! `glob`: the files whose path below a folder matches a glob, newest first.
+
+use std::time::SystemTime;
+
+use globset::GlobBuilder;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use proto::ToolSchema;
+
+use super::walk::{pinned_start, walker};
+use super::{SearchError, SearchOptions};
+use crate::fs::GrantedDir;
+
+/// The arguments of `glob`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobArgs {
+    /// The glob, matched against each file's path relative to `path` (`**/*.rs`, `src/*.md`).
+    pub pattern: String,
+    /// The absolute path of the folder to search.
+    pub path: String,
+}
+
+/// What `glob` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GlobResult {
+    /// The absolute paths of the files matched, newest first (then by path); invalid UTF-8
+    /// shown as U+FFFD.
+    pub files: Vec<String>,
+    /// Whether the cap cut the list.
+    pub truncated: bool,
+}
+
+/// `glob`'s schema.
+pub fn glob_schema() -> ToolSchema {
+    ToolSchema {
+        name: "glob".to_string(),
+        description: "Find files by a glob pattern such as **/*.rs, newest first, honouring \
+            .gitignore and skipping hidden files. Needs a grant from the owner for the path."
+            .to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "pattern": { "type": "string", "description": "The glob, matched against paths relative to path: * stays within a folder, ** crosses folders." },
+                "path": { "type": "string", "description": "The absolute path of the folder to search." }
+            },
+            "required": ["pattern", "path"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The files below `args.path` (in `dir`) whose relative path matches `args.pattern`.
+pub fn glob(
+    dir: &GrantedDir,
+    args: &GlobArgs,
+    options: &SearchOptions,
+) -> Result<GlobResult, SearchError> {
+    let matcher = GlobBuilder::new(&args.pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| SearchError::BadGlob {
+            glob: args.pattern.clone(),
+            message: e.kind().to_string(),
+        })?
+        .compile_matcher();
+    let (root, meta) = pinned_start(dir, &args.path)?;
+    if !meta.is_dir() {
+        return Err(SearchError::NotADirectory(args.path.clone()));
+    }
+    let mut found: Vec<(SystemTime, std::path::PathBuf)> = Vec::new();
+    for entry in walker(&root, &options.prune).build().flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+        if !matcher.is_match(relative) {
+            continue;
+        }
+        let modified = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        found.push((modified, entry.into_path()));
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let truncated = found.len() > options.max_entries;
+    found.truncate(options.max_entries);
+    Ok(GlobResult {
+        files: found
+            .into_iter()
+            .map(|(_, p)| p.to_string_lossy().into_owned())
+            .collect(),
+        truncated,
+    })
+}

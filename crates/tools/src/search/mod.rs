@@ -1,0 +1,91 @@
+//! `list_files`, `glob` and `grep`: the walkers, on ripgrep's crates (`ignore` walks and honours
+//! `.gitignore`, `.ignore` and hidden files as `rg` does; `globset` matches globs;
+//! `grep-searcher` and `grep-regex` search), never by spawning a program.
+//!
+//! Every walker starts at a folder the broker granted and pinned ([`GrantedDir`]): the start
+//! is checked to be the very folder pinned (same device and inode, reached without a symbolic
+//! link), then walked by path. The walk never follows a symbolic link and prunes every folder
+//! in [`SearchOptions::prune`] (boxmaker's own config, ledger, audit log and conversations),
+//! so a grant on `~` cannot reach them. Until the sandbox lands, the walk runs in the broker
+//! (the `DirectRunner`); a folder swapped between the check and the walk is then caught only
+//! at the start, which the box will close by walking inside it.
+
+mod glob;
+mod grep;
+mod list;
+mod walk;
+
+pub use glob::{GlobArgs, GlobResult, glob, glob_schema};
+pub use grep::{GrepArgs, GrepResult, OutputMode, grep, grep_schema};
+pub use list::{ListEntry, ListFilesArgs, ListFilesResult, list_files, list_files_schema};
+
+use std::path::PathBuf;
+
+use crate::fs::FileError;
+
+/// The default cap on the entries `list_files` and `glob` return.
+pub const ENTRY_CAP: usize = 1000;
+/// The default cap on the lines `grep` returns.
+pub const LINE_CAP: usize = 1000;
+/// The default cap on the characters of one line `grep` shows.
+pub const LINE_CHARS: usize = 500;
+
+/// What the broker hands every walker besides the arguments.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Folders never entered nor listed (absolute, as resolved).
+    pub prune: Vec<PathBuf>,
+    /// The most entries `list_files` and `glob` return.
+    pub max_entries: usize,
+    /// The most lines (or files, or counts) `grep` returns.
+    pub max_lines: usize,
+    /// The most characters of a line `grep` shows; the rest is cut on a character boundary.
+    pub max_line_chars: usize,
+    /// Threads of `grep`'s parallel walk (0: as many as the machine has cores).
+    pub threads: usize,
+}
+
+impl Default for SearchOptions {
+    fn default() -> SearchOptions {
+        SearchOptions {
+            prune: Vec::new(),
+            max_entries: ENTRY_CAP,
+            max_lines: LINE_CAP,
+            max_line_chars: LINE_CHARS,
+            threads: 0,
+        }
+    }
+}
+
+/// Why a walker could not do its work.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// The start could not be reached as granted.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// The start of `list_files` or `glob` is not a folder.
+    #[error("{0} is not a directory")]
+    NotADirectory(String),
+    /// The regular expression does not compile.
+    #[error("the pattern {pattern:?} is not a valid regular expression: {message}")]
+    BadPattern {
+        /// The pattern.
+        pattern: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// The glob does not parse.
+    #[error("the glob {glob:?} is not valid: {message}")]
+    BadGlob {
+        /// The glob.
+        glob: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The file type is not one `grep` knows.
+    #[error("{message}; the types are ripgrep's (rg --type-list), e.g. rust, py, js, md")]
+    UnknownType {
+        /// The matcher's message.
+        message: String,
+    },
+}

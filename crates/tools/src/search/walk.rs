@@ -1,0 +1,78 @@
+//! The walk every search tool shares: the start pinned to the granted folder, symbolic links
+//! never followed, protected folders pruned, ignore files honoured as `rg` does.
+
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use ignore::WalkBuilder;
+use rustix::fs::{Mode, OFlags};
+
+use super::SearchError;
+use crate::fs::{FileError, GrantedDir};
+
+/// The start of a walk: `shown` (an absolute path at or below `dir`) checked to be the file or
+/// folder `dir` reaches without a link, and its metadata.
+pub(crate) fn pinned_start(
+    dir: &GrantedDir,
+    shown: &str,
+) -> Result<(PathBuf, Metadata), SearchError> {
+    let path = PathBuf::from(shown);
+    if !path.is_absolute() {
+        return Err(FileError::NotAbsolute(shown.to_string()).into());
+    }
+    let pinned = if path == dir.path() {
+        dir.open_beneath(Path::new("."), OFlags::PATH, Mode::empty(), shown)?
+    } else {
+        let relative = dir.relative(&path)?;
+        dir.open_beneath(relative, OFlags::PATH, Mode::empty(), shown)?
+    };
+    let held = std::fs::File::from(pinned)
+        .metadata()
+        .map_err(|e| io_error(shown, e))?;
+    let seen = std::fs::symlink_metadata(&path).map_err(|e| io_error(shown, e))?;
+    if held.dev() != seen.dev() || held.ino() != seen.ino() {
+        return Err(FileError::Moved(shown.to_string()).into());
+    }
+    Ok((path, seen))
+}
+
+/// A walker from `root` as `rg` walks (hidden files skipped; `.gitignore` in a git work tree,
+/// `.ignore` and `.rgignore` everywhere, parents' ignore files included; the user's global
+/// gitignore left out so the result does not depend on whose broker it is), never following a
+/// link and never entering a folder of `prune`.
+pub(crate) fn walker(root: &Path, prune: &[PathBuf]) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .follow_links(false)
+        .hidden(true)
+        .git_global(false)
+        .same_file_system(false);
+    let prune = prune.to_vec();
+    builder.filter_entry(move |entry| !prune.iter().any(|p| entry.path().starts_with(p)));
+    builder
+}
+
+/// Whether `path` is at or below a pruned folder.
+pub(crate) fn pruned(path: &Path, prune: &[PathBuf]) -> bool {
+    prune.iter().any(|p| path.starts_with(p))
+}
+
+fn io_error(shown: &str, source: std::io::Error) -> SearchError {
+    if source.kind() == std::io::ErrorKind::NotFound {
+        return FileError::NotFound(shown.to_string()).into();
+    }
+    FileError::Io {
+        path: shown.to_string(),
+        source,
+    }
+    .into()
+}
+
+/// Whether `text` was cut to `max` characters, and the text (cut on a character boundary).
+pub(crate) fn cut_chars(text: &str, max: usize) -> (String, bool) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => (format!("{}…", text.get(..at).unwrap_or(text)), true),
+        None => (text.to_string(), false),
+    }
+}
