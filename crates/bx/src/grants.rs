@@ -60,19 +60,20 @@ pub fn coding_preset(workspace: &Path) -> String {
 # No `shell` grant: until the sandbox issue lands, a command could reach boxmaker's own folders
 # and the owner socket (owner power rests on your uid), so shell waits for the sandbox.
 
-# Read anything in the workspace. Results are untrusted (the default): a file may hold text
-# someone else planted, so side effects after it follow each grant's on_untrusted.
+# Read anything in the workspace (the group read: read_file, grep, glob, list_files). Results
+# are untrusted (the default): a file may hold text someone else planted, so side effects after
+# it follow each grant's on_untrusted.
 [[grant]]
 id = "workspace-read"
-tool = "read_file"
+tool = "read"
 paths = [{ws}]
 class = "private"
 
-# Write files in the workspace. Edits stay inside it and come back as diffs, so they still run
-# after untrusted input.
+# Write files in the workspace (the group write: write_file, edit_file). Edits stay inside it
+# and come back as diffs, so they still run after untrusted input.
 [[grant]]
 id = "workspace-write"
-tool = "write_file"
+tool = "write"
 paths = [{ws}]
 class = "private"
 untrusted = false

@@ -3,7 +3,8 @@
 //! `InvalidArguments`, with a detail for the owner.
 
 use serde::Serialize;
-use tools::fs::{ReadFileArgs, WriteFileArgs};
+use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
+use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
 
@@ -12,7 +13,7 @@ use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
 use crate::hosts::https_host;
 use crate::paths::MAX_PATH_BYTES;
 
-/// The tools the broker can dispatch to: four that run in a sandbox, the three memory tools
+/// The tools the broker can dispatch to: eight that run in a sandbox, the three memory tools
 /// (recognised, not yet runnable), `consult`, and `ask` (answered by the owner).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ToolName {
@@ -20,6 +21,14 @@ pub enum ToolName {
     ReadFile,
     /// Write a text file.
     WriteFile,
+    /// Edit a text file by exact snippets.
+    EditFile,
+    /// List a folder's files.
+    ListFiles,
+    /// Find files by a glob.
+    Glob,
+    /// Search file contents with a regular expression.
+    Grep,
     /// Run a shell command.
     Shell,
     /// Fetch an https URL.
@@ -37,18 +46,37 @@ pub enum ToolName {
 }
 
 impl ToolName {
-    /// The four tools that run in a sandbox.
-    pub const ALL: [ToolName; 4] = [
+    /// The tools that run in a sandbox.
+    pub const ALL: [ToolName; 8] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
+        ToolName::EditFile,
+        ToolName::ListFiles,
+        ToolName::Glob,
+        ToolName::Grep,
         ToolName::Shell,
         ToolName::HttpFetch,
     ];
 
+    /// The tools of the grant group `read`: they read files and folders.
+    pub const READ_GROUP: [ToolName; 4] = [
+        ToolName::ReadFile,
+        ToolName::Grep,
+        ToolName::Glob,
+        ToolName::ListFiles,
+    ];
+
+    /// The tools of the grant group `write`: they change files.
+    pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
+
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 9] = [
+    pub const KNOWN: [ToolName; 13] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
+        ToolName::EditFile,
+        ToolName::ListFiles,
+        ToolName::Glob,
+        ToolName::Grep,
         ToolName::Shell,
         ToolName::HttpFetch,
         ToolName::Consult,
@@ -63,6 +91,10 @@ impl ToolName {
         match name {
             "read_file" => Some(ToolName::ReadFile),
             "write_file" => Some(ToolName::WriteFile),
+            "edit_file" => Some(ToolName::EditFile),
+            "list_files" => Some(ToolName::ListFiles),
+            "glob" => Some(ToolName::Glob),
+            "grep" => Some(ToolName::Grep),
             "shell" => Some(ToolName::Shell),
             "http_fetch" => Some(ToolName::HttpFetch),
             "recall" => Some(ToolName::Recall),
@@ -79,6 +111,10 @@ impl ToolName {
         match self {
             ToolName::ReadFile => "read_file",
             ToolName::WriteFile => "write_file",
+            ToolName::EditFile => "edit_file",
+            ToolName::ListFiles => "list_files",
+            ToolName::Glob => "glob",
+            ToolName::Grep => "grep",
             ToolName::Shell => "shell",
             ToolName::HttpFetch => "http_fetch",
             ToolName::Recall => "recall",
@@ -87,6 +123,20 @@ impl ToolName {
             ToolName::Consult => "consult",
             ToolName::Ask => "ask",
         }
+    }
+
+    /// Whether the tool's one path argument names what it reads or writes, and grants give it
+    /// `paths` (every file tool and walker; not `shell`, whose paths are where it runs).
+    pub fn is_path_tool(self) -> bool {
+        matches!(
+            self,
+            ToolName::ReadFile
+                | ToolName::WriteFile
+                | ToolName::EditFile
+                | ToolName::ListFiles
+                | ToolName::Glob
+                | ToolName::Grep
+        )
     }
 
     /// Whether this is one of the memory tools.
@@ -102,11 +152,18 @@ impl ToolName {
     pub fn has_side_effects(self) -> bool {
         match self {
             ToolName::WriteFile
+            | ToolName::EditFile
             | ToolName::Shell
             | ToolName::HttpFetch
             | ToolName::Consult
             | ToolName::Memory => true,
-            ToolName::ReadFile | ToolName::Recall | ToolName::AskMemory | ToolName::Ask => false,
+            ToolName::ReadFile
+            | ToolName::ListFiles
+            | ToolName::Glob
+            | ToolName::Grep
+            | ToolName::Recall
+            | ToolName::AskMemory
+            | ToolName::Ask => false,
         }
     }
 
@@ -127,6 +184,14 @@ pub enum ToolArgs {
     ReadFile(ReadFileArgs),
     /// `write_file`.
     WriteFile(WriteFileArgs),
+    /// `edit_file`.
+    EditFile(EditFileArgs),
+    /// `list_files`.
+    ListFiles(ListFilesArgs),
+    /// `glob`.
+    Glob(GlobArgs),
+    /// `grep`.
+    Grep(GrepArgs),
     /// `shell`.
     Shell(ShellArgs),
     /// `http_fetch`.
@@ -146,10 +211,46 @@ impl ToolArgs {
         match self {
             ToolArgs::ReadFile(_) => ToolName::ReadFile,
             ToolArgs::WriteFile(_) => ToolName::WriteFile,
+            ToolArgs::EditFile(_) => ToolName::EditFile,
+            ToolArgs::ListFiles(_) => ToolName::ListFiles,
+            ToolArgs::Glob(_) => ToolName::Glob,
+            ToolArgs::Grep(_) => ToolName::Grep,
             ToolArgs::Shell(_) => ToolName::Shell,
             ToolArgs::HttpFetch(_) => ToolName::HttpFetch,
             ToolArgs::Consult { .. } => ToolName::Consult,
             ToolArgs::Ask(_) => ToolName::Ask,
+        }
+    }
+
+    /// The path the call reads or writes, for the tools that name one ([`ToolName::is_path_tool`]).
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            ToolArgs::ReadFile(a) => Some(&a.path),
+            ToolArgs::WriteFile(a) => Some(&a.path),
+            ToolArgs::EditFile(a) => Some(&a.path),
+            ToolArgs::ListFiles(a) => Some(&a.path),
+            ToolArgs::Glob(a) => Some(&a.path),
+            ToolArgs::Grep(a) => Some(&a.path),
+            ToolArgs::Shell(_)
+            | ToolArgs::HttpFetch(_)
+            | ToolArgs::Consult { .. }
+            | ToolArgs::Ask(_) => None,
+        }
+    }
+
+    /// The path argument, mutably (to resolve it).
+    pub fn path_mut(&mut self) -> Option<&mut String> {
+        match self {
+            ToolArgs::ReadFile(a) => Some(&mut a.path),
+            ToolArgs::WriteFile(a) => Some(&mut a.path),
+            ToolArgs::EditFile(a) => Some(&mut a.path),
+            ToolArgs::ListFiles(a) => Some(&mut a.path),
+            ToolArgs::Glob(a) => Some(&mut a.path),
+            ToolArgs::Grep(a) => Some(&mut a.path),
+            ToolArgs::Shell(_)
+            | ToolArgs::HttpFetch(_)
+            | ToolArgs::Consult { .. }
+            | ToolArgs::Ask(_) => None,
         }
     }
 
@@ -166,6 +267,10 @@ impl ToolArgs {
         match self {
             ToolArgs::ReadFile(args) => json(args),
             ToolArgs::WriteFile(args) => json(args),
+            ToolArgs::EditFile(args) => json(args),
+            ToolArgs::ListFiles(args) => json(args),
+            ToolArgs::Glob(args) => json(args),
+            ToolArgs::Grep(args) => json(args),
             ToolArgs::Shell(args) => json(args),
             ToolArgs::HttpFetch(args) => json(args),
             ToolArgs::Consult { question } => json(&ConsultArgs {
@@ -215,6 +320,43 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             within_path_cap("path", &args.path)?;
             within_cap("content", &args.content)?;
             Ok(ToolArgs::WriteFile(args))
+        }
+        ToolName::EditFile => {
+            let args: EditFileArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            if args.edits.is_empty() {
+                return Err(ArgsError::Shape(
+                    "edits is empty: give at least one edit".into(),
+                ));
+            }
+            let total: usize = args
+                .edits
+                .iter()
+                .map(|e| e.old_str.len() + e.new_str.len())
+                .sum();
+            if total > TEXT_ARGUMENT_CAP {
+                return Err(ArgsError::Shape(format!(
+                    "edits are {total} bytes, more than the {TEXT_ARGUMENT_CAP} the broker takes"
+                )));
+            }
+            Ok(ToolArgs::EditFile(args))
+        }
+        ToolName::ListFiles => {
+            let args: ListFilesArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            Ok(ToolArgs::ListFiles(args))
+        }
+        ToolName::Glob => {
+            let args: GlobArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            within_path_cap("pattern", &args.pattern)?;
+            Ok(ToolArgs::Glob(args))
+        }
+        ToolName::Grep => {
+            let args: GrepArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            within_cap("pattern", &args.pattern)?;
+            Ok(ToolArgs::Grep(args))
         }
         ToolName::Shell => {
             let args: ShellArgs = shape(arguments)?;

@@ -39,6 +39,11 @@ pub struct Protected {
 }
 
 impl Protected {
+    /// boxmaker's folders, resolved: what walkers prune.
+    pub fn folders(&self) -> &[PathBuf] {
+        &self.folders
+    }
+
     /// The folders, resolved (symbolic links followed as far as they exist).
     pub fn new(folders: &[PathBuf]) -> Protected {
         Protected {
@@ -116,8 +121,12 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
         return None;
     }
     match &call.args {
-        ToolArgs::ReadFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
-        ToolArgs::WriteFile(a) => paths_scope(grant, &[Path::new(&a.path)]),
+        ToolArgs::ReadFile(_)
+        | ToolArgs::WriteFile(_)
+        | ToolArgs::EditFile(_)
+        | ToolArgs::ListFiles(_)
+        | ToolArgs::Glob(_)
+        | ToolArgs::Grep(_) => paths_scope(grant, &[Path::new(call.args.path()?)]),
         ToolArgs::Shell(a) => {
             if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect) {
                 return None;
@@ -258,17 +267,14 @@ fn deny(reason: DenyReason, grant: Option<&Grant>, detail: String) -> Decision {
 /// used at all.
 pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
     let text = |p: PathBuf| p.to_string_lossy().into_owned();
+    if args.tool().is_path_tool() {
+        let mut args = args.clone();
+        if let Some(path) = args.path_mut() {
+            *path = text(absolute(path)?);
+        }
+        return Ok(args);
+    }
     Ok(match args {
-        ToolArgs::ReadFile(a) => {
-            let mut a = a.clone();
-            a.path = text(absolute(&a.path)?);
-            ToolArgs::ReadFile(a)
-        }
-        ToolArgs::WriteFile(a) => {
-            let mut a = a.clone();
-            a.path = text(absolute(&a.path)?);
-            ToolArgs::WriteFile(a)
-        }
         ToolArgs::Shell(a) => {
             let mut a = a.clone();
             if let Some(cwd) = &a.cwd {
@@ -286,10 +292,8 @@ fn absolute(path: &str) -> Result<PathBuf, String> {
 
 fn named_paths(call: &Call) -> Vec<&Path> {
     let mut paths: Vec<&Path> = match &call.args {
-        ToolArgs::ReadFile(a) => vec![Path::new(&a.path)],
-        ToolArgs::WriteFile(a) => vec![Path::new(&a.path)],
         ToolArgs::Shell(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
-        ToolArgs::HttpFetch(_) | ToolArgs::Consult { .. } | ToolArgs::Ask(_) => Vec::new(),
+        other => other.path().map(Path::new).into_iter().collect(),
     };
     paths.extend(call.writes.iter().map(|w| w.path.as_path()));
     paths
@@ -321,6 +325,7 @@ fn prepare(
     }
     let (writes, unknown_writes) = match &args {
         ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
+        ToolArgs::EditFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
         ToolArgs::Shell(a) => match shell::write_targets(&a.command, dialect) {
             Ok(targets) => (shell_writes(a, &targets, protected)?, None),
             Err(why) => (Vec::new(), Some(why.to_string())),

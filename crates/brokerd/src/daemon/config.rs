@@ -120,8 +120,11 @@ impl Config {
     /// The time limit of `tool`.
     pub fn time_limit(&self, tool: ToolName) -> Duration {
         let ms = match tool {
-            ToolName::ReadFile => self.read_file_ms,
-            ToolName::WriteFile => self.write_file_ms,
+            // The walkers read like read_file; edit_file writes like write_file.
+            ToolName::ReadFile | ToolName::ListFiles | ToolName::Glob | ToolName::Grep => {
+                self.read_file_ms
+            }
+            ToolName::WriteFile | ToolName::EditFile => self.write_file_ms,
             ToolName::Shell => self.shell_ms,
             ToolName::HttpFetch => self.http_fetch_ms,
             ToolName::Consult => self.consult_ms,

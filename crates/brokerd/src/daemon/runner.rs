@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::args::ToolArgs;
 use crate::consult::ConsultClient;
-use crate::files::{FileOutcome, FileRunError, run_file_call};
+use crate::files::{FileOutcome, FileRunError, WalkContext, run_file_call};
 use crate::grants::Grant;
 use crate::policy::{Allowed, Decision, Labels, Protected, decide};
 
@@ -69,8 +69,17 @@ pub struct DirectRunner {
 impl Runner for DirectRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         match &allowed.args {
-            ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) => {
-                file_outcome(run_file_call(allowed, self.read_cap))
+            ToolArgs::ReadFile(_)
+            | ToolArgs::WriteFile(_)
+            | ToolArgs::EditFile(_)
+            | ToolArgs::ListFiles(_)
+            | ToolArgs::Glob(_)
+            | ToolArgs::Grep(_) => {
+                let walk = WalkContext {
+                    grants: &context.grants,
+                    protected: &context.protected,
+                };
+                file_outcome(run_file_call(allowed, self.read_cap, &walk))
             }
             ToolArgs::Shell(args) => shell(args, context.limit),
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
@@ -84,6 +93,8 @@ impl Runner for DirectRunner {
         vec![
             "no sandbox yet: tools run in the broker's process".to_string(),
             "file tools open only below the deciding grant's folder (openat2, no symbolic links)"
+                .to_string(),
+            "list_files, glob and grep start at the deciding grant's folder, follow no symbolic link, and prune boxmaker's folders and what deny grants cover"
                 .to_string(),
             "shell: its own PID and mount namespaces, every capability dropped, no_new_privs, killed whole at its time limit"
                 .to_string(),
@@ -102,11 +113,56 @@ fn fields(value: Value) -> Map<String, Value> {
 
 fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
     match result {
-        Ok(FileOutcome::Read(read)) => Outcome::Ran {
-            fields: fields(json!({
+        Ok(FileOutcome::Read(read)) => {
+            let mut header = json!({
                 "path": read.path, "size": read.size, "truncated": read.truncated,
+                "total_lines": read.total_lines,
+            });
+            if let Some(start) = read.start_line {
+                header["start_line"] = json!(start);
+            }
+            if read.binary {
+                header["binary"] = json!(true);
+            }
+            Outcome::Ran {
+                fields: fields(header),
+                body: read.content,
+            }
+        }
+        Ok(FileOutcome::Edited(edited)) => Outcome::Ran {
+            fields: fields(json!({
+                "path": edited.path, "edits_applied": edited.edits_applied,
+                "replacements": edited.replacements, "original_bytes": edited.original_bytes,
+                "new_bytes": edited.new_bytes, "created": edited.created,
             })),
-            body: read.content,
+            body: edited.diff,
+        },
+        Ok(FileOutcome::Listed(listed)) => Outcome::Ran {
+            fields: fields(json!({
+                "path": listed.path, "entries": listed.entries.len(), "truncated": listed.truncated,
+            })),
+            body: listed
+                .entries
+                .iter()
+                .map(|e| match (e.is_dir, e.symlink) {
+                    (true, _) => format!("{}/", e.path),
+                    (_, true) => format!("{} (symbolic link)", e.path),
+                    _ => format!("{} ({} bytes)", e.path, e.size),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        },
+        Ok(FileOutcome::Globbed(globbed)) => Outcome::Ran {
+            fields: fields(json!({
+                "files": globbed.files.len(), "truncated": globbed.truncated,
+            })),
+            body: globbed.files.join("\n"),
+        },
+        Ok(FileOutcome::Grepped(grepped)) => Outcome::Ran {
+            fields: fields(json!({
+                "files": grepped.files, "matches": grepped.matches, "truncated": grepped.truncated,
+            })),
+            body: grepped.output,
         },
         Ok(FileOutcome::Wrote(wrote)) => Outcome::Ran {
             fields: fields(json!({

@@ -184,8 +184,12 @@ pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
 
 fn schema_of(tool: ToolName) -> Option<ToolSchema> {
     match tool {
-        ToolName::ReadFile => Some(tools::fs::read_file_schema()),
+        ToolName::ReadFile => Some(tools::fs::broker_read_file_schema()),
         ToolName::WriteFile => Some(tools::fs::write_file_schema()),
+        ToolName::EditFile => Some(tools::fs::edit_file_schema()),
+        ToolName::ListFiles => Some(tools::search::list_files_schema()),
+        ToolName::Glob => Some(tools::search::glob_schema()),
+        ToolName::Grep => Some(tools::search::grep_schema()),
         ToolName::Shell => Some(tools::shell::shell_schema()),
         ToolName::HttpFetch => Some(tools::web::http_fetch_schema()),
         ToolName::Consult => Some(crate::consult::consult_schema()),

@@ -68,7 +68,8 @@ pub struct Origin {
 pub struct Grant {
     /// Its id, unique across the folder; named in audit records.
     pub id: String,
-    /// The tool it covers.
+    /// The tool it covers (a table naming several tools or a group gives one grant per tool,
+    /// each with the table's id).
     pub tool: ToolName,
     /// Paths (files and folders) it covers; for `shell`, where the command may run.
     pub paths: Vec<PathRule>,
@@ -230,10 +231,11 @@ fn read_limited(file: &Path) -> Result<String, Problem> {
 
 fn check_unique_ids(grants: &[Grant], problems: &mut Vec<Problem>) {
     for (i, grant) in grants.iter().enumerate() {
-        if let Some(first) = grants
-            .get(..i)
-            .and_then(|g| g.iter().find(|g| g.id == grant.id))
-        {
+        if let Some(first) = grants.get(..i).and_then(|g| {
+            // One table naming several tools gives several grants with its id and origin.
+            g.iter()
+                .find(|g| g.id == grant.id && g.origin != grant.origin)
+        }) {
             problems.push(problem(
                 &grant.origin.file,
                 Some(grant.origin.line),

@@ -63,9 +63,7 @@ pub fn parse_file(text: &str, file: &Path, home: &Path) -> ParsedFile {
                 problems: &mut out.problems,
                 warnings: &mut out.warnings,
             };
-            if let Some(grant) = reader.read(table, line) {
-                out.grants.push(grant);
-            }
+            out.grants.extend(reader.read(table, line));
         }
     }
     // Tables come back in key order, not file order: report in the order of the file.
@@ -113,7 +111,9 @@ impl GrantReader<'_> {
         self.lines.of(value.span().start)
     }
 
-    fn read(&mut self, table: &DeTable<'_>, line: usize) -> Option<Grant> {
+    /// The grants of one `[[grant]]` table: one per tool it names (a string, a group or a
+    /// list of both), all with the table's id and origin; none when anything is wrong.
+    fn read(&mut self, table: &DeTable<'_>, line: usize) -> Vec<Grant> {
         let before = self.problems.len();
         let field = |name: &str| -> Option<&Value<'_>> {
             table
@@ -146,7 +146,7 @@ impl GrantReader<'_> {
                 self.say(line, "a grant needs a tool".to_string());
                 None
             }
-            Some(v) => self.tool(v),
+            Some(v) => self.tools(v),
         };
         let deny = field("deny")
             .and_then(|v| self.boolean(v, "deny"))
@@ -184,15 +184,21 @@ impl GrantReader<'_> {
             })
             .unwrap_or(OnUntrusted::Ask);
         let expires = field("expires").and_then(|v| self.expires(v));
-        let tool = tool?;
-        self.check_constraints(tool, deny, line, &paths, &hosts, &commands, &field);
-        let id = id?;
-        if self.problems.len() > before {
-            return None;
+        let Some(tools) = tool else {
+            return Vec::new();
+        };
+        for &tool in &tools {
+            self.check_constraints(tool, deny, line, &paths, &hosts, &commands, &field);
         }
-        Some(Grant {
+        let Some(id) = id else {
+            return Vec::new();
+        };
+        if self.problems.len() > before {
+            return Vec::new();
+        }
+        let grant = Grant {
             id,
-            tool,
+            tool: ToolName::ReadFile,
             paths,
             hosts,
             commands,
@@ -207,7 +213,14 @@ impl GrantReader<'_> {
                 file: self.file.to_path_buf(),
                 line,
             },
-        })
+        };
+        tools
+            .into_iter()
+            .map(|tool| Grant {
+                tool,
+                ..grant.clone()
+            })
+            .collect()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -223,10 +236,7 @@ impl GrantReader<'_> {
     ) {
         let name = tool.as_str();
         let at = |key: &str, this: &Self| field(key).map_or(line, |v| this.line_of(v));
-        let takes_paths = matches!(
-            tool,
-            ToolName::ReadFile | ToolName::WriteFile | ToolName::Shell
-        );
+        let takes_paths = tool.is_path_tool() || tool == ToolName::Shell;
         if !paths.is_empty() && !takes_paths {
             let line = at("paths", self);
             self.say(line, format!("{name} does not take paths"));
@@ -250,11 +260,10 @@ impl GrantReader<'_> {
             Some(_) => false,
         };
         match tool {
-            ToolName::ReadFile | ToolName::WriteFile if paths.is_empty() && unset("paths") => self
-                .say(
-                    line,
-                    format!("{name} needs paths: the files and folders it may open"),
-                ),
+            _ if tool.is_path_tool() && paths.is_empty() && unset("paths") => self.say(
+                line,
+                format!("{name} needs paths: the files and folders it may open"),
+            ),
             ToolName::Shell if commands.is_empty() && unset("commands") => self.say(
                 line,
                 "shell needs commands: the command prefixes it may run".to_string(),
@@ -314,20 +323,54 @@ impl GrantReader<'_> {
         }
     }
 
-    fn tool(&mut self, value: &Value<'_>) -> Option<ToolName> {
-        let text = self.string(value, "tool")?;
-        let tool = ToolName::parse(text);
-        if tool.is_none() {
+    /// `tool = "read_file"`, `tool = "read"` (a group) or `tool = ["read", "edit_file"]`: the
+    /// tools named, each once, in the order written.
+    fn tools(&mut self, value: &Value<'_>) -> Option<Vec<ToolName>> {
+        let names: Vec<(String, usize)> = match value.get_ref() {
+            DeValue::String(text) => vec![(text.to_string(), self.line_of(value))],
+            DeValue::Array(_) => self.strings(value, "tool"),
+            _ => {
+                let line = self.line_of(value);
+                self.say(
+                    line,
+                    "tool must be a string or a list of strings".to_string(),
+                );
+                return None;
+            }
+        };
+        if names.is_empty() {
             let line = self.line_of(value);
-            self.say(
-                line,
-                format!(
-                    "unknown tool {text:?}; the known tools are {}",
-                    ToolName::known_list()
-                ),
-            );
+            self.say(line, "tool names no tool".to_string());
+            return None;
         }
-        tool
+        let mut tools = Vec::new();
+        let mut wrong = false;
+        for (text, line) in names {
+            let named: Vec<ToolName> = match text.as_str() {
+                "read" => ToolName::READ_GROUP.to_vec(),
+                "write" => ToolName::WRITE_GROUP.to_vec(),
+                other => match ToolName::parse(other) {
+                    Some(tool) => vec![tool],
+                    None => {
+                        self.say(
+                            line,
+                            format!(
+                                "unknown tool {text:?}; the known tools are {}, and the groups read and write",
+                                ToolName::known_list()
+                            ),
+                        );
+                        wrong = true;
+                        continue;
+                    }
+                },
+            };
+            for tool in named {
+                if !tools.contains(&tool) {
+                    tools.push(tool);
+                }
+            }
+        }
+        (!wrong).then_some(tools)
     }
 
     fn class(&mut self, value: &Value<'_>, key: &str) -> Option<Class> {

@@ -15,12 +15,16 @@ fn each_tool_name_parses_and_prints_the_same() {
 }
 
 #[test]
-fn all_is_the_four_sandboxed_tools_and_consult_is_not_memory() {
+fn all_is_the_eight_sandboxed_tools_and_consult_is_not_memory() {
     assert_eq!(
         ToolName::ALL,
         [
             ToolName::ReadFile,
             ToolName::WriteFile,
+            ToolName::EditFile,
+            ToolName::ListFiles,
+            ToolName::Glob,
+            ToolName::Grep,
             ToolName::Shell,
             ToolName::HttpFetch
         ]
@@ -41,6 +45,52 @@ fn side_effects_are_write_shell_fetch_and_consult_but_not_read() {
         ToolName::Consult,
     ] {
         assert!(tool.has_side_effects(), "{tool:?}");
+    }
+}
+
+#[test]
+fn the_coding_tools_parse_strictly_and_print_in_schema_order() {
+    let edit = parse(
+        ToolName::EditFile,
+        r#"{"edits":[{"new_str":"b","old_str":"a"}],"path":"/a"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        edit.canonical_json(),
+        r#"{"path":"/a","edits":[{"old_str":"a","new_str":"b"}]}"#
+    );
+    assert!(ToolName::EditFile.has_side_effects());
+    for tool in [ToolName::ListFiles, ToolName::Glob, ToolName::Grep] {
+        assert!(!tool.has_side_effects(), "{tool:?}");
+    }
+    let grep = parse(
+        ToolName::Grep,
+        r#"{"pattern":"x","path":"/a","output_mode":"count","type":"rust"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        grep.canonical_json(),
+        r#"{"pattern":"x","path":"/a","output_mode":"count","case_insensitive":false,"type":"rust","multiline":false}"#
+    );
+    for (tool, arguments) in [
+        (ToolName::Grep, r#"{"pattern":"x","path":"/a","-i":true}"#),
+        (
+            ToolName::Grep,
+            r#"{"pattern":"x","path":"/a","output_mode":"lines"}"#,
+        ),
+        (ToolName::Glob, r#"{"pattern":"*"}"#),
+        (ToolName::ListFiles, r#"{"path":"/a","depth":2}"#),
+        (ToolName::EditFile, r#"{"path":"/a","edits":[]}"#),
+        (
+            ToolName::EditFile,
+            r#"{"path":"/a","edits":[{"old_str":"a"}]}"#,
+        ),
+        (ToolName::ReadFile, r#"{"path":"/a","offset":-1}"#),
+    ] {
+        assert!(
+            matches!(parse(tool, arguments), Err(ArgsError::Shape(_))),
+            "{arguments}"
+        );
     }
 }
 

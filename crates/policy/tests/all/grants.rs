@@ -153,7 +153,7 @@ fn an_unknown_tool_names_every_known_tool() {
     assert_eq!(
         problems("[[grant]]\nid=\"x\"\ntool=\"rm_rf\"\n"),
         [
-            "3: unknown tool \"rm_rf\"; the known tools are read_file, write_file, shell, http_fetch, consult, ask, recall, memory, ask_memory"
+            "3: unknown tool \"rm_rf\"; the known tools are read_file, write_file, edit_file, list_files, glob, grep, shell, http_fetch, consult, ask, recall, memory, ask_memory, and the groups read and write"
         ]
     );
 }
@@ -464,5 +464,46 @@ fn an_ask_grant_takes_no_paths_hosts_or_commands() {
     assert_eq!(
         problems("[[grant]]\nid=\"q\"\ntool=\"ask\"\npaths = [\"/tmp\"]\nhosts = [\"a.org\"]\n"),
         ["4: ask does not take paths", "5: ask does not take hosts"]
+    );
+}
+
+#[test]
+fn tool_takes_a_list_and_the_groups_read_and_write() {
+    let parsed = parse_file(
+        "[[grant]]\nid = \"code\"\ntool = [\"read\", \"write\", \"read_file\"]\npaths = [\"~/src\"]\n",
+        Path::new("g.toml"),
+        &home(),
+    );
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let tools: Vec<ToolName> = parsed.grants.iter().map(|g| g.tool).collect();
+    assert_eq!(
+        tools,
+        [
+            ToolName::ReadFile,
+            ToolName::Grep,
+            ToolName::Glob,
+            ToolName::ListFiles,
+            ToolName::WriteFile,
+            ToolName::EditFile
+        ]
+    );
+    assert!(parsed.grants.iter().all(|g| g.id == "code"));
+}
+
+#[test]
+fn a_wrong_tool_list_is_named_with_its_line() {
+    assert_eq!(
+        problems("[[grant]]\nid=\"a\"\ntool=[\"read\",\n\"reed\"]\npaths=[\"/a\"]\n"),
+        [
+            "4: unknown tool \"reed\"; the known tools are read_file, write_file, edit_file, list_files, glob, grep, shell, http_fetch, consult, ask, recall, memory, ask_memory, and the groups read and write"
+        ]
+    );
+    assert_eq!(
+        problems("[[grant]]\nid=\"a\"\ntool=[]\npaths=[\"/a\"]\n"),
+        ["3: tool names no tool"]
+    );
+    assert_eq!(
+        problems("[[grant]]\nid=\"a\"\ntool=[\"grep\"]\n"),
+        ["1: grep needs paths: the files and folders it may open"]
     );
 }

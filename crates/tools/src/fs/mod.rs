@@ -73,6 +73,23 @@ pub fn read_file_schema() -> ToolSchema {
     }
 }
 
+/// `read_file`'s schema as the broker lists it: the seed's (same description, same `path`)
+/// with the optional `offset` and `limit`.
+pub fn broker_read_file_schema() -> ToolSchema {
+    let mut schema = read_file_schema();
+    if let Some(properties) = schema.parameters["properties"].as_object_mut() {
+        properties.insert(
+            "offset".to_string(),
+            json!({ "type": "integer", "minimum": 1, "description": "The first line to read, counted from 1 (default: 1)." }),
+        );
+        properties.insert(
+            "limit".to_string(),
+            json!({ "type": "integer", "minimum": 0, "description": "How many lines to read at most (default: to the end, within the size cap)." }),
+        );
+    }
+    schema
+}
+
 /// `write_file`'s schema, with the texts of seed M3a/16.
 pub fn write_file_schema() -> ToolSchema {
     ToolSchema {

@@ -71,7 +71,7 @@ pub fn glob(
         return Err(SearchError::NotADirectory(args.path.clone()));
     }
     let mut found: Vec<(SystemTime, std::path::PathBuf)> = Vec::new();
-    for entry in walker(&root, &options.prune).build().flatten() {
+    for entry in walker(&root, options).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use proto::ToolSchema;
 
-use super::walk::{cut_chars, pinned_start, pruned, walker};
+use super::walk::{cut_chars, pinned_start, walker};
 use super::{SearchError, SearchOptions};
 use crate::fs::GrantedDir;
 
@@ -142,7 +142,7 @@ pub fn grep(
             .or(args.context)
             .is_some_and(|n| n > 0),
     };
-    let mut found = if meta.is_file() && !pruned(&root, &options.prune) {
+    let mut found = if meta.is_file() && !options.excludes(&root) {
         search_one(&matcher, &mut searcher.build(), &root, &report)
             .into_iter()
             .collect()
@@ -161,7 +161,7 @@ fn search_tree(
     searcher: &SearcherBuilder,
     report: &Report,
 ) -> Result<Vec<FileHits>, SearchError> {
-    let mut builder = walker(root, &options.prune);
+    let mut builder = walker(root, options);
     builder.threads(options.threads);
     if let Some(glob) = &args.glob {
         let mut overrides = OverrideBuilder::new(root);

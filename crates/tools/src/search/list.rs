@@ -86,7 +86,7 @@ pub fn list_files(
     } else {
         1
     };
-    let mut builder = walker(&root, &options.prune);
+    let mut builder = walker(&root, options);
     builder
         .max_depth(Some(depth))
         .sort_by_file_path(|a, b| a.cmp(b));

@@ -19,7 +19,8 @@ pub use glob::{GlobArgs, GlobResult, glob, glob_schema};
 pub use grep::{GrepArgs, GrepResult, OutputMode, grep, grep_schema};
 pub use list::{ListEntry, ListFilesArgs, ListFilesResult, list_files, list_files_schema};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::fs::FileError;
 
@@ -30,11 +31,16 @@ pub const LINE_CAP: usize = 1000;
 /// The default cap on the characters of one line `grep` shows.
 pub const LINE_CHARS: usize = 500;
 
+/// A test on a path found by a walk: `true` leaves it out (and, for a folder, all below it).
+pub type Skip = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
 /// What the broker hands every walker besides the arguments.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SearchOptions {
     /// Folders never entered nor listed (absolute, as resolved).
     pub prune: Vec<PathBuf>,
+    /// Paths left out besides `prune` (the broker's deny grants below the start).
+    pub skip: Option<Skip>,
     /// The most entries `list_files` and `glob` return.
     pub max_entries: usize,
     /// The most lines (or files, or counts) `grep` returns.
@@ -49,11 +55,33 @@ impl Default for SearchOptions {
     fn default() -> SearchOptions {
         SearchOptions {
             prune: Vec::new(),
+            skip: None,
             max_entries: ENTRY_CAP,
             max_lines: LINE_CAP,
             max_line_chars: LINE_CHARS,
             threads: 0,
         }
+    }
+}
+
+impl std::fmt::Debug for SearchOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchOptions")
+            .field("prune", &self.prune)
+            .field("skip", &self.skip.is_some())
+            .field("max_entries", &self.max_entries)
+            .field("max_lines", &self.max_lines)
+            .field("max_line_chars", &self.max_line_chars)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl SearchOptions {
+    /// Whether a walk leaves `path` out.
+    pub fn excludes(&self, path: &Path) -> bool {
+        self.prune.iter().any(|p| path.starts_with(p))
+            || self.skip.as_ref().is_some_and(|skip| skip(path))
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use ignore::WalkBuilder;
 use rustix::fs::{Mode, OFlags};
 
-use super::SearchError;
+use super::{SearchError, SearchOptions};
 use crate::fs::{FileError, GrantedDir};
 
 /// The start of a walk: `shown` (an absolute path at or below `dir`) checked to be the file or
@@ -40,22 +40,17 @@ pub(crate) fn pinned_start(
 /// A walker from `root` as `rg` walks (hidden files skipped; `.gitignore` in a git work tree,
 /// `.ignore` and `.rgignore` everywhere, parents' ignore files included; the user's global
 /// gitignore left out so the result does not depend on whose broker it is), never following a
-/// link and never entering a folder of `prune`.
-pub(crate) fn walker(root: &Path, prune: &[PathBuf]) -> WalkBuilder {
+/// link and never entering what `options` excludes.
+pub(crate) fn walker(root: &Path, options: &SearchOptions) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder
         .follow_links(false)
         .hidden(true)
         .git_global(false)
         .same_file_system(false);
-    let prune = prune.to_vec();
-    builder.filter_entry(move |entry| !prune.iter().any(|p| entry.path().starts_with(p)));
+    let options = options.clone();
+    builder.filter_entry(move |entry| !options.excludes(entry.path()));
     builder
-}
-
-/// Whether `path` is at or below a pruned folder.
-pub(crate) fn pruned(path: &Path, prune: &[PathBuf]) -> bool {
-    prune.iter().any(|p| path.starts_with(p))
 }
 
 fn io_error(shown: &str, source: std::io::Error) -> SearchError {

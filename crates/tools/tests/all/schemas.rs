@@ -19,9 +19,8 @@ fn accepts_exactly<T: DeserializeOwned>(schema: &ToolSchema) {
     let full: Map<String, Value> = properties
         .iter()
         .map(|(name, spec)| {
-            assert_eq!(spec["type"], "string", "{}.{name}", schema.name);
             assert!(spec["description"].is_string(), "{}.{name}", schema.name);
-            (name.clone(), json!("/x"))
+            (name.clone(), sample(spec))
         })
         .collect();
     let parse =
@@ -58,6 +57,58 @@ fn accepts_exactly<T: DeserializeOwned>(schema: &ToolSchema) {
         "{} accepts an unknown property: {refusal:?}",
         schema.name
     );
+}
+
+/// A valid value for a property `spec`.
+fn sample(spec: &Value) -> Value {
+    if let Some(first) = spec["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
+    match spec["type"].as_str().unwrap() {
+        "string" => json!("/x"),
+        "boolean" => json!(true),
+        "integer" => json!(1),
+        "array" => {
+            let item = &spec["items"];
+            let object: Map<String, Value> = item["properties"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, spec)| (name.clone(), sample(spec)))
+                .collect();
+            json!([object])
+        }
+        other => panic!("no sample for type {other}"),
+    }
+}
+
+/// Whether `wide` has `narrow`'s name, description and properties (each the same), and only
+/// optional properties besides: a model that knows the seed's schema calls it unchanged.
+fn is_superset(wide: &ToolSchema, narrow: &ToolSchema) -> bool {
+    let wide_props = wide.parameters["properties"].as_object().unwrap();
+    let narrow_props = narrow.parameters["properties"].as_object().unwrap();
+    wide.name == narrow.name
+        && wide.description == narrow.description
+        && narrow_props
+            .iter()
+            .all(|(k, v)| wide_props.get(k) == Some(v))
+        && wide.parameters["required"] == narrow.parameters["required"]
+}
+
+#[test]
+fn the_brokers_read_file_schema_is_a_superset_of_the_seeds() {
+    let broker = tools::fs::broker_read_file_schema();
+    assert!(is_superset(&broker, &loopd::tools::read_file_schema()));
+    assert_ne!(broker, loopd::tools::read_file_schema());
+    accepts_exactly::<tools::fs::ReadFileArgs>(&broker);
+}
+
+#[test]
+fn the_coding_tools_args_accept_exactly_their_schemas() {
+    accepts_exactly::<tools::fs::EditFileArgs>(&tools::fs::edit_file_schema());
+    accepts_exactly::<tools::search::ListFilesArgs>(&tools::search::list_files_schema());
+    accepts_exactly::<tools::search::GlobArgs>(&tools::search::glob_schema());
+    accepts_exactly::<tools::search::GrepArgs>(&tools::search::grep_schema());
 }
 
 #[test]
