@@ -9,6 +9,7 @@
 pub mod approvals;
 pub mod audit;
 mod migrations;
+pub mod reads;
 pub mod store;
 
 pub use approvals::{ApprovalRow, ApprovalState};

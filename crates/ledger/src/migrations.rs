@@ -48,4 +48,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (session, grant_id)
      );
      ALTER TABLE sessions ADD COLUMN untrusted_by TEXT;",
+    // 3: what each session read of each file (read before write): the SHA-256 of the whole
+    // file's content when the session last read, wrote or edited it.
+    "CREATE TABLE file_reads (
+         session TEXT NOT NULL,
+         path TEXT NOT NULL,
+         sha256 TEXT NOT NULL,
+         PRIMARY KEY (session, path)
+     );",
 ];

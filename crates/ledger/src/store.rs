@@ -600,6 +600,11 @@ impl Ledger {
                 }
             }
             Event::SessionResumed { session, .. } => self.touch(session, at)?,
+            Event::FileSeen {
+                session,
+                path,
+                sha256,
+            } => self.record_read(session, path, sha256)?,
             Event::Started { .. } | Event::Cut { .. } | Event::Segment { .. } => {}
         }
         self.set_anchor(&Anchor {

@@ -88,6 +88,9 @@ pub enum DenyReason {
     UnsafeAddress,
     /// The session has received untrusted content and the grant refuses side effects after it.
     UntrustedInput,
+    /// `write_file` or `edit_file` on an existing file this session has not read since it last
+    /// changed.
+    ReadBeforeWrite,
 }
 
 impl DenyReason {
@@ -125,6 +128,9 @@ impl DenyReason {
             }
             DenyReason::UntrustedInput => {
                 "Denied: this session has received untrusted content, and the grant forbids this call after that."
+            }
+            DenyReason::ReadBeforeWrite => {
+                "Denied: this file exists and changed since this session last read it (or was never read); read it with read_file first, then write."
             }
         }
     }

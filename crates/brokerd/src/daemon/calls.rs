@@ -189,6 +189,13 @@ async fn answer_locked(
         broker.approvals.take(id);
         let _ = pending.send(None);
     }
+    // Read before write: after coverage (decide), before any approval.
+    if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision
+        && let Some((reason, detail)) = super::reads::unread(broker, session, allowed)
+    {
+        let grant = Some(GrantId::from(allowed.grant.as_str()));
+        return deny(broker, &call, reason, grant, detail).await;
+    }
     match decision {
         Decision::Deny(denied) => {
             let grant = denied.grant.as_deref().map(GrantId::from);
@@ -486,6 +493,9 @@ async fn run(
             limit.as_millis()
         )),
     };
+    if matches!(outcome, Outcome::Ran { .. }) {
+        super::reads::remember(broker, &call.session, &allowed).await;
+    }
     let raised = ledger::Labels {
         taint: labels.taint.max(allowed.class),
         untrusted: labels.untrusted || allowed.untrusted,

@@ -11,6 +11,7 @@ pub mod grants_watch;
 pub mod journal;
 pub mod memo;
 pub mod owner;
+mod reads;
 pub mod render;
 pub mod runner;
 pub mod server;

@@ -238,6 +238,16 @@ pub enum Event {
         /// How it ended.
         resolution: Resolution,
     },
+    /// A session saw a file's whole content as it now is (it read, wrote or edited it): what
+    /// read before write compares a later write against.
+    FileSeen {
+        /// The session.
+        session: SessionId,
+        /// The file, resolved.
+        path: String,
+        /// The SHA-256 of its content.
+        sha256: String,
+    },
     /// At start, a call found running (the broker stopped during it) is marked as such; its
     /// id answers that it may have taken effect.
     Interrupted {

@@ -20,7 +20,7 @@ pub use edit::{
 };
 pub use granted::GrantedDir;
 pub use read::read_file;
-pub use write::write_file;
+pub use write::{current_content, write_file};
 
 use std::fs;
 use std::io;

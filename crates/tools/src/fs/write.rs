@@ -195,3 +195,22 @@ fn io_error(shown: &str, errno: Errno) -> FileError {
         source: std::io::Error::from(errno),
     }
 }
+
+/// The whole content of the regular file at `shown` below `dir` (at most `limit` bytes), or
+/// `None` when nothing is there: reached as `write_file` and `edit_file` reach it (its folder
+/// opened beneath the grant, the file itself never through a link). The broker hashes it for
+/// read before write.
+pub fn current_content(
+    dir: &GrantedDir,
+    shown: &str,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, FileError> {
+    let target = Target::open(dir, shown)?;
+    match target.previous_size() {
+        None => Ok(None),
+        Some(_) => target
+            .read_old(limit)
+            .map(Some)
+            .ok_or_else(|| FileError::Moved(shown.to_string())),
+    }
+}

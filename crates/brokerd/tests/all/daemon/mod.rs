@@ -6,6 +6,7 @@ mod approvals;
 mod ask;
 mod audit;
 mod calls;
+mod coding;
 mod frames;
 mod owner_socket;
 mod restart;

@@ -1,0 +1,85 @@
+//! Read before write (seed 003's guard rail): `write_file` or `edit_file` on an existing file
+//! is refused unless this session read it (whole or in part) since it last changed, judged by
+//! the SHA-256 of the file's whole content kept in the ledger. A session's own successful
+//! `read_file`, `write_file` or `edit_file` records the content it saw or left.
+//!
+//! The check sits after `decide` (so after coverage) and before any approval, so the owner is
+//! never asked about a call that would then be refused. The content is hashed through the
+//! deciding grant's folder descriptor, the way the write reaches the file.
+
+use std::path::Path;
+
+use proto::{DenyReason, SessionId};
+use tools::fs::{EDIT_LIMIT, GrantedDir, current_content};
+
+use super::Broker;
+use crate::args::ToolArgs;
+use crate::policy::{Allowed, Scope};
+
+/// The hash of the file `allowed` names as it is now: `Ok(None)` when no file is there.
+fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {
+    let Some(path) = allowed.args.path() else {
+        return Ok(None);
+    };
+    let Some(Scope::Paths(bases)) = &allowed.scope else {
+        return Ok(None);
+    };
+    let Some(base) = bases.first() else {
+        return Ok(None);
+    };
+    let dir = GrantedDir::for_target(base, Path::new(path)).map_err(|e| e.to_string())?;
+    let content = current_content(&dir, path, EDIT_LIMIT + 1).map_err(|e| e.to_string())?;
+    Ok(content.map(|bytes| (path.to_string(), ledger::sha256_hex(&bytes))))
+}
+
+/// Why `allowed` must be refused by read before write, if it must: the reason and the detail
+/// for the owner.
+pub(super) fn unread(
+    broker: &Broker,
+    session: &SessionId,
+    allowed: &Allowed,
+) -> Option<(DenyReason, String)> {
+    if !matches!(allowed.args, ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)) {
+        return None;
+    }
+    // A file that cannot be reached is left to the tool, which says why.
+    let Ok(Some((path, now))) = content_hash(allowed) else {
+        return None;
+    };
+    match broker.with_ledger(|l| l.read_hash(session, &path)) {
+        Ok(Some(seen)) if seen == now => None,
+        Ok(Some(_)) => Some((
+            DenyReason::ReadBeforeWrite,
+            format!("{path} changed since this session last read it"),
+        )),
+        Ok(None) => Some((
+            DenyReason::ReadBeforeWrite,
+            format!("this session has not read {path}"),
+        )),
+        Err(error) => Some((
+            DenyReason::StateUnreadable,
+            format!("the ledger cannot say what this session read: {error}"),
+        )),
+    }
+}
+
+/// Notes, through the journal (the one writer of the audit log and the ledger), the content a
+/// successful `read_file`, `write_file` or `edit_file` saw or left.
+pub(super) async fn remember(broker: &Broker, session: &SessionId, allowed: &Allowed) {
+    if !matches!(
+        allowed.args,
+        ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
+    ) {
+        return;
+    }
+    if let Ok(Some((path, sha256))) = content_hash(allowed) {
+        let seen = ledger::Event::FileSeen {
+            session: session.clone(),
+            path: path.clone(),
+            sha256,
+        };
+        if let Err(error) = broker.journal.record(vec![seen]).await {
+            tracing::error!(%error, %path, "what the session read was not recorded");
+        }
+    }
+}
