@@ -5,3 +5,4 @@
 mod consult;
 mod daemon;
 mod files;
+mod parity;

@@ -1,0 +1,537 @@
+//! The parity journal (seed 003): a fixed list of calls through the real broker on a fixture
+//! tree, each call's input and answer (results, diffs, errors, denials) and the final tree
+//! written as one text, which must equal the committed `tests/parity/journal.md` byte for byte.
+//!
+//! Temporary folders become `{work}`, `{config}` and `{state}`; header fields that depend on
+//! the machine or the moment (`containment`) become `…`. Every fixture's modification time is
+//! set, so `glob`'s newest-first order is fixed. After a deliberate change, regenerate with
+//! `BOXMAKER_PARITY_UPDATE=1 cargo test -p brokerd --test all parity` and review the diff.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use proto::ToolResponse;
+use testkit::{AgentClient, BrokerProcess};
+
+use super::daemon::FAST;
+
+/// The journal's grants: labels explicit, nothing asks.
+const GRANTS: &str = r#"
+[[grant]]
+id = "read"
+tool = "read"
+paths = ["{work}"]
+class = "private"
+untrusted = false
+
+[[grant]]
+id = "write"
+tool = "write"
+paths = ["{work}"]
+class = "private"
+untrusted = false
+on_untrusted = "allow"
+
+[[grant]]
+id = "shell"
+tool = "shell"
+paths = ["{work}"]
+commands = ["ls", "cat"]
+class = "private"
+untrusted = false
+on_untrusted = "allow"
+"#;
+
+/// The fixture tree, written by the set-up (a `.git` folder makes `.gitignore` apply).
+const TREE: &[(&str, &[u8])] = &[
+    (".git/HEAD", b"ref: refs/heads/main\n"),
+    (".gitignore", b"*.log\ntarget/\n"),
+    ("README.md", b"# Parity\n\nA readme for the parity journal.\nThe needle is here.\n"),
+    ("notes.txt", b"first note\nsecond note\nthird note\n"),
+    ("crlf.txt", b"alpha\r\nbeta\r\ngamma\r\n"),
+    ("latin1.txt", b"caf\xe9 au lait\n"),
+    ("bin.dat", b"ELF\0\x01\x02needle\0"),
+    ("build.log", b"needle in an ignored log\n"),
+    ("target/out.txt", b"needle in an ignored folder\n"),
+    (".hidden/secret.txt", b"needle in a hidden folder\n"),
+    ("docs/guide.md", b"# Guide\n\nRead the README first.\nThen the code.\n"),
+    (
+        "src/main.rs",
+        b"fn main() {\n    let total = add(1, 2);\n    println!(\"{total}\");\n}\n\nfn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    ),
+    (
+        "src/lib.rs",
+        b"//! The library.\n\npub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n// TODO: three\n// TODO: four\n",
+    ),
+    ("src/util/strings.rs", b"pub fn shout(s: &str) -> String {\n    s.to_uppercase()\n}\n"),
+];
+
+fn set_up(work: &Path) {
+    let epoch = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600); // 2026-01-01
+    for (index, (name, bytes)) in TREE.iter().enumerate() {
+        let path = work.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, bytes).unwrap();
+        let when = epoch + Duration::from_secs(60 * index as u64);
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    std::os::unix::fs::symlink(work.join("notes.txt"), work.join("link.txt")).unwrap();
+}
+
+/// The calls: a label, a tool, and its arguments (`{work}` and `{config}` replaced).
+const CALLS: &[(&str, &str, &str)] = &[
+    (
+        "read a whole file",
+        "read_file",
+        r#"{"path":"{work}/README.md"}"#,
+    ),
+    (
+        "read lines 2 to 4",
+        "read_file",
+        r#"{"path":"{work}/src/main.rs","offset":2,"limit":3}"#,
+    ),
+    (
+        "read past the end",
+        "read_file",
+        r#"{"path":"{work}/notes.txt","offset":10}"#,
+    ),
+    (
+        "read no lines",
+        "read_file",
+        r#"{"path":"{work}/notes.txt","limit":0}"#,
+    ),
+    (
+        "read a binary file",
+        "read_file",
+        r#"{"path":"{work}/bin.dat"}"#,
+    ),
+    (
+        "read invalid UTF-8",
+        "read_file",
+        r#"{"path":"{work}/latin1.txt"}"#,
+    ),
+    (
+        "read a missing file",
+        "read_file",
+        r#"{"path":"{work}/missing.txt"}"#,
+    ),
+    ("read a folder", "read_file", r#"{"path":"{work}/src"}"#),
+    (
+        "read through a link",
+        "read_file",
+        r#"{"path":"{work}/link.txt"}"#,
+    ),
+    (
+        "read with an unknown field",
+        "read_file",
+        r#"{"path":"{work}/notes.txt","lines":3}"#,
+    ),
+    (
+        "read with a negative offset",
+        "read_file",
+        r#"{"path":"{work}/notes.txt","offset":-1}"#,
+    ),
+    (
+        "read outside every grant",
+        "read_file",
+        r#"{"path":"/etc/hostname"}"#,
+    ),
+    (
+        "read boxmaker's grants",
+        "read_file",
+        r#"{"path":"{config}/grants/grants.toml"}"#,
+    ),
+    ("list the folder", "list_files", r#"{"path":"{work}"}"#),
+    (
+        "list the tree",
+        "list_files",
+        r#"{"path":"{work}","recursive":true}"#,
+    ),
+    (
+        "list the tree one level deep",
+        "list_files",
+        r#"{"path":"{work}","recursive":true,"max_depth":1}"#,
+    ),
+    (
+        "list a sub-folder",
+        "list_files",
+        r#"{"path":"{work}/src","recursive":true}"#,
+    ),
+    (
+        "list a file",
+        "list_files",
+        r#"{"path":"{work}/notes.txt"}"#,
+    ),
+    (
+        "list a missing folder",
+        "list_files",
+        r#"{"path":"{work}/nowhere"}"#,
+    ),
+    (
+        "list with a wrong field",
+        "list_files",
+        r#"{"path":"{work}","depth":2}"#,
+    ),
+    (
+        "glob the Rust files",
+        "glob",
+        r#"{"pattern":"**/*.rs","path":"{work}"}"#,
+    ),
+    (
+        "glob at the top only",
+        "glob",
+        r#"{"pattern":"*.md","path":"{work}"}"#,
+    ),
+    (
+        "glob a folder",
+        "glob",
+        r#"{"pattern":"docs/**","path":"{work}"}"#,
+    ),
+    (
+        "glob nothing",
+        "glob",
+        r#"{"pattern":"**/*.py","path":"{work}"}"#,
+    ),
+    (
+        "glob a bad pattern",
+        "glob",
+        r#"{"pattern":"src/[a","path":"{work}"}"#,
+    ),
+    ("glob without a path", "glob", r#"{"pattern":"*"}"#),
+    (
+        "grep files",
+        "grep",
+        r#"{"pattern":"needle","path":"{work}"}"#,
+    ),
+    (
+        "grep lines",
+        "grep",
+        r#"{"pattern":"fn \\w+","path":"{work}","output_mode":"content"}"#,
+    ),
+    (
+        "grep counts",
+        "grep",
+        r#"{"pattern":"TODO","path":"{work}","output_mode":"count"}"#,
+    ),
+    (
+        "grep ignoring case",
+        "grep",
+        r#"{"pattern":"readme","path":"{work}","output_mode":"content","case_insensitive":true}"#,
+    ),
+    (
+        "grep with context",
+        "grep",
+        r#"{"pattern":"println","path":"{work}","output_mode":"content","context":1}"#,
+    ),
+    (
+        "grep with lines before",
+        "grep",
+        r#"{"pattern":"a \\+ b","path":"{work}","output_mode":"content","before":2}"#,
+    ),
+    (
+        "grep markdown only",
+        "grep",
+        r#"{"pattern":"the","path":"{work}","output_mode":"content","glob":"*.md"}"#,
+    ),
+    (
+        "grep Rust only",
+        "grep",
+        r#"{"pattern":"pub","path":"{work}","type":"rust"}"#,
+    ),
+    (
+        "grep an unknown type",
+        "grep",
+        r#"{"pattern":"x","path":"{work}","type":"nosuchtype"}"#,
+    ),
+    (
+        "grep across lines",
+        "grep",
+        r#"{"pattern":"fn main\\(\\) \\{\\n\\s+let","path":"{work}","output_mode":"content","multiline":true}"#,
+    ),
+    (
+        "grep a bad regex",
+        "grep",
+        r#"{"pattern":"(unclosed","path":"{work}"}"#,
+    ),
+    (
+        "grep one file",
+        "grep",
+        r#"{"pattern":"note","path":"{work}/notes.txt","output_mode":"content"}"#,
+    ),
+    (
+        "grep a wrong mode",
+        "grep",
+        r#"{"pattern":"x","path":"{work}","output_mode":"lines"}"#,
+    ),
+    (
+        "grep outside every grant",
+        "grep",
+        r#"{"pattern":"root","path":"/etc"}"#,
+    ),
+    (
+        "grep boxmaker's state",
+        "grep",
+        r#"{"pattern":"x","path":"{state}"}"#,
+    ),
+    (
+        "edit before reading",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"1","new_str":"one"}]}"#,
+    ),
+    (
+        "read the file to edit",
+        "read_file",
+        r#"{"path":"{work}/src/lib.rs","offset":3,"limit":3}"#,
+    ),
+    (
+        "edit one occurrence",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"    1\n","new_str":"    1 + 0\n"}]}"#,
+    ),
+    (
+        "edit with a typo",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"pub fn twoo() -> u32 {","new_str":"x"}]}"#,
+    ),
+    (
+        "edit with other indentation",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"pub fn two() -> u32 {\n  2\n}","new_str":"x"}]}"#,
+    ),
+    (
+        "edit an ambiguous snippet",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"TODO","new_str":"DONE"}]}"#,
+    ),
+    (
+        "edit every occurrence",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"TODO","new_str":"DONE","replace_all":true}]}"#,
+    ),
+    (
+        "edits all or none",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[{"old_str":"DONE: three","new_str":"three"},{"old_str":"nowhere","new_str":"x"}]}"#,
+    ),
+    (
+        "edit with no edits",
+        "edit_file",
+        r#"{"path":"{work}/src/lib.rs","edits":[]}"#,
+    ),
+    (
+        "create a file by edit",
+        "edit_file",
+        r#"{"path":"{work}/created.txt","edits":[{"old_str":"","new_str":"created\n"}]}"#,
+    ),
+    (
+        "append after one's own edit",
+        "edit_file",
+        r#"{"path":"{work}/created.txt","edits":[{"old_str":"","new_str":"appended\n"}]}"#,
+    ),
+    (
+        "edit in a missing folder",
+        "edit_file",
+        r#"{"path":"{work}/no/such/file.txt","edits":[{"old_str":"","new_str":"x"}]}"#,
+    ),
+    (
+        "read the CRLF file",
+        "read_file",
+        r#"{"path":"{work}/crlf.txt"}"#,
+    ),
+    (
+        "edit an LF snippet in CRLF",
+        "edit_file",
+        r#"{"path":"{work}/crlf.txt","edits":[{"old_str":"beta\ngamma","new_str":"x"}]}"#,
+    ),
+    (
+        "edit keeps CRLF",
+        "edit_file",
+        r#"{"path":"{work}/crlf.txt","edits":[{"old_str":"beta","new_str":"BETA"}]}"#,
+    ),
+    (
+        "edit outside every grant",
+        "edit_file",
+        r#"{"path":"/etc/hostname","edits":[{"old_str":"","new_str":"x"}]}"#,
+    ),
+    (
+        "write before reading",
+        "write_file",
+        r#"{"path":"{work}/docs/guide.md","content":"replaced\n"}"#,
+    ),
+    (
+        "read one line",
+        "read_file",
+        r#"{"path":"{work}/docs/guide.md","offset":3,"limit":1}"#,
+    ),
+    (
+        "write after a partial read",
+        "write_file",
+        r#"{"path":"{work}/docs/guide.md","content":"replaced\n"}"#,
+    ),
+    (
+        "write a file read before",
+        "write_file",
+        r#"{"path":"{work}/notes.txt","content":"replaced\n"}"#,
+    ),
+    (
+        "write a new file",
+        "write_file",
+        r#"{"path":"{work}/docs/new.md","content":"new\n"}"#,
+    ),
+    (
+        "write over a folder",
+        "write_file",
+        r#"{"path":"{work}/src","content":"x"}"#,
+    ),
+    (
+        "shell lists the folder",
+        "shell",
+        r#"{"command":"ls","cwd":"{work}"}"#,
+    ),
+    (
+        "shell shows a file",
+        "shell",
+        r#"{"command":"cat notes.txt","cwd":"{work}"}"#,
+    ),
+    (
+        "shell without a grant",
+        "shell",
+        r#"{"command":"rm -rf src","cwd":"{work}"}"#,
+    ),
+    (
+        "fetch without a grant",
+        "http_fetch",
+        r#"{"url":"https://example.org/"}"#,
+    ),
+    (
+        "grep after the edits",
+        "grep",
+        r#"{"pattern":"DONE|BETA|1 \\+ 0","path":"{work}","output_mode":"content"}"#,
+    ),
+    (
+        "list after the edits",
+        "list_files",
+        r#"{"path":"{work}","recursive":true}"#,
+    ),
+];
+
+/// Header fields that depend on the machine.
+const VOLATILE: &[&str] = &["containment", "duration_ms"];
+
+fn normalize(text: &str, broker: &BrokerProcess) -> String {
+    text.replace(&broker.work.display().to_string(), "{work}")
+        .replace(&broker.config.display().to_string(), "{config}")
+        .replace(&broker.state.display().to_string(), "{state}")
+}
+
+fn entry(response: &ToolResponse, broker: &BrokerProcess) -> String {
+    match response {
+        ToolResponse::Result { content, .. } => {
+            let (header, body) = content.split_once('\n').unwrap_or((content, ""));
+            let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+            for key in VOLATILE {
+                if header.get(key).is_some() {
+                    header[key] = "…".into();
+                }
+            }
+            normalize(&format!("result {header}\n{body}"), broker)
+        }
+        ToolResponse::Failed { message } => normalize(&format!("failed\n{message}"), broker),
+        ToolResponse::Denied { reason } => {
+            format!("denied {reason:?}: {}", reason.model_text())
+        }
+        other => format!("unexpected {other:?}"),
+    }
+}
+
+fn final_tree(work: &Path, out: &mut String) {
+    let mut paths = Vec::new();
+    let mut stack = vec![work.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for item in fs::read_dir(&folder).unwrap() {
+            let path = item.unwrap().path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path.clone());
+            }
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    for path in paths {
+        let shown = path.strip_prefix(work).unwrap().display().to_string();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        if meta.is_symlink() {
+            let target = fs::read_link(&path).unwrap();
+            let target = target.strip_prefix(work).unwrap_or(&target).display();
+            writeln!(out, "{shown} -> {{work}}/{target}").unwrap();
+        } else if meta.is_dir() {
+            writeln!(out, "{shown}/").unwrap();
+        } else {
+            let bytes = fs::read(&path).unwrap();
+            writeln!(
+                out,
+                "{shown} ({} bytes)\n{:?}",
+                bytes.len(),
+                String::from_utf8_lossy(&bytes)
+            )
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_parity_journal_replays_byte_for_byte() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    set_up(&broker.work);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let mut journal = String::from(
+        "# The parity journal\n\nEach call through the real broker on the fixture tree of \
+         `tests/all/parity.rs`, its answer, and the final tree. Regenerate with \
+         `BOXMAKER_PARITY_UPDATE=1`.\n",
+    );
+    let tools: std::collections::BTreeSet<&str> = CALLS.iter().map(|c| c.1).collect();
+    assert!(CALLS.len() >= 60, "{} calls", CALLS.len());
+    assert_eq!(tools.len(), 8, "{tools:?}");
+    for (index, (label, tool, arguments)) in CALLS.iter().enumerate() {
+        let arguments = arguments
+            .replace("{work}", &broker.work.display().to_string())
+            .replace("{config}", &broker.config.display().to_string())
+            .replace("{state}", &broker.state.display().to_string());
+        let response = client
+            .call(index as u64 + 1, tool, &arguments)
+            .unwrap_or_else(|frame| panic!("call {label}: {frame:?}"));
+        write!(
+            journal,
+            "\n## {} {label}\n\n```\n{tool} {}\n{}\n```\n",
+            index + 1,
+            normalize(&arguments, &broker),
+            entry(&response, &broker)
+        )
+        .unwrap();
+    }
+    journal.push_str("\n## The final tree\n\n```\n");
+    final_tree(&broker.work, &mut journal);
+    journal.push_str("```\n");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parity/journal.md");
+    if std::env::var_os("BOXMAKER_PARITY_UPDATE").is_some() {
+        fs::write(&committed, &journal).unwrap();
+        return;
+    }
+    let expected = fs::read_to_string(&committed).unwrap_or_default();
+    if expected != journal {
+        let actual = committed.with_extension("actual.md");
+        fs::write(&actual, &journal).unwrap();
+        panic!(
+            "the journal differs from {}; the new one is in {} (diff them; regenerate with BOXMAKER_PARITY_UPDATE=1 if the change is deliberate)",
+            committed.display(),
+            actual.display()
+        );
+    }
+}
