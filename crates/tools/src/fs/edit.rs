@@ -60,7 +60,8 @@ pub struct EditFileResult {
     pub new_bytes: u64,
     /// Whether the file did not exist before.
     pub created: bool,
-    /// What changed, as a unified diff (3 lines of context; invalid UTF-8 shown as U+FFFD).
+    /// What changed, as a unified diff (3 lines of context; invalid UTF-8 shown as U+FFFD), or
+    /// a one-line summary when either side is over [`super::DIFF_LIMIT`] bytes.
     pub diff: String,
 }
 
@@ -115,14 +116,22 @@ pub fn edit_file(dir: &GrantedDir, args: &EditFileArgs) -> Result<EditFileResult
     };
     let created = target.previous_size().is_none();
     let (edited, replacements) = apply_edits(&original, &args.edits, shown, created)?;
-    let diff = similar::TextDiff::from_lines(
-        String::from_utf8_lossy(&original).as_ref(),
-        String::from_utf8_lossy(&edited).as_ref(),
-    )
-    .unified_diff()
-    .context_radius(3)
-    .header(if created { "/dev/null" } else { shown }, shown)
-    .to_string();
+    let diff = if original.len().max(edited.len()) > super::DIFF_LIMIT {
+        format!(
+            "({shown} was {} bytes and is now {}; too large to diff)",
+            original.len(),
+            edited.len()
+        )
+    } else {
+        similar::TextDiff::from_lines(
+            String::from_utf8_lossy(&original).as_ref(),
+            String::from_utf8_lossy(&edited).as_ref(),
+        )
+        .unified_diff()
+        .context_radius(3)
+        .header(if created { "/dev/null" } else { shown }, shown)
+        .to_string()
+    };
     target.replace(&edited, shown)?;
     Ok(EditFileResult {
         path: args.path.clone(),

@@ -71,3 +71,15 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> (String, bool) {
         None => (text.to_string(), false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cut_chars;
+
+    #[test]
+    fn a_line_is_cut_on_a_character_boundary() {
+        assert_eq!(cut_chars("aé日😀b", 3), ("aé日…".to_string(), true));
+        assert_eq!(cut_chars("aé日", 3), ("aé日".to_string(), false));
+        assert_eq!(cut_chars("", 0), (String::new(), false));
+    }
+}

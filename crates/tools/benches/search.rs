@@ -1,0 +1,174 @@
+//! The coding tools against `rg` and `fd`, through the tool functions: the median of N runs
+//! each, and the ratio (ours / theirs; at most 1.0 is the target).
+//!
+//! `BOXMAKER_BENCH_TREE=/usr/src/linux-source-6.1 cargo bench -p tools --bench search`
+//! (the issue's corpus is the Linux kernel source, unpacked from Debian's `linux-source-6.1`;
+//! any large tree works). `BOXMAKER_BENCH_RUNS` sets N (default 20), `BOXMAKER_BENCH_THREADS`
+//! the threads of both sides (default: the machine's cores), `RG` and `FD` the programs
+//! (default `rg` and `fdfind`). Also times a capped read of a 100 MB file and one edit in a
+//! 50 MB file. Never part of CI.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tools::fs::{Edit, EditFileArgs, GrantedDir, READ_CAP, ReadFileArgs, edit_file, read_file};
+use tools::search::{
+    GlobArgs, GrepArgs, ListFilesArgs, OutputMode, SearchOptions, glob, grep, list_files,
+};
+
+fn median(mut runs: Vec<Duration>) -> Duration {
+    runs.sort();
+    runs[runs.len() / 2]
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+    f(); // warm the page cache and the code
+    median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn program(program: &str, args: &[&str], root: &Path) -> impl FnMut() {
+    let program = program.to_string();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let root = root.to_path_buf();
+    move || {
+        let status = Command::new(&program)
+            .args(&args)
+            .arg(&root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        assert!(status.code().is_some_and(|c| c <= 1), "{program} failed");
+    }
+}
+
+fn report(name: &str, ours: Duration, theirs: Option<(&str, Duration)>) {
+    match theirs {
+        Some((who, theirs)) => println!(
+            "{name:<32} ours {:>9.1} ms   {who} {:>9.1} ms   ratio {:.2}",
+            ours.as_secs_f64() * 1e3,
+            theirs.as_secs_f64() * 1e3,
+            ours.as_secs_f64() / theirs.as_secs_f64()
+        ),
+        None => println!("{name:<32} ours {:>9.1} ms", ours.as_secs_f64() * 1e3),
+    }
+}
+
+fn main() {
+    let tree = PathBuf::from(
+        std::env::var("BOXMAKER_BENCH_TREE")
+            .expect("set BOXMAKER_BENCH_TREE to a large source tree (the Linux kernel's)"),
+    )
+    .canonicalize()
+    .unwrap();
+    let runs: usize = std::env::var("BOXMAKER_BENCH_RUNS").map_or(20, |n| n.parse().unwrap());
+    let threads: usize = std::env::var("BOXMAKER_BENCH_THREADS").map_or_else(
+        |_| std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n.parse().unwrap(),
+    );
+    let rg = std::env::var("RG").unwrap_or_else(|_| "rg".into());
+    let fd = std::env::var("FD").unwrap_or_else(|_| "fdfind".into());
+    let j = threads.to_string();
+    println!("tree {} · {runs} runs · {threads} threads", tree.display());
+    let dir = GrantedDir::open(&tree).unwrap();
+    let options = SearchOptions {
+        threads,
+        max_lines: usize::MAX,
+        max_entries: usize::MAX,
+        ..SearchOptions::default()
+    };
+    let path = tree.display().to_string();
+    for (name, pattern, insensitive, flag) in [
+        ("grep literal", "EXPORT_SYMBOL", false, None),
+        ("grep regex", r"\w+_lock\(", false, None),
+        ("grep case-insensitive", "mutex", true, Some("-i")),
+    ] {
+        let args = GrepArgs {
+            pattern: pattern.into(),
+            path: path.clone(),
+            output_mode: OutputMode::Content,
+            case_insensitive: insensitive,
+            ..GrepArgs::default()
+        };
+        let ours = time(runs, || {
+            grep(&dir, &args, &options).unwrap();
+        });
+        let mut rg_args = vec!["-n", "--no-heading", "-H", "-j", &j];
+        rg_args.extend(flag);
+        rg_args.push(pattern);
+        let theirs = time(runs, program(&rg, &rg_args, &tree));
+        report(name, ours, Some(("rg", theirs)));
+    }
+    let globbed = GlobArgs {
+        pattern: "**/*.c".into(),
+        path: path.clone(),
+    };
+    let ours = time(runs, || {
+        glob(&dir, &globbed, &options).unwrap();
+    });
+    let theirs = time(
+        runs,
+        program(&fd, &["-t", "f", "-e", "c", "-j", &j, "."], &tree),
+    );
+    report("glob **/*.c", ours, Some(("fd", theirs)));
+    let listed = ListFilesArgs {
+        path: path.clone(),
+        recursive: true,
+        max_depth: Some(64),
+    };
+    let ours = time(runs, || {
+        list_files(&dir, &listed, &options).unwrap();
+    });
+    let theirs = time(runs, program(&fd, &["-j", &j, "."], &tree));
+    report("list_files recursive", ours, Some(("fd", theirs)));
+
+    let scratch = tempfile::tempdir().unwrap();
+    let big = scratch.path().join("big.txt");
+    let line = "the quick brown fox jumps over the lazy dog 0123456789\n";
+    std::fs::write(&big, line.repeat(100_000_000 / line.len())).unwrap();
+    let folder = GrantedDir::open(scratch.path()).unwrap();
+    let read = ReadFileArgs {
+        path: big.display().to_string(),
+        ..ReadFileArgs::default()
+    };
+    let ours = time(runs, || {
+        read_file(&folder, &read, READ_CAP).unwrap();
+    });
+    report("read 100 MB, 1 MiB cap", ours, None);
+    let medium = scratch.path().join("medium.txt");
+    let mut text = line.repeat(50_000_000 / line.len());
+    text.push_str("MARKER\n");
+    std::fs::write(&medium, text).unwrap();
+    let mut flip = false;
+    let ours = time(runs, || {
+        let (old, new) = if flip {
+            ("MARKED", "MARKER")
+        } else {
+            ("MARKER", "MARKED")
+        };
+        flip = !flip;
+        edit_file(
+            &folder,
+            &EditFileArgs {
+                path: medium.display().to_string(),
+                edits: vec![Edit {
+                    old_str: old.into(),
+                    new_str: new.into(),
+                    replace_all: false,
+                }],
+            },
+        )
+        .unwrap();
+    });
+    report("edit in 50 MB", ours, None);
+}
