@@ -129,4 +129,22 @@ fn the_walkers_run_through_the_broker_and_are_listed_with_their_schemas() {
         content(&listed).contains("src/lib.rs (15 bytes)"),
         "{listed:?}"
     );
+    let Some(proto::BrokerFrame::Tools { tools }) = client.send(&proto::AgentFrame::ListTools {})
+    else {
+        panic!("no tools frame")
+    };
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_files",
+            "glob",
+            "grep"
+        ]
+    );
+    assert_eq!(tools[0], tools::fs::broker_read_file_schema());
+    assert_eq!(tools[5], tools::search::grep_schema());
 }
