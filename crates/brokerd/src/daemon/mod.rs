@@ -13,6 +13,7 @@ pub mod memo;
 pub mod owner;
 pub mod render;
 pub mod runner;
+pub mod sandboxed;
 pub mod server;
 pub mod sessions;
 pub mod startup;
