@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -87,6 +88,15 @@ impl Limits {
     }
 }
 
+/// What the box's first process needs beside the command: its limits, its cgroup, and the
+/// descriptors bubblewrap must inherit (the seccomp programs).
+#[derive(Debug)]
+pub(crate) struct BoxParts {
+    pub(crate) limits: Limits,
+    pub(crate) cgroup: BoxCgroup,
+    pub(crate) inherit: Vec<std::os::fd::OwnedFd>,
+}
+
 /// What a box may see and use. The crate knows no tool names: the caller says which paths.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Policy {
@@ -123,6 +133,9 @@ pub enum BoxError {
     /// The box's cgroup could not be made.
     #[error("{0}")]
     Cgroup(io::Error),
+    /// The box's seccomp programs could not be compiled.
+    #[error("cannot compile the box's seccomp filter: {0}")]
+    Seccomp(io::Error),
     /// bubblewrap could not be started.
     #[error("cannot start bubblewrap: {0}")]
     Spawn(io::Error),
@@ -141,7 +154,13 @@ pub fn spawn_boxed(
     timeout: Duration,
 ) -> Result<ContainedChild, BoxError> {
     let bwrap = find_bwrap().ok_or(BoxError::NoBubblewrap)?;
-    let args = bwrap_args(spec, policy)?;
+    let inherit = crate::seccomp::programs().map_err(BoxError::Seccomp)?;
+    let mut args = Vec::new();
+    for fd in &inherit {
+        args.push(OsString::from("--add-seccomp-fd"));
+        args.push(OsString::from(fd.as_raw_fd().to_string()));
+    }
+    args.extend(bwrap_args(spec, policy)?);
     let cgroup = BoxCgroup::create(policy.limits.processes, policy.limits.memory)
         .map_err(BoxError::Cgroup)?;
     let outer = CommandSpec {
@@ -160,7 +179,11 @@ pub fn spawn_boxed(
         &options,
         hardening,
         Want::Bubblewrap,
-        Some((policy.limits, cgroup)),
+        Some(BoxParts {
+            limits: policy.limits,
+            cgroup,
+            inherit,
+        }),
     )
     .map_err(|e| BoxError::Spawn(e.into_error()))
 }

@@ -88,6 +88,8 @@ pub(crate) struct Plan {
     pub(crate) limits: Option<crate::boxed::Limits>,
     /// The `cgroup.procs` files the box's first process joins (-1: none).
     pub(crate) cgroups: [RawFd; 2],
+    /// Descriptors bubblewrap inherits (the seccomp programs; -1: none).
+    pub(crate) inherit: [RawFd; 2],
 }
 
 /// How supervision of the intermediate's child ended.
@@ -141,6 +143,14 @@ impl Plan {
         } != 0
         {
             return Err(io::Error::last_os_error());
+        }
+        for fd in self.inherit {
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: the parent keeps these pipes open until after `spawn` returns.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
         }
         rustix::thread::set_no_new_privs(true)?;
         Ok(())

@@ -191,17 +191,22 @@ pub(crate) fn spawn_once(
     options: &ContainOptions,
     hardening: Hardening,
     want: Want,
-    boxed: Option<(crate::boxed::Limits, crate::cgroup::BoxCgroup)>,
+    boxed: Option<crate::boxed::BoxParts>,
 ) -> Result<ContainedChild, Attempt> {
     let mut cgroups = [-1; 2];
-    if let Some((_, cgroup)) = &boxed {
-        for (slot, fd) in cgroups.iter_mut().zip(cgroup.join_fds()) {
+    let mut inherit = [-1; 2];
+    if let Some(parts) = &boxed {
+        for (slot, fd) in cgroups.iter_mut().zip(parts.cgroup.join_fds()) {
             *slot = fd;
         }
+        for (slot, fd) in inherit.iter_mut().zip(&parts.inherit) {
+            *slot = fd.as_raw_fd();
+        }
     }
-    let (limits, cgroup) = match boxed {
-        Some((limits, cgroup)) => (Some(limits), Some(cgroup)),
-        None => (None, None),
+    // The inherited descriptors stay open until `spawn` has returned, then close here.
+    let (limits, cgroup, _inherited) = match boxed {
+        Some(parts) => (Some(parts.limits), Some(parts.cgroup), parts.inherit),
+        None => (None, None, Vec::new()),
     };
     let (status_r, status_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
     let (leash_r, leash_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
@@ -222,6 +227,7 @@ pub(crate) fn spawn_once(
         maps,
         limits,
         cgroups,
+        inherit,
     };
     let mut command = Command::new(&spec.program);
     command

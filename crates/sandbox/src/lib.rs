@@ -39,6 +39,7 @@ mod harden;
 mod mounts;
 mod reap;
 mod record;
+mod seccomp;
 
 pub use boxed::{BoxError, Limits, Policy, bwrap_args, find_bwrap, spawn_boxed};
 pub use contain::{
