@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rustix::process::{Resource, Rlimit, setrlimit};
 
-use crate::cgroup::BoxCgroup;
+use crate::cgroup::PooledCgroup;
 use crate::child::Want;
 use crate::contain::{CommandSpec, ContainOptions, ContainedChild, spawn_once};
 use crate::harden::Hardening;
@@ -93,7 +93,7 @@ impl Limits {
 #[derive(Debug)]
 pub(crate) struct BoxParts {
     pub(crate) limits: Limits,
-    pub(crate) cgroup: BoxCgroup,
+    pub(crate) cgroup: PooledCgroup,
     pub(crate) inherit: Vec<std::os::fd::OwnedFd>,
 }
 
@@ -161,7 +161,7 @@ pub fn spawn_boxed(
         args.push(OsString::from(fd.as_raw_fd().to_string()));
     }
     args.extend(bwrap_args(spec, policy)?);
-    let cgroup = BoxCgroup::create(policy.limits.processes, policy.limits.memory)
+    let cgroup = PooledCgroup::take(policy.limits.processes, policy.limits.memory)
         .map_err(BoxError::Cgroup)?;
     let outer = CommandSpec {
         program: bwrap,

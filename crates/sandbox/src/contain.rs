@@ -143,7 +143,7 @@ pub struct ContainedChild {
     deadline: Option<Instant>,
     records: Vec<u8>,
     /// The box's cgroup, killed and removed when the command has ended (or on drop).
-    cgroup: Option<crate::cgroup::BoxCgroup>,
+    cgroup: Option<crate::cgroup::PooledCgroup>,
 }
 
 /// Starts `spec` contained as `options` says, hardened ([`Hardening::apply`]) whatever the

@@ -21,8 +21,8 @@
 //!
 //! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
 //! what they touch: a contained command sees the whole file system and network of the broker.
-//! [`spawn_boxed`] needs bubblewrap and root or user namespaces; Landlock and seccomp layers
-//! are not built yet. Do not use either for a process that must keep capabilities or gain
+//! [`spawn_boxed`] needs bubblewrap and root or user namespaces, and its cgroup needs root
+//! (or a delegated cgroup); the Landlock layer is not built yet. Do not use either for a process that must keep capabilities or gain
 //! privileges through `exec` (setuid programs).
 //!
 //! This crate knows no tool names: callers hand it a program, arguments, an environment and a
