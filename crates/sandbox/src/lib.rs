@@ -22,8 +22,9 @@
 //! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
 //! what they touch: a contained command sees the whole file system and network of the broker.
 //! [`spawn_boxed`] needs bubblewrap and root or user namespaces, and its cgroup needs root
-//! (or a delegated cgroup); the Landlock layer is not built yet. Do not use either for a process that must keep capabilities or gain
-//! privileges through `exec` (setuid programs).
+//! (or a delegated cgroup); the Landlock layer is not built yet. [`probe_machine`] says what
+//! this machine offers (`bx doctor`). Do not use either for a process that must keep
+//! capabilities or gain privileges through `exec` (setuid programs).
 //!
 //! This crate knows no tool names: callers hand it a program, arguments, an environment and a
 //! folder.
@@ -37,6 +38,7 @@ mod child;
 mod contain;
 mod harden;
 mod mounts;
+mod probe;
 mod reap;
 mod record;
 mod seccomp;
@@ -46,3 +48,4 @@ pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };
 pub use harden::{Hardening, make_non_dumpable};
+pub use probe::{Probe, probe_machine, toolchains};
