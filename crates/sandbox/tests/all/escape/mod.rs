@@ -14,6 +14,7 @@ use std::time::Duration;
 use sandbox::{CommandSpec, Ended, Exit, Limits, Policy, spawn_boxed};
 
 mod kernel;
+mod process;
 
 const SECRET: &str = "outside-secret-7f3a";
 const PROTECTED_SECRET: &str = "protected-secret-91c2";
@@ -95,7 +96,13 @@ impl Scene {
         }
     }
 
-    fn boxed_with(&self, script: &str, extra: &[(&str, String)], policy: &Policy) -> (Ended, Ran) {
+    fn boxed_with(
+        &self,
+        script: &str,
+        extra: &[(&str, String)],
+        policy: &Policy,
+        timeout: Duration,
+    ) -> (Ended, Ran) {
         let spec = CommandSpec {
             program: "/bin/bash".into(),
             args: vec!["-c".into(), script.into()],
@@ -106,7 +113,7 @@ impl Scene {
                 .collect(),
             cwd: self.grant.clone(),
         };
-        let child = spawn_boxed(&spec, policy, Duration::from_secs(20)).unwrap();
+        let child = spawn_boxed(&spec, policy, timeout).unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let ended = child
             .finish(&mut |b| out.extend_from_slice(b), &mut |b| {
@@ -128,7 +135,8 @@ impl Scene {
     }
 
     fn boxed(&self, script: &str, extra: &[(&str, String)]) -> Ran {
-        self.boxed_with(script, extra, &self.policy()).1
+        self.boxed_with(script, extra, &self.policy(), Duration::from_secs(20))
+            .1
     }
 
     /// The attempt succeeds unsandboxed (exit 0, `shows` in its output)…
@@ -505,7 +513,7 @@ fn a_file_past_the_size_limit_cannot_be_written_in_the_grant() {
 }
 
 /// Whether a process whose command line holds `marker` is alive on the host.
-fn alive(marker: &str) -> Vec<i32> {
+pub(super) fn alive(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
