@@ -37,6 +37,9 @@ const ETC: [&str; 9] = [
     "/etc/ssl/certs",
 ];
 
+/// The most [`Policy::files`] one box takes.
+pub const MAX_FILES: usize = 2;
+
 /// The limits of one box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -109,6 +112,10 @@ pub struct Policy {
     pub masked: Vec<PathBuf>,
     /// The size of the box's private `/tmp`, in bytes (0: 64 MiB).
     pub tmp_bytes: u64,
+    /// Files made in the box before the command starts (under `/tmp` or a read-write path),
+    /// each holding these bytes: how a worker in the box receives its request. At most
+    /// [`MAX_FILES`].
+    pub files: Vec<(PathBuf, Vec<u8>)>,
     /// The box's limits.
     pub limits: Limits,
 }
@@ -136,6 +143,9 @@ pub enum BoxError {
     /// The box's seccomp programs could not be compiled.
     #[error("cannot compile the box's seccomp filter: {0}")]
     Seccomp(io::Error),
+    /// The policy names more files than a box takes.
+    #[error("a box takes at most {MAX_FILES} files, the policy names {0}")]
+    TooManyFiles(usize),
     /// bubblewrap could not be started.
     #[error("cannot start bubblewrap: {0}")]
     Spawn(io::Error),
@@ -154,13 +164,22 @@ pub fn spawn_boxed(
     timeout: Duration,
 ) -> Result<ContainedChild, BoxError> {
     let bwrap = find_bwrap().ok_or(BoxError::NoBubblewrap)?;
-    let inherit = crate::seccomp::programs().map_err(BoxError::Seccomp)?;
+    if policy.files.len() > MAX_FILES {
+        return Err(BoxError::TooManyFiles(policy.files.len()));
+    }
+    let mut inherit = crate::seccomp::programs().map_err(BoxError::Seccomp)?;
     let mut args = Vec::new();
     for fd in &inherit {
         args.push(OsString::from("--add-seccomp-fd"));
         args.push(OsString::from(fd.as_raw_fd().to_string()));
     }
-    args.extend(bwrap_args(spec, policy)?);
+    let mut file_fds = Vec::new();
+    for (_, bytes) in &policy.files {
+        let fd = memfd_holding(bytes).map_err(BoxError::Spawn)?;
+        file_fds.push(fd.as_raw_fd());
+        inherit.push(fd);
+    }
+    args.extend(box_args(spec, policy, &file_fds)?);
     let cgroup = PooledCgroup::take(policy.limits.processes, policy.limits.memory)
         .map_err(BoxError::Cgroup)?;
     let outer = CommandSpec {
@@ -188,8 +207,29 @@ pub fn spawn_boxed(
     .map_err(|e| BoxError::Spawn(e.into_error()))
 }
 
-/// bubblewrap's arguments for `spec` in `policy`'s box.
+/// bubblewrap's arguments for `spec` in `policy`'s box, without the seccomp filter and
+/// `policy.files` (which [`spawn_boxed`] passes as descriptors).
 pub fn bwrap_args(spec: &CommandSpec, policy: &Policy) -> Result<Vec<OsString>, BoxError> {
+    box_args(spec, policy, &[])
+}
+
+/// A sealed-in-memory file holding `bytes`, read from its start by bubblewrap.
+fn memfd_holding(bytes: &[u8]) -> io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{MemfdFlags, SeekFrom, memfd_create, seek};
+    let fd = memfd_create("boxmaker-box-file", MemfdFlags::CLOEXEC)?;
+    let mut done = 0;
+    while done < bytes.len() {
+        done += rustix::io::write(&fd, &bytes[done..])?;
+    }
+    seek(&fd, SeekFrom::Start(0))?;
+    Ok(fd)
+}
+
+fn box_args(
+    spec: &CommandSpec,
+    policy: &Policy,
+    file_fds: &[std::os::fd::RawFd],
+) -> Result<Vec<OsString>, BoxError> {
     let mut a = Args(Vec::new());
     a.push(&[
         "--unshare-all",
@@ -256,6 +296,10 @@ pub fn bwrap_args(spec: &CommandSpec, policy: &Policy) -> Result<Vec<OsString>, 
         }
     }
     // The box's own root (bubblewrap's tmpfs holding the mount points) read-only too.
+    for ((dest, _), fd) in policy.files.iter().zip(file_fds) {
+        a.push(&["--file", &fd.to_string()]);
+        a.path(dest);
+    }
     a.push(&["--remount-ro", "/"]);
     for (name, value) in &spec.env {
         a.push(&["--setenv"]);

@@ -88,8 +88,8 @@ pub(crate) struct Plan {
     pub(crate) limits: Option<crate::boxed::Limits>,
     /// The `cgroup.procs` files the box's first process joins (-1: none).
     pub(crate) cgroups: [RawFd; 2],
-    /// Descriptors bubblewrap inherits (the seccomp programs; -1: none).
-    pub(crate) inherit: [RawFd; 2],
+    /// Descriptors bubblewrap inherits (the seccomp programs, the box's files; -1: none).
+    pub(crate) inherit: [RawFd; 4],
 }
 
 /// How supervision of the intermediate's child ended.

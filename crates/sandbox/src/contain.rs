@@ -194,7 +194,7 @@ pub(crate) fn spawn_once(
     boxed: Option<crate::boxed::BoxParts>,
 ) -> Result<ContainedChild, Attempt> {
     let mut cgroups = [-1; 2];
-    let mut inherit = [-1; 2];
+    let mut inherit = [-1; 4];
     if let Some(parts) = &boxed {
         for (slot, fd) in cgroups.iter_mut().zip(parts.cgroup.join_fds()) {
             *slot = fd;

@@ -43,7 +43,7 @@ mod reap;
 mod record;
 mod seccomp;
 
-pub use boxed::{BoxError, Limits, Policy, bwrap_args, find_bwrap, spawn_boxed};
+pub use boxed::{BoxError, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed};
 pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };

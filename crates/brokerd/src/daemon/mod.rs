@@ -17,6 +17,7 @@ pub mod sandboxed;
 pub mod server;
 pub mod sessions;
 pub mod startup;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};

@@ -106,7 +106,7 @@ fn fields(value: Value) -> Map<String, Value> {
     }
 }
 
-fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
+pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
     match result {
         Ok(FileOutcome::Read(read)) => Outcome::Ran {
             fields: fields(json!({

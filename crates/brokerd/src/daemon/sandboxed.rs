@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::config::SandboxConfig;
 use super::runner::{DirectRunner, Outcome, RunContext, Runner, shell};
+use super::worker::{self, FileCall, REQUEST, Request};
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
@@ -47,20 +48,28 @@ impl SandboxedRunner {
         }
     }
 
+    /// The box of a `shell` call: the grant's folders read-write, the toolchains read-only.
     fn policy(&self, allowed: &Allowed, context: &RunContext) -> sandbox::Policy {
-        let read_write = match &allowed.scope {
-            Some(Scope::Paths(paths)) => paths.clone(),
-            _ => Vec::new(),
-        };
+        // A toolchain folder that does not exist on this machine is left out, not an error.
+        let read_only = self
+            .read_only
+            .iter()
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
+        self.policy_with(read_only, granted(allowed), context)
+    }
+
+    fn policy_with(
+        &self,
+        read_only: Vec<PathBuf>,
+        read_write: Vec<PathBuf>,
+        context: &RunContext,
+    ) -> sandbox::Policy {
         sandbox::Policy {
-            // A toolchain folder that does not exist on this machine is left out, not an error.
-            read_only: self
-                .read_only
-                .iter()
-                .filter(|p| p.exists())
-                .cloned()
-                .collect(),
+            read_only,
             read_write,
+            files: Vec::new(),
             masked: context.protected.folders().to_vec(),
             tmp_bytes: self.settings.tmp_mb.saturating_mul(1 << 20),
             limits: sandbox::Limits {
@@ -76,6 +85,11 @@ impl SandboxedRunner {
 impl Runner for SandboxedRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         let ToolArgs::Shell(args) = &allowed.args else {
+            if self.settings.file_walls
+                && matches!(allowed.args, ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_))
+            {
+                return self.file_in_box(allowed, context);
+            }
             return self.direct.run(allowed, context);
         };
         let mut options = tools::shell::ShellOptions {
@@ -116,10 +130,92 @@ impl Runner for SandboxedRunner {
                 .into_iter()
                 .filter(|w| !w.starts_with("shell:") && !w.starts_with("no sandbox yet")),
         );
+        walls.push(if self.settings.file_walls {
+            "read_file, write_file: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file)".to_string()
+        } else {
+            "read_file, write_file: in the broker's process ([sandbox] file_walls = false)".to_string()
+        });
         walls.push(
-            "read_file, write_file, http_fetch, consult: in the broker's process, outside the box"
+            "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
                 .to_string(),
         );
         walls
     }
 }
+
+/// The folders of the deciding grant that cover the call.
+fn granted(allowed: &Allowed) -> Vec<PathBuf> {
+    match &allowed.scope {
+        Some(Scope::Paths(paths)) => paths.clone(),
+        _ => Vec::new(),
+    }
+}
+
+impl SandboxedRunner {
+    /// Runs `read_file` or `write_file` in brokerd's worker in a fresh box.
+    fn file_in_box(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        let folders = granted(allowed);
+        let Some(base) = folders.first().cloned() else {
+            return Outcome::Failed(
+                "the decision names no granted folder for the file tool".to_string(),
+            );
+        };
+        let (tool, writes) = match &allowed.args {
+            ToolArgs::ReadFile(args) => (FileCall::ReadFile(args.clone()), false),
+            ToolArgs::WriteFile(args) => (FileCall::WriteFile(args.clone()), true),
+            _ => return self.direct.run(allowed, context),
+        };
+        let exe = match std::env::current_exe() {
+            Ok(exe) => exe,
+            Err(e) => {
+                return Outcome::Failed(format!(
+                    "cannot find brokerd's own binary for the file tool's box: {e}"
+                ));
+            }
+        };
+        let request = Request {
+            tool,
+            base: base.clone(),
+            cap: self.direct.read_cap,
+        };
+        let bytes = match serde_json::to_vec(&request) {
+            Ok(bytes) => bytes,
+            Err(e) => return Outcome::Failed(format!("cannot write the file tool's request: {e}")),
+        };
+        let (mut read_only, read_write) = if writes {
+            (Vec::new(), vec![base])
+        } else {
+            (vec![base], Vec::new())
+        };
+        read_only.push(exe.clone());
+        let mut policy = self.policy_with(read_only, read_write, context);
+        policy.files = vec![(PathBuf::from(REQUEST), bytes)];
+        let spec = sandbox::CommandSpec {
+            program: exe,
+            args: vec!["box-file".into()],
+            env: Vec::new(),
+            cwd: PathBuf::from("/"),
+        };
+        let child = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
+            Ok(child) => child,
+            Err(e) => return Outcome::Failed(format!("cannot build the file tool's box: {e}")),
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let ended = match child.finish(&mut |b| out.extend_from_slice(b), &mut |b| {
+            err.extend_from_slice(b)
+        }) {
+            Ok(ended) => ended,
+            Err(e) => return Outcome::Failed(format!("lost track of the file tool's box: {e}")),
+        };
+        match worker::outcome(&out, &err, ended.exit) {
+            Outcome::Ran { mut fields, body } => {
+                fields.insert("sandbox".to_string(), Value::from(FILE_BOXED));
+                Outcome::Ran { fields, body }
+            }
+            other => other,
+        }
+    }
+}
+
+/// What the header of a boxed file tool's result says of its walls.
+pub const FILE_BOXED: &str = "bubblewrap: brokerd's worker sees only the granted folder (read-only to read_file), protected folders masked; no network; every capability dropped";

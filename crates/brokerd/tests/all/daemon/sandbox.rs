@@ -99,3 +99,43 @@ on_untrusted = "allow"
     assert!(body.starts_with("granted\n"), "{body}");
     assert!(body.contains("link: Permission denied"), "{body}");
 }
+
+#[test]
+fn read_file_and_write_file_run_in_brokerds_worker_in_a_box() {
+    let broker = BrokerProcess::start(super::WORK, FAST);
+    fs::write(broker.work.join("a.txt"), "hello\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let read = client
+        .call(
+            1,
+            "read_file",
+            &super::path_args(&broker.work.join("a.txt")),
+        )
+        .unwrap();
+    let text = content(&read).to_string();
+    let (header, body) = text.split_once('\n').unwrap();
+    let header: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(body, "hello\n");
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap: brokerd's worker"),
+        "{header}"
+    );
+    let args = serde_json::json!({
+        "path": broker.work.join("b.txt"),
+        "content": "written in a box\n",
+    })
+    .to_string();
+    let wrote = client.call(2, "write_file", &args).unwrap();
+    let text = content(&wrote).to_string();
+    assert!(
+        text.contains("\"sandbox\":\"bubblewrap: brokerd's worker"),
+        "{text}"
+    );
+    assert_eq!(
+        fs::read_to_string(broker.work.join("b.txt")).unwrap(),
+        "written in a box\n"
+    );
+}

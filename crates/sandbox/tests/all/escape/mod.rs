@@ -69,6 +69,7 @@ impl Scene {
             read_write: vec![self.grant.clone()],
             masked: vec![self.protected.clone()],
             tmp_bytes: 1 << 20,
+            files: Vec::new(),
             limits: Limits {
                 cpu_seconds: 30,
                 address_space: 512 << 20,
