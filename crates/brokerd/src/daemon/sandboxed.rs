@@ -90,8 +90,18 @@ impl Runner for SandboxedRunner {
             {
                 return self.file_in_box(allowed, context);
             }
-            return self.direct.run(allowed, context);
+            return match (&allowed.args, self.direct.run(allowed, context)) {
+                // Its result header says it ran outside the box (granted hosts come in part 2).
+                (ToolArgs::HttpFetch(_), Outcome::Ran { mut fields, body }) => {
+                    fields.insert("sandbox".to_string(), Value::from(FETCH_UNBOXED));
+                    Outcome::Ran { fields, body }
+                }
+                (_, outcome) => outcome,
+            };
         };
+        if self.settings.file_walls && sandbox::find_bwrap().is_none() {
+            return Outcome::Failed(no_bubblewrap());
+        }
         let mut options = tools::shell::ShellOptions {
             timeout: context.limit,
             ..tools::shell::ShellOptions::default()
@@ -198,6 +208,7 @@ impl SandboxedRunner {
         };
         let child = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
             Ok(child) => child,
+            Err(sandbox::BoxError::NoBubblewrap) => return Outcome::Failed(no_bubblewrap()),
             Err(e) => return Outcome::Failed(format!("cannot build the file tool's box: {e}")),
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -215,6 +226,18 @@ impl SandboxedRunner {
             other => other,
         }
     }
+}
+
+/// What the header of an `http_fetch` result says of its walls.
+pub const FETCH_UNBOXED: &str =
+    "none: http_fetch runs in the broker's process until a box can reach granted hosts";
+
+/// Why a call that needs the box fails where bubblewrap is missing, and the way out.
+fn no_bubblewrap() -> String {
+    format!(
+        "{}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls",
+        sandbox::BoxError::NoBubblewrap
+    )
 }
 
 /// What the header of a boxed file tool's result says of its walls.
