@@ -57,6 +57,11 @@ impl Protected {
         self
     }
 
+    /// The protected folders, resolved: what a box masks inside the paths it binds.
+    pub fn folders(&self) -> &[PathBuf] {
+        &self.folders
+    }
+
     /// The protected folder that holds `resolved`, if any.
     pub fn holding(&self, resolved: &Path) -> Option<&Path> {
         self.folders

@@ -13,9 +13,11 @@ pub mod memo;
 pub mod owner;
 pub mod render;
 pub mod runner;
+pub mod sandboxed;
 pub mod server;
 pub mod sessions;
 pub mod startup;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};

@@ -9,6 +9,7 @@ mod calls;
 mod frames;
 mod owner_socket;
 mod restart;
+mod sandbox;
 
 use std::time::Duration;
 
