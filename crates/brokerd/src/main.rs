@@ -31,6 +31,10 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// The file tools' worker, run by the broker inside a box: reads its request from the
+    /// box's /tmp/boxmaker-request.json and prints the outcome.
+    #[command(hide = true)]
+    BoxFile,
 }
 
 #[derive(Subcommand)]
@@ -68,6 +72,13 @@ fn main() -> ExitCode {
             command: AuditCommand::Verify { state_dir },
         }) => audit_verify(state_dir),
         Some(Command::Serve(args)) => serve(args),
+        Some(Command::BoxFile) => match brokerd::daemon::worker::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("brokerd box-file: {e}");
+                ExitCode::FAILURE
+            }
+        },
         None => serve(cli.serve),
     }
 }

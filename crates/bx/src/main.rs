@@ -6,6 +6,7 @@
 
 mod commands;
 mod demo;
+mod doctor;
 mod grants;
 mod owner;
 mod show;
@@ -144,6 +145,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What this machine offers the box (bubblewrap, user namespaces, seccomp, the cgroup
+    /// controllers, Landlock, a real box), what each missing wall means, and the toolchains
+    /// found. Works with no broker running; exit 1 when a wall is missing.
+    Doctor,
     /// Run the demo: a real broker and agent on a temporary folder, each kind of decision shown
     /// and explained, then the audit log verified. Nothing is left behind.
     Demo(demo::DemoArgs),
@@ -213,6 +218,7 @@ fn main() -> ExitCode {
             command: AuditCommand::Verify,
         } => commands::audit_verify(&dirs),
         Command::Status { json } => commands::status(&dirs, json),
+        Command::Doctor => doctor::doctor(),
         Command::Demo(args) => demo::run(&args),
     };
     exit.into()

@@ -165,25 +165,27 @@ fn main() -> ExitCode {
     }
 }
 
-/// The state and runtime folders as brokerd finds them (`proto::dirs`). loopd reads no config
-/// folder: `/` stands in for it, so only the two it uses are looked up.
-fn dirs(state_dir: Option<&std::path::Path>) -> Result<Dirs, String> {
-    Dirs::resolve(
-        Some(std::path::Path::new("/")),
-        state_dir,
-        None,
-        &|name| std::env::var_os(name),
-        rustix::process::getuid().as_raw(),
-    )
-    .map_err(|e| e.to_string())
+/// The environment, for the folder lookups.
+fn env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name)
+}
+
+/// The state folder as brokerd finds it (`proto::dirs`).
+fn state_dir(flag: Option<&std::path::Path>) -> Result<std::path::PathBuf, String> {
+    Dirs::state_dir(flag, &env).map_err(|e| e.to_string())
+}
+
+/// The agent socket in the runtime folder as brokerd finds it (`proto::dirs`).
+fn agent_socket() -> Result<std::path::PathBuf, String> {
+    Dirs::runtime_dir(None, &env, rustix::process::getuid().as_raw())
+        .map(|runtime| runtime.join(proto::dirs::AGENT_SOCKET))
+        .map_err(|e| e.to_string())
 }
 
 fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
     let model = ModelSource::parse(&args.model)?;
-    let port = PortKind::parse(&args.port, args.socket.clone(), || {
-        Ok(dirs(None)?.agent_socket())
-    })?;
-    let state = StateFolder::Dir(dirs(args.state_dir.as_deref())?.state);
+    let port = PortKind::parse(&args.port, args.socket.clone(), agent_socket)?;
+    let state = StateFolder::Dir(state_dir(args.state_dir.as_deref())?);
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
         return Err(format!(
             "--timeout {} must be more than 0 and at most 86400 seconds",

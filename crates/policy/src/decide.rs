@@ -39,11 +39,6 @@ pub struct Protected {
 }
 
 impl Protected {
-    /// boxmaker's folders, resolved: what walkers prune.
-    pub fn folders(&self) -> &[PathBuf] {
-        &self.folders
-    }
-
     /// The folders, resolved (symbolic links followed as far as they exist).
     pub fn new(folders: &[PathBuf]) -> Protected {
         Protected {
@@ -60,6 +55,12 @@ impl Protected {
         self.home = Some(resolved_or_as_is(home));
         self.git_configs = git_configs.iter().map(|f| resolved_or_as_is(f)).collect();
         self
+    }
+
+    /// The protected folders, resolved: what a box masks inside the paths it binds, and what
+    /// the walkers prune.
+    pub fn folders(&self) -> &[PathBuf] {
+        &self.folders
     }
 
     /// The protected folder that holds `resolved`, if any.

@@ -112,39 +112,67 @@ impl Dirs {
         uid: u32,
     ) -> Result<Dirs, DirsError> {
         Ok(Dirs {
-            config: pick(
-                config,
-                env,
-                "BOXMAKER_CONFIG_DIR",
-                || xdg(env, "XDG_CONFIG_HOME", ".config"),
-                "config",
-                "--config-dir",
-            )?,
-            state: pick(
-                state,
-                env,
-                "BOXMAKER_STATE_DIR",
-                || xdg(env, "XDG_STATE_HOME", ".local/state"),
-                "state",
-                "--state-dir",
-            )?,
-            runtime: pick(
-                runtime,
-                env,
-                "BOXMAKER_RUNTIME_DIR",
-                || {
-                    Some(
-                        env("XDG_RUNTIME_DIR")
-                            .map(PathBuf::from)
-                            .filter(|p| p.is_absolute())
-                            .map(|p| p.join("boxmaker"))
-                            .unwrap_or_else(|| PathBuf::from(format!("/tmp/boxmaker-{uid}"))),
-                    )
-                },
-                "runtime",
-                "--runtime-dir",
-            )?,
+            config: Dirs::config_dir(config, env)?,
+            state: Dirs::state_dir(state, env)?,
+            runtime: Dirs::runtime_dir(runtime, env, uid)?,
         })
+    }
+
+    /// The config folder alone: `--config-dir`, else `BOXMAKER_CONFIG_DIR`, else
+    /// `$XDG_CONFIG_HOME/boxmaker` (or `~/.config/boxmaker`).
+    pub fn config_dir(
+        flag: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<PathBuf, DirsError> {
+        pick(
+            flag,
+            env,
+            "BOXMAKER_CONFIG_DIR",
+            || xdg(env, "XDG_CONFIG_HOME", ".config"),
+            "config",
+            "--config-dir",
+        )
+    }
+
+    /// The state folder alone: `--state-dir`, else `BOXMAKER_STATE_DIR`, else
+    /// `$XDG_STATE_HOME/boxmaker` (or `~/.local/state/boxmaker`).
+    pub fn state_dir(
+        flag: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<PathBuf, DirsError> {
+        pick(
+            flag,
+            env,
+            "BOXMAKER_STATE_DIR",
+            || xdg(env, "XDG_STATE_HOME", ".local/state"),
+            "state",
+            "--state-dir",
+        )
+    }
+
+    /// The runtime folder alone: `--runtime-dir`, else `BOXMAKER_RUNTIME_DIR`, else
+    /// `$XDG_RUNTIME_DIR/boxmaker`, else `/tmp/boxmaker-<uid>`.
+    pub fn runtime_dir(
+        flag: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<OsString>,
+        uid: u32,
+    ) -> Result<PathBuf, DirsError> {
+        pick(
+            flag,
+            env,
+            "BOXMAKER_RUNTIME_DIR",
+            || {
+                Some(
+                    env("XDG_RUNTIME_DIR")
+                        .map(PathBuf::from)
+                        .filter(|p| p.is_absolute())
+                        .map(|p| p.join("boxmaker"))
+                        .unwrap_or_else(|| PathBuf::from(format!("/tmp/boxmaker-{uid}"))),
+                )
+            },
+            "runtime",
+            "--runtime-dir",
+        )
     }
 
     /// The grants folder.
@@ -180,5 +208,85 @@ impl Dirs {
     /// loopd's conversations.
     pub fn sessions(&self) -> PathBuf {
         self.state.join("sessions")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn a_flag_wins_over_the_variable_which_wins_over_xdg_which_wins_over_home() {
+        let all = env_of(&[
+            ("BOXMAKER_STATE_DIR", "/var/b"),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/h"),
+        ]);
+        let flag = Path::new("/flag");
+        assert_eq!(Dirs::state_dir(Some(flag), &all).unwrap(), flag);
+        assert_eq!(Dirs::state_dir(None, &all).unwrap(), Path::new("/var/b"));
+        let xdg = env_of(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
+        assert_eq!(
+            Dirs::state_dir(None, &xdg).unwrap(),
+            Path::new("/x/boxmaker")
+        );
+        let home = env_of(&[("HOME", "/h")]);
+        assert_eq!(
+            Dirs::state_dir(None, &home).unwrap(),
+            Path::new("/h/.local/state/boxmaker")
+        );
+        assert_eq!(
+            Dirs::config_dir(None, &home).unwrap(),
+            Path::new("/h/.config/boxmaker")
+        );
+    }
+
+    #[test]
+    fn the_runtime_folder_falls_back_to_a_folder_of_the_uid_in_tmp() {
+        let none = env_of(&[]);
+        assert_eq!(
+            Dirs::runtime_dir(None, &none, 1000).unwrap(),
+            Path::new("/tmp/boxmaker-1000")
+        );
+        let xdg = env_of(&[("XDG_RUNTIME_DIR", "/run/user/1000")]);
+        assert_eq!(
+            Dirs::runtime_dir(None, &xdg, 1000).unwrap(),
+            Path::new("/run/user/1000/boxmaker")
+        );
+    }
+
+    #[test]
+    fn a_relative_folder_or_none_at_all_is_an_error_naming_the_folder() {
+        let relative = env_of(&[("BOXMAKER_STATE_DIR", "state")]);
+        assert_eq!(
+            Dirs::state_dir(None, &relative),
+            Err(DirsError::NotAbsolute {
+                which: "state",
+                path: "state".into()
+            })
+        );
+        let none = env_of(&[]);
+        assert_eq!(
+            Dirs::config_dir(None, &none),
+            Err(DirsError::Unknown {
+                which: "config",
+                flag: "--config-dir",
+                variable: "BOXMAKER_CONFIG_DIR",
+            })
+        );
+        // Each folder reads only its own flag and variable: a bad config variable does not
+        // stop a program that needs only the state folder.
+        let bad_config = env_of(&[("BOXMAKER_CONFIG_DIR", "rel"), ("HOME", "/h")]);
+        assert!(Dirs::state_dir(None, &bad_config).is_ok());
+        assert!(Dirs::resolve(None, None, None, &bad_config, 0).is_err());
     }
 }

@@ -57,6 +57,10 @@ pub(crate) enum Want {
     Subreaper,
     /// No intermediate: the command is the child, hardened, in its own process group.
     ProcessGroup,
+    /// No intermediate: the child is `bwrap`, which needs its capabilities to build the box
+    /// (and drops them all for the command, `--cap-drop ALL`); it joins the box's cgroup, takes
+    /// the box's rlimits and `no_new_privs`, in its own process group.
+    Bubblewrap,
 }
 
 /// The lines written to `/proc/self/{uid_map,gid_map}` for a new user namespace: the caller's
@@ -80,6 +84,12 @@ pub(crate) struct Plan {
     /// The leash's read end (close-on-exec): hang-up means the broker let go.
     pub(crate) leash: RawFd,
     pub(crate) maps: IdMaps,
+    /// The rlimits of a box ([`Want::Bubblewrap`]).
+    pub(crate) limits: Option<crate::boxed::Limits>,
+    /// The `cgroup.procs` files the box's first process joins (-1: none).
+    pub(crate) cgroups: [RawFd; 2],
+    /// Descriptors bubblewrap inherits (the seccomp programs, the box's files; -1: none).
+    pub(crate) inherit: [RawFd; 4],
 }
 
 /// How supervision of the intermediate's child ended.
@@ -94,6 +104,7 @@ impl Plan {
     pub(crate) fn run(&self) -> io::Result<()> {
         match self.want {
             Want::ProcessGroup => self.hardening.apply(),
+            Want::Bubblewrap => self.enter_box(),
             Want::Subreaper => self.subreaper(),
             Want::Namespaces => {
                 if self.enter_namespaces()? {
@@ -103,6 +114,46 @@ impl Plan {
                 }
             }
         }
+    }
+
+    /// The box's first process: into its cgroups, under its rlimits, `no_new_privs`.
+    fn enter_box(&self) -> io::Result<()> {
+        for fd in self.cgroups {
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: the parent opened these `cgroup.procs` files and keeps them open until
+            // after `spawn` returns.
+            let file = unsafe { BorrowedFd::borrow_raw(fd) };
+            write(file, b"0")?;
+        }
+        if let Some(limits) = &self.limits {
+            limits.apply()?;
+        }
+        // Every descriptor past the standard three close-on-exec, so nothing the broker holds
+        // open (a socket, a granted folder) is inherited by bubblewrap and the box.
+        // SAFETY: only sets a flag on this process's own descriptors; closes none.
+        if unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        for fd in self.inherit {
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: the parent keeps these pipes open until after `spawn` returns.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+        }
+        rustix::thread::set_no_new_privs(true)?;
+        Ok(())
     }
 
     /// `unshare` into new PID and mount namespaces: as root first without a user namespace,

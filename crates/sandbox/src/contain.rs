@@ -53,6 +53,9 @@ pub enum Containment {
     /// The command leads its own process group, killed whole when it ends or at the deadline;
     /// `setsid` leaves the group. For a caller whose own box already contains the command.
     ProcessGroup,
+    /// The command runs in a bubblewrap box ([`crate::spawn_boxed`]): its own PID namespace,
+    /// killed whole with `bwrap`, which leads its own process group.
+    Bubblewrap,
 }
 
 impl Containment {
@@ -62,6 +65,7 @@ impl Containment {
             Containment::PidNamespace => "pid_namespace",
             Containment::Subreaper => "subreaper",
             Containment::ProcessGroup => "process_group",
+            Containment::Bubblewrap => "bubblewrap",
         }
     }
 }
@@ -138,6 +142,8 @@ pub struct ContainedChild {
     leash: Option<OwnedFd>,
     deadline: Option<Instant>,
     records: Vec<u8>,
+    /// The box's cgroup, killed and removed when the command has ended (or on drop).
+    cgroup: Option<crate::cgroup::PooledCgroup>,
 }
 
 /// Starts `spec` contained as `options` says, hardened ([`Hardening::apply`]) whatever the
@@ -148,25 +154,25 @@ pub fn spawn_contained(spec: &CommandSpec, options: &ContainOptions) -> io::Resu
     let want = match options.containment {
         Containment::PidNamespace => Want::Namespaces,
         Containment::Subreaper => Want::Subreaper,
-        Containment::ProcessGroup => Want::ProcessGroup,
+        Containment::ProcessGroup | Containment::Bubblewrap => Want::ProcessGroup,
     };
-    match spawn_once(spec, options, hardening, want) {
+    match spawn_once(spec, options, hardening, want, None) {
         Err(Attempt::SetupFailed(_)) => {
-            spawn_once(spec, options, hardening, Want::Subreaper).map_err(Attempt::into_error)
+            spawn_once(spec, options, hardening, Want::Subreaper, None).map_err(Attempt::into_error)
         }
         other => other.map_err(Attempt::into_error),
     }
 }
 
 /// Why one attempt failed.
-enum Attempt {
+pub(crate) enum Attempt {
     /// The namespaces were entered but `/proc` or the hardening could not be set up there.
     SetupFailed(io::Error),
     Failed(io::Error),
 }
 
 impl Attempt {
-    fn into_error(self) -> io::Error {
+    pub(crate) fn into_error(self) -> io::Error {
         match self {
             Attempt::SetupFailed(e) => e,
             Attempt::Failed(e) => e,
@@ -180,12 +186,28 @@ impl From<io::Error> for Attempt {
     }
 }
 
-fn spawn_once(
+pub(crate) fn spawn_once(
     spec: &CommandSpec,
     options: &ContainOptions,
     hardening: Hardening,
     want: Want,
+    boxed: Option<crate::boxed::BoxParts>,
 ) -> Result<ContainedChild, Attempt> {
+    let mut cgroups = [-1; 2];
+    let mut inherit = [-1; 4];
+    if let Some(parts) = &boxed {
+        for (slot, fd) in cgroups.iter_mut().zip(parts.cgroup.join_fds()) {
+            *slot = fd;
+        }
+        for (slot, fd) in inherit.iter_mut().zip(&parts.inherit) {
+            *slot = fd.as_raw_fd();
+        }
+    }
+    // The inherited descriptors stay open until `spawn` has returned, then close here.
+    let (limits, cgroup, _inherited) = match boxed {
+        Some(parts) => (Some(parts.limits), Some(parts.cgroup), parts.inherit),
+        None => (None, None, Vec::new()),
+    };
     let (status_r, status_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
     let (leash_r, leash_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
     let uid = geteuid();
@@ -203,6 +225,9 @@ fn spawn_once(
         status: status_w.as_raw_fd(),
         leash: leash_r.as_raw_fd(),
         maps,
+        limits,
+        cgroups,
+        inherit,
     };
     let mut command = Command::new(&spec.program);
     command
@@ -252,8 +277,12 @@ fn spawn_once(
         leash: None,
         deadline,
         records: Vec::new(),
+        cgroup,
     };
-    if want == Want::ProcessGroup {
+    if want == Want::Bubblewrap {
+        contained.containment = Containment::Bubblewrap;
+    }
+    if matches!(want, Want::ProcessGroup | Want::Bubblewrap) {
         let pid = contained
             .pid()
             .ok_or_else(|| io::Error::other("the child has no pid"))?;
@@ -300,7 +329,7 @@ impl ContainedChild {
         on_stdout: &mut dyn FnMut(&[u8]),
         on_stderr: &mut dyn FnMut(&[u8]),
     ) -> io::Result<Ended> {
-        let group = self.containment == Containment::ProcessGroup;
+        let group = self.is_group();
         let kill_at = self.deadline.map(|d| {
             if group {
                 d
@@ -436,7 +465,10 @@ impl ContainedChild {
     /// supervisor to finish exiting and kill its group too, in case anything is left in it.
     fn after_end(&mut self) {
         let Some(pid) = self.pid() else { return };
-        if self.containment != Containment::ProcessGroup {
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
+        if !self.is_group() {
             let _ = waitid(
                 WaitId::Pid(pid),
                 WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
@@ -451,6 +483,17 @@ impl ContainedChild {
         let Some(pid) = self.pid() else { return };
         let _ = kill_process_group(pid, Signal::KILL);
         let _ = kill_process(pid, Signal::KILL);
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
+    }
+
+    /// Whether the broker's child leads the command's process group itself (no supervisor).
+    fn is_group(&self) -> bool {
+        matches!(
+            self.containment,
+            Containment::ProcessGroup | Containment::Bubblewrap
+        )
     }
 }
 
@@ -462,7 +505,7 @@ impl Drop for ContainedChild {
         // The supervisor kills everything when the leash is let go.
         self.leash = None;
         let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
-        if self.containment == Containment::ProcessGroup {
+        if self.is_group() {
             if let Some(pid) = pid {
                 let _ = kill_process_group(pid, Signal::KILL);
             }

@@ -12,11 +12,19 @@
 //!   descendant it adopts. [`ContainedChild::finish`] collects the output and gives up at the
 //!   deadline even when something still holds the pipes.
 //!
-//! When not to use it: this is containment of processes, not confinement of what they touch.
-//! A contained command still sees the whole file system and network of the broker, with the
-//! broker's user id (without capabilities); the box with granted paths, network and limits
-//! (bubblewrap, Landlock, seccomp, cgroup) is still to come here. Do not use it for a process
-//! that must keep capabilities or gain privileges through `exec` (setuid programs).
+//! - [`spawn_boxed`]: one command in a box built from a [`Policy`] (see `boxed`): bubblewrap
+//!   with every namespace its own (no network, no nested user namespace), a minimal read-only
+//!   system, only the policy's paths bound, protected folders masked, a size-limited private
+//!   `/tmp`, its own `/proc`, `--cap-drop ALL`, a clean environment, the root read-only; around
+//!   it rlimits, `no_new_privs`, every inherited descriptor closed, and a cgroup for processes
+//!   and memory, killed whole when the command ends or at its deadline.
+//!
+//! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
+//! what they touch: a contained command sees the whole file system and network of the broker.
+//! [`spawn_boxed`] needs bubblewrap and root or user namespaces, and its cgroup needs root
+//! (or a delegated cgroup); the Landlock layer is not built yet. [`probe_machine`] says what
+//! this machine offers (`bx doctor`). Do not use either for a process that must keep
+//! capabilities or gain privileges through `exec` (setuid programs).
 //!
 //! This crate knows no tool names: callers hand it a program, arguments, an environment and a
 //! folder.
@@ -24,14 +32,20 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod boxed;
+mod cgroup;
 mod child;
 mod contain;
 mod harden;
 mod mounts;
+mod probe;
 mod reap;
 mod record;
+mod seccomp;
 
+pub use boxed::{BoxError, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed};
 pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };
 pub use harden::{Hardening, make_non_dumpable};
+pub use probe::{Probe, probe_machine, toolchains};

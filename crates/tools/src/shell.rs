@@ -120,6 +120,9 @@ pub struct ShellOptions {
     /// only leads its own process group (which `setsid` leaves): for the sandbox's box, which
     /// contains its commands itself, to set. Capabilities are dropped either way.
     pub contain: bool,
+    /// Run each command in a box built from this policy ([`sandbox::spawn_boxed`]): then
+    /// `contain` is not used, the box contains the command itself.
+    pub policy: Option<sandbox::Policy>,
 }
 
 impl Default for ShellOptions {
@@ -130,6 +133,7 @@ impl Default for ShellOptions {
             head_bytes: HEAD_BYTES,
             tail_bytes: TAIL_BYTES,
             contain: true,
+            policy: None,
         }
     }
 }
@@ -180,6 +184,9 @@ pub enum ShellError {
         /// The cause.
         source: io::Error,
     },
+    /// The command's box could not be built.
+    #[error("cannot build the command's box: {0}")]
+    Box(#[from] sandbox::BoxError),
     /// The command started, but its output or its end could not be followed.
     #[error("lost track of the command: {0}")]
     Follow(io::Error),
@@ -214,10 +221,13 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
         },
     };
     let started = Instant::now();
-    let child = spawn_contained(&spec, &contain).map_err(|source| ShellError::Spawn {
-        shell: shell.display().to_string(),
-        source,
-    })?;
+    let child = match &options.policy {
+        Some(policy) => sandbox::spawn_boxed(&spec, policy, options.timeout)?,
+        None => spawn_contained(&spec, &contain).map_err(|source| ShellError::Spawn {
+            shell: shell.display().to_string(),
+            source,
+        })?,
+    };
     let containment = child.containment();
     let mut stdout = Captured::new(options.head_bytes, options.tail_bytes);
     let mut stderr = Captured::new(options.head_bytes, options.tail_bytes);

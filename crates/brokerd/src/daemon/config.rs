@@ -16,6 +16,12 @@
 //! protected = ["/srv/keys"]   # more folders no tool may name
 //! [consult]                   # the model `consult` asks (optional)
 //! url = "http://127.0.0.1:8081/v1"
+//! [sandbox]                   # the box each `shell` call runs in
+//! read_only = ["~/.cargo", "~/.rustup"]  # toolchain folders bound read-only
+//! file_walls = true           # false: run `shell` without the box (every header says so)
+//! tmp_mb = 64                 # the box's private /tmp
+//! processes = 256             # processes in one box
+//! memory_mb = 2048            # memory of one box
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -59,6 +65,38 @@ pub struct Config {
     pub protected: Vec<PathBuf>,
     /// The model `consult` asks.
     pub consult: Option<Consult>,
+    /// The box commands run in.
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]`: the box `shell` runs in.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Folders bound read-only in every box beside the minimal system (toolchains); `~/`
+    /// is the owner's home.
+    pub read_only: Vec<PathBuf>,
+    /// Whether `shell` runs in the box (the default). `false` is the explicit switch to run
+    /// it without file walls, named in every result's header.
+    pub file_walls: bool,
+    /// The size of the box's private `/tmp`, in MiB.
+    pub tmp_mb: u64,
+    /// The most processes in one box.
+    pub processes: u64,
+    /// The most memory of one box, in MiB.
+    pub memory_mb: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            read_only: Vec::new(),
+            file_walls: true,
+            tmp_mb: 64,
+            processes: 256,
+            memory_mb: 2048,
+        }
+    }
 }
 
 impl Default for Config {
@@ -78,6 +116,7 @@ impl Default for Config {
             pending_grace_ms: 60_000,
             protected: Vec::new(),
             consult: None,
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -102,6 +141,18 @@ impl Config {
         if let Some(bad) = config.protected.iter().find(|p| !p.is_absolute()) {
             return Err(format!(
                 "{}: protected folder {} must be an absolute path",
+                path.display(),
+                bad.display()
+            ));
+        }
+        if let Some(bad) = config
+            .sandbox
+            .read_only
+            .iter()
+            .find(|p| !p.is_absolute() && !p.starts_with("~"))
+        {
+            return Err(format!(
+                "{}: [sandbox] read_only folder {} must be an absolute path or start with ~/",
                 path.display(),
                 bad.display()
             ));
@@ -167,5 +218,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("shel_ms"), "{error}");
+    }
+
+    #[test]
+    fn the_sandbox_is_on_unless_file_walls_is_switched_off() {
+        assert!(Config::default().sandbox.file_walls);
+        let config: Config =
+            toml::from_str("[sandbox]\nread_only = [\"~/.cargo\"]\nfile_walls = false\n").unwrap();
+        assert!(!config.sandbox.file_walls);
+        assert_eq!(config.sandbox.read_only, [PathBuf::from("~/.cargo")]);
+        let error = toml::from_str::<Config>("[sandbox]\nwalls = false")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("walls"), "{error}");
     }
 }

@@ -14,9 +14,11 @@ pub mod owner;
 mod reads;
 pub mod render;
 pub mod runner;
+pub mod sandboxed;
 pub mod server;
 pub mod sessions;
 pub mod startup;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};

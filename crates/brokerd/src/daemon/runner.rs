@@ -81,7 +81,13 @@ impl Runner for DirectRunner {
                 };
                 file_outcome(run_file_call(allowed, self.read_cap, &walk))
             }
-            ToolArgs::Shell(args) => shell(args, context.limit),
+            ToolArgs::Shell(args) => {
+                let options = tools::shell::ShellOptions {
+                    timeout: context.limit,
+                    ..tools::shell::ShellOptions::default()
+                };
+                shell(args, &options, Map::new())
+            }
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
@@ -94,7 +100,7 @@ impl Runner for DirectRunner {
             "no sandbox yet: tools run in the broker's process".to_string(),
             "file tools open only below the deciding grant's folder (openat2, no symbolic links)"
                 .to_string(),
-            "list_files, glob and grep start at the deciding grant's folder, follow no symbolic link, and prune boxmaker's folders and what deny grants cover"
+            "list_files, glob, grep: in the broker's process (not in a box yet), from the deciding grant's pinned folder, following no symbolic link, leaving out boxmaker's folders and what deny grants cover"
                 .to_string(),
             "shell: its own PID and mount namespaces, every capability dropped, no_new_privs, killed whole at its time limit"
                 .to_string(),
@@ -111,7 +117,7 @@ fn fields(value: Value) -> Map<String, Value> {
     }
 }
 
-fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
+pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
     match result {
         Ok(FileOutcome::Read(read)) => {
             let mut header = json!({
@@ -175,12 +181,13 @@ fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
     }
 }
 
-fn shell(args: &tools::shell::ShellArgs, limit: Duration) -> Outcome {
-    let options = tools::shell::ShellOptions {
-        timeout: limit,
-        ..tools::shell::ShellOptions::default()
-    };
-    match tools::shell::shell(args, &options) {
+/// Runs a `shell` call with `options`; `extra` joins the header's fields (the box's walls).
+pub(super) fn shell(
+    args: &tools::shell::ShellArgs,
+    options: &tools::shell::ShellOptions,
+    extra: Map<String, Value>,
+) -> Outcome {
+    match tools::shell::shell(args, options) {
         Ok(result) => {
             let mut body = result.stdout.clone();
             if !result.stderr.is_empty() {
@@ -190,8 +197,7 @@ fn shell(args: &tools::shell::ShellArgs, limit: Duration) -> Outcome {
                 body.push_str("[stderr]\n");
                 body.push_str(&result.stderr);
             }
-            Outcome::Ran {
-                fields: fields(json!({
+            let mut header = fields(json!({
                     "cwd": args.cwd.as_deref().unwrap_or("/"),
                     "containment": result.containment.as_str(),
                     "exit_code": result.exit_code,
@@ -201,7 +207,10 @@ fn shell(args: &tools::shell::ShellArgs, limit: Duration) -> Outcome {
                     "stdout_bytes": result.stdout_bytes,
                     "stderr_bytes": result.stderr_bytes,
                     "duration_ms": result.duration_ms,
-                })),
+            }));
+            header.extend(extra);
+            Outcome::Ran {
+                fields: header,
                 body,
             }
         }

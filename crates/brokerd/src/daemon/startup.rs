@@ -19,6 +19,7 @@ use super::config::Config;
 use super::dirs::{FolderError, Locks, check_runtime, lock, make_private_dir};
 use super::journal::Journal;
 use super::runner::DirectRunner;
+use super::sandboxed::SandboxedRunner;
 use super::{Broker, grants_watch};
 
 /// How the broker was asked to start.
@@ -151,11 +152,12 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         ),
         None => None,
     };
-    let runner = DirectRunner {
+    let direct = DirectRunner {
         consult,
         read_cap: tools::fs::READ_CAP,
         root_certificates: test_roots()?,
     };
+    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home);
     let grants = grants_watch::load(&dirs.grants(), &home);
     let broker = Arc::new(Broker::new(
         config,

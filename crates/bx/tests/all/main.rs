@@ -4,6 +4,7 @@
 
 mod commands;
 mod demo;
+mod doctor;
 mod watch;
 
 use std::path::Path;

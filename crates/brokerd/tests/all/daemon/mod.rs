@@ -10,6 +10,7 @@ mod coding;
 mod frames;
 mod owner_socket;
 mod restart;
+mod sandbox;
 
 use std::time::Duration;
 

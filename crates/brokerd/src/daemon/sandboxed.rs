@@ -1,0 +1,248 @@
+//! The runner with the box: each `shell` call runs in a fresh bubblewrap box
+//! (`sandbox::spawn_boxed`) that binds the deciding grant's folders read-write, the
+//! `[sandbox] read_only` folders read-only, masks boxmaker's protected folders inside them, and
+//! has no network. Every other tool runs as the [`DirectRunner`] runs it (the in-process file
+//! tools on the grant's directory descriptor; `http_fetch` outside the box until granted hosts
+//! can reach one).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::config::SandboxConfig;
+use super::runner::{DirectRunner, Outcome, RunContext, Runner, shell};
+use super::worker::{self, FileCall, REQUEST, Request};
+use crate::args::ToolArgs;
+use crate::policy::{Allowed, Scope};
+
+/// What the header of a boxed `shell` result says of its walls.
+pub const BOXED: &str = "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; no network; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited";
+
+/// What the header says when the owner switched the file walls off.
+pub const UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so the command sees every file the broker's user can";
+
+/// Runs `shell` in a box, everything else directly.
+pub struct SandboxedRunner {
+    /// The runner of every other tool (and of `shell` when the file walls are off).
+    pub direct: DirectRunner,
+    settings: SandboxConfig,
+    /// `settings.read_only` with `~/` expanded.
+    read_only: Vec<PathBuf>,
+}
+
+impl SandboxedRunner {
+    /// The runner for `settings`, with `~/` in its folders meaning `home`.
+    pub fn new(direct: DirectRunner, settings: SandboxConfig, home: &Path) -> SandboxedRunner {
+        let read_only = settings
+            .read_only
+            .iter()
+            .map(|p| match p.strip_prefix("~") {
+                Ok(rest) => home.join(rest),
+                Err(_) => p.clone(),
+            })
+            .collect();
+        SandboxedRunner {
+            direct,
+            settings,
+            read_only,
+        }
+    }
+
+    /// The box of a `shell` call: the grant's folders read-write, the toolchains read-only.
+    fn policy(&self, allowed: &Allowed, context: &RunContext) -> sandbox::Policy {
+        // A toolchain folder that does not exist on this machine is left out, not an error.
+        let read_only = self
+            .read_only
+            .iter()
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
+        self.policy_with(read_only, granted(allowed), context)
+    }
+
+    fn policy_with(
+        &self,
+        read_only: Vec<PathBuf>,
+        read_write: Vec<PathBuf>,
+        context: &RunContext,
+    ) -> sandbox::Policy {
+        sandbox::Policy {
+            read_only,
+            read_write,
+            files: Vec::new(),
+            masked: context.protected.folders().to_vec(),
+            tmp_bytes: self.settings.tmp_mb.saturating_mul(1 << 20),
+            limits: sandbox::Limits {
+                cpu_seconds: context.limit.as_secs().saturating_add(1),
+                processes: self.settings.processes,
+                memory: self.settings.memory_mb.saturating_mul(1 << 20),
+                ..sandbox::Limits::default()
+            },
+        }
+    }
+}
+
+impl Runner for SandboxedRunner {
+    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        let ToolArgs::Shell(args) = &allowed.args else {
+            if self.settings.file_walls
+                && matches!(
+                    allowed.args,
+                    ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
+                )
+            {
+                return self.file_in_box(allowed, context);
+            }
+            return match (&allowed.args, self.direct.run(allowed, context)) {
+                // Its result header says it ran outside the box (granted hosts come in part 2).
+                (ToolArgs::HttpFetch(_), Outcome::Ran { mut fields, body }) => {
+                    fields.insert("sandbox".to_string(), Value::from(FETCH_UNBOXED));
+                    Outcome::Ran { fields, body }
+                }
+                (_, outcome) => outcome,
+            };
+        };
+        if self.settings.file_walls && sandbox::find_bwrap().is_none() {
+            return Outcome::Failed(no_bubblewrap());
+        }
+        let mut options = tools::shell::ShellOptions {
+            timeout: context.limit,
+            ..tools::shell::ShellOptions::default()
+        };
+        let walls = if self.settings.file_walls {
+            options.policy = Some(self.policy(allowed, context));
+            BOXED
+        } else {
+            UNBOXED
+        };
+        let mut extra = Map::new();
+        extra.insert("sandbox".to_string(), Value::from(walls));
+        shell(args, &options, extra)
+    }
+
+    fn walls(&self) -> Vec<String> {
+        let mut walls = vec![if self.settings.file_walls {
+            format!("shell: {BOXED}")
+        } else {
+            format!("shell: {UNBOXED}")
+        }];
+        if !self.read_only.is_empty() {
+            let folders: Vec<String> = self
+                .read_only
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            walls.push(format!(
+                "shell: read-only in every box: {}",
+                folders.join(", ")
+            ));
+        }
+        walls.extend(
+            self.direct
+                .walls()
+                .into_iter()
+                .filter(|w| !w.starts_with("shell:") && !w.starts_with("no sandbox yet")),
+        );
+        walls.push(if self.settings.file_walls {
+            "read_file, write_file, edit_file: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file)".to_string()
+        } else {
+            "read_file, write_file, edit_file: in the broker's process ([sandbox] file_walls = false)".to_string()
+        });
+        walls.push(
+            "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
+                .to_string(),
+        );
+        walls
+    }
+}
+
+/// The folders of the deciding grant that cover the call.
+fn granted(allowed: &Allowed) -> Vec<PathBuf> {
+    match &allowed.scope {
+        Some(Scope::Paths(paths)) => paths.clone(),
+        _ => Vec::new(),
+    }
+}
+
+impl SandboxedRunner {
+    /// Runs `read_file`, `write_file` or `edit_file` in brokerd's worker in a fresh box.
+    fn file_in_box(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        let folders = granted(allowed);
+        let Some(base) = folders.first().cloned() else {
+            return Outcome::Failed(
+                "the decision names no granted folder for the file tool".to_string(),
+            );
+        };
+        let (tool, writes) = match &allowed.args {
+            ToolArgs::ReadFile(args) => (FileCall::ReadFile(args.clone()), false),
+            ToolArgs::WriteFile(args) => (FileCall::WriteFile(args.clone()), true),
+            ToolArgs::EditFile(args) => (FileCall::EditFile(args.clone()), true),
+            _ => return self.direct.run(allowed, context),
+        };
+        let exe = match std::env::current_exe() {
+            Ok(exe) => exe,
+            Err(e) => {
+                return Outcome::Failed(format!(
+                    "cannot find brokerd's own binary for the file tool's box: {e}"
+                ));
+            }
+        };
+        let request = Request {
+            tool,
+            base: base.clone(),
+            cap: self.direct.read_cap,
+        };
+        let bytes = match serde_json::to_vec(&request) {
+            Ok(bytes) => bytes,
+            Err(e) => return Outcome::Failed(format!("cannot write the file tool's request: {e}")),
+        };
+        let (mut read_only, read_write) = if writes {
+            (Vec::new(), vec![base])
+        } else {
+            (vec![base], Vec::new())
+        };
+        read_only.push(exe.clone());
+        let mut policy = self.policy_with(read_only, read_write, context);
+        policy.files = vec![(PathBuf::from(REQUEST), bytes)];
+        let spec = sandbox::CommandSpec {
+            program: exe,
+            args: vec!["box-file".into()],
+            env: Vec::new(),
+            cwd: PathBuf::from("/"),
+        };
+        let child = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
+            Ok(child) => child,
+            Err(sandbox::BoxError::NoBubblewrap) => return Outcome::Failed(no_bubblewrap()),
+            Err(e) => return Outcome::Failed(format!("cannot build the file tool's box: {e}")),
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let ended = match child.finish(&mut |b| out.extend_from_slice(b), &mut |b| {
+            err.extend_from_slice(b)
+        }) {
+            Ok(ended) => ended,
+            Err(e) => return Outcome::Failed(format!("lost track of the file tool's box: {e}")),
+        };
+        match worker::outcome(&out, &err, ended.exit) {
+            Outcome::Ran { mut fields, body } => {
+                fields.insert("sandbox".to_string(), Value::from(FILE_BOXED));
+                Outcome::Ran { fields, body }
+            }
+            other => other,
+        }
+    }
+}
+
+/// What the header of an `http_fetch` result says of its walls.
+pub const FETCH_UNBOXED: &str =
+    "none: http_fetch runs in the broker's process until a box can reach granted hosts";
+
+/// Why a call that needs the box fails where bubblewrap is missing, and the way out.
+fn no_bubblewrap() -> String {
+    format!(
+        "{}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls",
+        sandbox::BoxError::NoBubblewrap
+    )
+}
+
+/// What the header of a boxed file tool's result says of its walls.
+pub const FILE_BOXED: &str = "bubblewrap: brokerd's worker sees only the granted folder (read-only to read_file), protected folders masked; no network; every capability dropped";

@@ -1,0 +1,141 @@
+//! `shell` through the daemon runs in the box: the grant's folder read-write, nothing else of
+//! the machine's files, boxmaker's own folders masked even under a grant on their parent, and
+//! the header naming the walls; `[sandbox] file_walls = false` is the explicit way out.
+
+use std::fs;
+
+use testkit::{AgentClient, BrokerProcess};
+
+use super::{FAST, content};
+
+const SHELL_IN_WORK: &str = r#"
+[[grant]]
+id = "cat-work"
+tool = "shell"
+commands = ["cat", "touch"]
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+
+fn shell(broker: &BrokerProcess, id: u64, command: &str) -> (serde_json::Value, String) {
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({ "command": command, "cwd": broker.work }).to_string();
+    let response = client.call(id, "shell", &args).unwrap();
+    let text = content(&response).to_string();
+    let (header, body) = text.split_once('\n').unwrap();
+    (serde_json::from_str(header).unwrap(), body.to_string())
+}
+
+#[test]
+fn a_shell_call_runs_in_the_box_and_sees_only_its_grants_folder() {
+    let broker = BrokerProcess::start(SHELL_IN_WORK, FAST);
+    fs::write(broker.work.join("a.txt"), "inside\n").unwrap();
+    let (header, body) = shell(&broker, 1, "cat a.txt && touch made");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(header["containment"], "bubblewrap");
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap:"),
+        "{header}"
+    );
+    assert_eq!(body, "inside\n");
+    assert!(broker.work.join("made").exists());
+    // The grants file is outside the granted folder: unsandboxed, `cat` would print it.
+    let grants = broker.config.join("grants/grants.toml");
+    assert!(fs::read_to_string(&grants).unwrap().contains("cat-work"));
+    let (header, body) = shell(&broker, 2, &format!("cat {}", grants.display()));
+    assert_eq!(header["exit_code"], 1, "{body}");
+    assert!(body.contains("No such file or directory"), "{body}");
+    assert!(!body.contains("cat-work"), "{body}");
+}
+
+#[test]
+fn without_file_walls_the_header_says_so_and_the_command_sees_the_machine() {
+    let config = format!("{FAST}[sandbox]\nfile_walls = false\n");
+    let broker = BrokerProcess::start(SHELL_IN_WORK, &config);
+    let (header, body) = shell(&broker, 1, "cat /etc/hostname");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_ne!(header["containment"], "bubblewrap");
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("none: [sandbox] file_walls = false"),
+        "{header}"
+    );
+}
+
+#[test]
+fn boxmakers_folders_are_masked_under_a_shell_grant_on_their_parent() {
+    let grants = r#"
+[[grant]]
+id = "cat-parent"
+tool = "shell"
+commands = ["cat"]
+paths = ["{work}/.."]
+untrusted = false
+on_untrusted = "allow"
+"#;
+    let broker = BrokerProcess::start(grants, FAST);
+    let parent = broker.work.parent().unwrap().to_path_buf();
+    fs::write(parent.join("note.txt"), "granted\n").unwrap();
+    // A link the agent could have made with an earlier command: the decision sees a path in
+    // the grant, the box sees what the link names.
+    std::os::unix::fs::symlink("config/grants/grants.toml", parent.join("link")).unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({
+        "command": "cat note.txt link",
+        "cwd": parent,
+    })
+    .to_string();
+    let response = client.call(1, "shell", &args).unwrap();
+    let text = content(&response).to_string();
+    let (header, body) = text.split_once('\n').unwrap();
+    let header: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(header["containment"], "bubblewrap", "{text}");
+    assert!(body.starts_with("granted\n"), "{body}");
+    assert!(body.contains("link: Permission denied"), "{body}");
+}
+
+#[test]
+fn read_file_and_write_file_run_in_brokerds_worker_in_a_box() {
+    let broker = BrokerProcess::start(super::WORK, FAST);
+    fs::write(broker.work.join("a.txt"), "hello\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let read = client
+        .call(
+            1,
+            "read_file",
+            &super::path_args(&broker.work.join("a.txt")),
+        )
+        .unwrap();
+    let text = content(&read).to_string();
+    let (header, body) = text.split_once('\n').unwrap();
+    let header: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(body, "hello\n");
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap: brokerd's worker"),
+        "{header}"
+    );
+    let args = serde_json::json!({
+        "path": broker.work.join("b.txt"),
+        "content": "written in a box\n",
+    })
+    .to_string();
+    let wrote = client.call(2, "write_file", &args).unwrap();
+    let text = content(&wrote).to_string();
+    assert!(
+        text.contains("\"sandbox\":\"bubblewrap: brokerd's worker"),
+        "{text}"
+    );
+    assert_eq!(
+        fs::read_to_string(broker.work.join("b.txt")).unwrap(),
+        "written in a box\n"
+    );
+}

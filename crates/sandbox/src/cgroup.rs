@@ -1,0 +1,264 @@
+//! A cgroup per box, for the limits that rlimits cannot give a box whose processes are the
+//! host's root: the number of processes (`RLIMIT_NPROC` never applies to the host's root user)
+//! and memory across every process of the box. The box's first process joins it between
+//! `fork` and `exec` (through a descriptor opened here), so nothing it starts is ever outside;
+//! dropping the [`BoxCgroup`] kills whatever is still in it and removes it.
+//!
+//! Making and removing a memory cgroup costs about 4 ms here (measured: a fresh box took 12.8 ms
+//! against 9.0 ms without its cgroup), so ended boxes' cgroups, emptied, go back to a small pool
+//! of this process ([`PooledCgroup`]) and are reused with new limits. Those a broker that died
+//! left behind are removed the first time a cgroup is made.
+//!
+//! Cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) are used where they
+//! are mounted and writable, as on this kind of hybrid machine; otherwise v2 (`cgroup.subtree_control`
+//! of the unified hierarchy naming `pids` and `memory`).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+
+/// The folder of boxmaker's cgroups under each controller's root.
+const PARENT: &str = "boxmaker";
+
+/// Numbers the boxes of this process, so two boxes never share a cgroup.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Emptied cgroups of ended boxes, ready for the next box.
+static POOL: Mutex<Vec<BoxCgroup>> = Mutex::new(Vec::new());
+
+/// The most cgroups the pool keeps; more are removed.
+const POOL_SIZE: usize = 8;
+
+/// Removes, once per process, the cgroups a dead broker left behind.
+static SWEEP: Once = Once::new();
+
+/// A box's cgroup that goes back to the pool, emptied, when dropped.
+#[derive(Debug)]
+pub(crate) struct PooledCgroup(Option<BoxCgroup>);
+
+impl PooledCgroup {
+    /// A cgroup from the pool (or a new one) with these limits.
+    pub(crate) fn take(processes: u64, memory: u64) -> io::Result<PooledCgroup> {
+        let pooled = POOL.lock().ok().and_then(|mut pool| pool.pop());
+        let cgroup = match pooled {
+            Some(cgroup) => {
+                cgroup.set_limits(processes, memory)?;
+                cgroup
+            }
+            None => {
+                SWEEP.call_once(sweep);
+                BoxCgroup::create(processes, memory)?
+            }
+        };
+        Ok(PooledCgroup(Some(cgroup)))
+    }
+
+    /// See [`BoxCgroup::join_fds`].
+    pub(crate) fn join_fds(&self) -> Vec<RawFd> {
+        self.0.as_ref().map(BoxCgroup::join_fds).unwrap_or_default()
+    }
+
+    /// See [`BoxCgroup::kill_all`].
+    pub(crate) fn kill_all(&self) {
+        if let Some(cgroup) = &self.0 {
+            cgroup.kill_all();
+        }
+    }
+}
+
+impl Drop for PooledCgroup {
+    fn drop(&mut self) {
+        let Some(cgroup) = self.0.take() else { return };
+        cgroup.kill_all();
+        if !cgroup.is_empty() {
+            return;
+        }
+        if let Ok(mut pool) = POOL.lock()
+            && pool.len() < POOL_SIZE
+        {
+            pool.push(cgroup);
+        }
+    }
+}
+
+/// Removes the empty cgroups named after a process that no longer exists.
+fn sweep() {
+    for parent in [
+        "/sys/fs/cgroup/pids/boxmaker",
+        "/sys/fs/cgroup/memory/boxmaker",
+        "/sys/fs/cgroup/boxmaker",
+    ] {
+        let Ok(entries) = fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("box-").and_then(|r| r.split('-').next()) else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = fs::remove_dir(entry.path());
+            }
+        }
+    }
+}
+
+/// One box's cgroups, one per controller (v1) or one for both (v2).
+#[derive(Debug)]
+pub(crate) struct BoxCgroup {
+    dirs: Vec<PathBuf>,
+    /// `cgroup.procs` of each dir, opened for writing: the child writes `0` to join.
+    procs: Vec<File>,
+    /// The files holding its limits.
+    limits: Vec<(PathBuf, Limit)>,
+}
+
+/// Which limit a file holds.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    Processes,
+    Memory,
+}
+
+impl BoxCgroup {
+    /// Creates the box's cgroups with at most `processes` tasks and `memory` bytes.
+    fn create(processes: u64, memory: u64) -> io::Result<BoxCgroup> {
+        let name = format!(
+            "box-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let v1_pids = Path::new("/sys/fs/cgroup/pids");
+        let v1_memory = Path::new("/sys/fs/cgroup/memory");
+        let mut made = BoxCgroup {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+            limits: Vec::new(),
+        };
+        if v1_pids.join("tasks").exists() && v1_memory.join("tasks").exists() {
+            let pids = made.make(&v1_pids.join(PARENT), &name)?;
+            write(&pids.join("pids.max"), &processes.to_string())?;
+            let mem = made.make(&v1_memory.join(PARENT), &name)?;
+            write(&mem.join("memory.limit_in_bytes"), &memory.to_string())?;
+            // Best effort: without swap accounting the file is absent.
+            let _ = write(
+                &mem.join("memory.memsw.limit_in_bytes"),
+                &memory.to_string(),
+            );
+            return Ok(made);
+        }
+        let unified = Path::new("/sys/fs/cgroup");
+        let controllers = fs::read_to_string(unified.join("cgroup.controllers")).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                "no cgroup for the box: neither the v1 pids and memory controllers nor a v2 hierarchy are mounted at /sys/fs/cgroup",
+            )
+        })?;
+        if !(controllers.contains("pids") && controllers.contains("memory")) {
+            return Err(io::Error::other(
+                "no cgroup for the box: the v2 hierarchy at /sys/fs/cgroup has no pids and memory controllers",
+            ));
+        }
+        let parent = unified.join(PARENT);
+        fs::create_dir_all(&parent).map_err(|e| named(&parent, e))?;
+        write(&parent.join("cgroup.subtree_control"), "+pids +memory")?;
+        let dir = made.make(&parent, &name)?;
+        made.limits = vec![
+            (dir.join("pids.max"), Limit::Processes),
+            (dir.join("memory.max"), Limit::Memory),
+        ];
+        // Best effort: without swap accounting the file is absent.
+        let _ = write(&dir.join("memory.swap.max"), "0");
+        made.set_limits(processes, memory)?;
+        Ok(made)
+    }
+
+    fn make(&mut self, parent: &Path, name: &str) -> io::Result<PathBuf> {
+        fs::create_dir_all(parent).map_err(|e| named(parent, e))?;
+        let dir = parent.join(name);
+        fs::create_dir(&dir).map_err(|e| named(&dir, e))?;
+        self.dirs.push(dir.clone());
+        let procs = dir.join("cgroup.procs");
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&procs)
+            .map_err(|e| named(&procs, e))?;
+        self.procs.push(file);
+        Ok(dir)
+    }
+
+    fn set_limits(&self, processes: u64, memory: u64) -> io::Result<()> {
+        for (file, limit) in &self.limits {
+            let value = match limit {
+                Limit::Processes => processes,
+                Limit::Memory => memory,
+            };
+            write(file, &value.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Whether no process is left in it.
+    fn is_empty(&self) -> bool {
+        self.dirs.iter().all(|dir| {
+            fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
+        })
+    }
+
+    /// The descriptors the child writes `0` to, to join (close-on-exec, as std opens them).
+    fn join_fds(&self) -> Vec<RawFd> {
+        self.procs.iter().map(AsRawFd::as_raw_fd).collect()
+    }
+
+    /// Kills every process still in the box's cgroups.
+    fn kill_all(&self) {
+        for dir in &self.dirs {
+            // Killed processes may leave zombies for a moment; a few rounds see them go.
+            for _ in 0..100 {
+                let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) else {
+                    break;
+                };
+                let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+                if pids.is_empty() {
+                    break;
+                }
+                for pid in pids {
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+impl Drop for BoxCgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+        self.procs.clear();
+        for dir in self.dirs.iter().rev() {
+            for _ in 0..50 {
+                if fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| named(path, e))?;
+    file.write_all(value.as_bytes()).map_err(|e| named(path, e))
+}
+
+fn named(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cgroup {}: {e}", path.display()))
+}

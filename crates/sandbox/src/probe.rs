@@ -1,0 +1,170 @@
+//! What this machine offers the box, probed with no broker running (`bx doctor`): each wall,
+//! what was found, and what its absence means.
+
+// landlock_create_ruleset(2) has no wrapper in rustix or libc: the probe asks the kernel for
+// its Landlock ABI version with a raw system call that takes no pointer it dereferences
+// (NULL, size 0, LANDLOCK_CREATE_RULESET_VERSION). This is the one `unsafe` of this module.
+#![allow(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::boxed::{Policy, find_bwrap, spawn_boxed};
+use crate::contain::{CommandSpec, Exit};
+
+/// One wall of the box as this machine has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The wall's name.
+    pub wall: &'static str,
+    /// What was found (`Ok`), or what is missing (`Err`).
+    pub found: Result<String, String>,
+    /// What its absence means for the owner.
+    pub without: &'static str,
+}
+
+/// Probes every wall: bubblewrap and its version, user namespaces, seccomp, Landlock's ABI, the
+/// cgroup controllers, and a real box running `/bin/true`.
+pub fn probe_machine() -> Vec<Probe> {
+    vec![
+        Probe {
+            wall: "bubblewrap",
+            found: bubblewrap(),
+            without: "no box: shell refuses to run unless brokerd.toml says [sandbox] file_walls = false, and then it sees every file of the broker's user and the network",
+        },
+        Probe {
+            wall: "user namespaces",
+            found: user_namespaces(),
+            without: "bubblewrap cannot build a box for a broker that is not root",
+        },
+        Probe {
+            wall: "seccomp",
+            found: seccomp(),
+            without: "ptrace, mount, keyctl, bpf, io_uring and IP sockets are refused only by the box's namespaces and dropped capabilities",
+        },
+        Probe {
+            wall: "cgroup",
+            found: cgroup(),
+            without: "no box: its processes and memory cannot be limited, so spawn_boxed refuses to build one",
+        },
+        Probe {
+            wall: "landlock",
+            found: landlock(),
+            without: "nothing yet: the Landlock layer is still to come (it will repeat the file walls inside the box)",
+        },
+        Probe {
+            wall: "a box",
+            found: a_box(),
+            without: "shell calls fail with the error shown",
+        },
+    ]
+}
+
+/// The toolchain folders found under `home` (for `[sandbox] read_only`).
+pub fn toolchains(home: &Path) -> Vec<PathBuf> {
+    [
+        ".cargo",
+        ".rustup",
+        ".pyenv",
+        ".nvm",
+        ".local/share/pnpm",
+        "go",
+    ]
+    .iter()
+    .map(|name| home.join(name))
+    .chain([PathBuf::from("/usr/local/go"), PathBuf::from("/opt/node")])
+    .filter(|p| p.is_dir())
+    .collect()
+}
+
+fn bubblewrap() -> Result<String, String> {
+    let path = find_bwrap().ok_or("not installed (Debian: apt-get install bubblewrap)")?;
+    let out = Command::new(&path)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("{} does not run: {e}", path.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok(format!("{version} ({})", path.display()))
+}
+
+fn user_namespaces() -> Result<String, String> {
+    let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .map_err(|e| format!("/proc/sys/user/max_user_namespaces: {e}"))?;
+    match max.trim().parse::<u64>() {
+        Ok(0) => Err("user.max_user_namespaces is 0".to_string()),
+        Ok(n) => Ok(format!("up to {n}")),
+        Err(_) => Err(format!("user.max_user_namespaces holds {:?}", max.trim())),
+    }
+}
+
+fn seccomp() -> Result<String, String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("/proc/self/status: {e}"))?;
+    if status
+        .lines()
+        .any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:"))
+    {
+        Ok("filters supported".to_string())
+    } else {
+        Err("the kernel reports no seccomp".to_string())
+    }
+}
+
+fn cgroup() -> Result<String, String> {
+    let v1 = ["pids", "memory"]
+        .iter()
+        .all(|c| Path::new("/sys/fs/cgroup").join(c).join("tasks").exists());
+    if v1 {
+        return Ok("v1 pids and memory".to_string());
+    }
+    let controllers = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+        .map_err(|_| "neither v1 pids and memory nor a v2 hierarchy at /sys/fs/cgroup")?;
+    if controllers.contains("pids") && controllers.contains("memory") {
+        Ok("v2 pids and memory".to_string())
+    } else {
+        Err(format!("v2 offers only: {}", controllers.trim()))
+    }
+}
+
+fn landlock() -> Result<String, String> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_ulong = 1;
+    // SAFETY: a NULL attribute pointer with size 0 and the VERSION flag: the kernel reads no
+    // memory of this process and returns the ABI version or an error.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if abi > 0 {
+        Ok(format!("ABI {abi} (not used yet)"))
+    } else {
+        Err(format!(
+            "not available: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+fn a_box() -> Result<String, String> {
+    let spec = CommandSpec {
+        program: "/bin/true".into(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: "/tmp".into(),
+    };
+    let child = spawn_boxed(&spec, &Policy::default(), Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    let ended = child
+        .finish(&mut |_| {}, &mut |_| {})
+        .map_err(|e| e.to_string())?;
+    match ended.exit {
+        Some(Exit::Code(0)) => {
+            Ok("bubblewrap, seccomp, rlimits and a cgroup ran /bin/true".to_string())
+        }
+        other => Err(format!("/bin/true in a box ended with {other:?}")),
+    }
+}

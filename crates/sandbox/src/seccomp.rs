@@ -1,0 +1,142 @@
+//! The box's seccomp deny-list, compiled here in the parent (crate `seccompiler`) and handed to
+//! bubblewrap (`--add-seccomp-fd`), which installs it in the command's process just before
+//! `exec`, after building the box (whose own setup needs `mount` and friends).
+//!
+//! Two programs: the deny-list answering `EPERM`, and `clone3` answering `ENOSYS` (its flags
+//! are behind a pointer seccomp cannot read, and libcs fall back to `clone`, whose flags it can).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::OwnedFd;
+
+use rustix::io::write;
+use rustix::pipe::{PipeFlags, pipe_with};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// Calls refused whatever their arguments: other processes' memory, the kernel's attack
+/// surface (`bpf`, `io_uring`, keyrings, modules, `kexec`, `perf_event_open`), and every way
+/// to change mounts or namespaces.
+const DENIED: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+];
+
+/// Socket families refused without network: IP, raw packets, netlink.
+const FAMILIES: [i32; 4] = [
+    libc::AF_INET,
+    libc::AF_INET6,
+    libc::AF_PACKET,
+    libc::AF_NETLINK,
+];
+
+/// `clone` flags that make a namespace.
+const NAMESPACE_FLAGS: [i32; 8] = [
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWCGROUP,
+    0x80, // CLONE_NEWTIME
+];
+
+/// The two programs as pipes holding their bytes, read ends returned (close-on-exec; the box's
+/// first process clears the flag on them).
+pub(crate) fn programs() -> io::Result<Vec<OwnedFd>> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
+        DENIED.iter().map(|&call| (call, Vec::new())).collect();
+    denied.insert(
+        libc::SYS_socket,
+        FAMILIES
+            .iter()
+            .map(|&family| rule(0, SeccompCmpOp::Eq, family))
+            .collect::<io::Result<_>>()?,
+    );
+    denied.insert(
+        libc::SYS_clone,
+        NAMESPACE_FLAGS
+            .iter()
+            .map(|&flag| rule(0, SeccompCmpOp::MaskedEq(flag as u64), flag))
+            .collect::<io::Result<_>>()?,
+    );
+    let deny = compile(denied, libc::EPERM, arch)?;
+    let clone3 = compile(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        libc::ENOSYS,
+        arch,
+    )?;
+    Ok(vec![in_pipe(&deny)?, in_pipe(&clone3)?])
+}
+
+fn rule(arg: u8, op: SeccompCmpOp, value: i32) -> io::Result<SeccompRule> {
+    let condition = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64)
+        .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
+    SeccompRule::new(vec![condition]).map_err(|e| io::Error::other(format!("seccomp: {e}")))
+}
+
+fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    errno: i32,
+    arch: TargetArch,
+) -> io::Result<BpfProgram> {
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        arch,
+    )
+    .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| io::Error::other(format!("seccomp: {e}")))
+}
+
+/// A pipe holding the program's bytes (`struct sock_filter` in native order), its write end
+/// closed, so bubblewrap reads it to the end.
+fn in_pipe(program: &BpfProgram) -> io::Result<OwnedFd> {
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for insn in program {
+        bytes.extend_from_slice(&insn.code.to_ne_bytes());
+        bytes.push(insn.jt);
+        bytes.push(insn.jf);
+        bytes.extend_from_slice(&insn.k.to_ne_bytes());
+    }
+    let (read_end, write_end) = pipe_with(PipeFlags::CLOEXEC)?;
+    let mut done = 0;
+    while done < bytes.len() {
+        done += write(&write_end, &bytes[done..])?;
+    }
+    Ok(read_end)
+}

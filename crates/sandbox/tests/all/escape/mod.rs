@@ -1,0 +1,572 @@
+//! The escape suite: each attempt runs first unsandboxed, where it must succeed (otherwise the
+//! test would pass while testing nothing), then in a box granting one folder read-write,
+//! where it must meet the exact refusal. Every test fails, never skips, without bubblewrap.
+//!
+//! The scene of each test: `<root>/grant` (granted read-write, with a protected folder
+//! `<root>/grant/.boxmaker` masked), `<root>/outside/secret` beside it, under `/var/tmp` so
+//! that it is neither in the box's private `/tmp` nor granted.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use sandbox::{CommandSpec, Ended, Exit, Limits, Policy, spawn_boxed};
+
+mod kernel;
+mod process;
+
+const SECRET: &str = "outside-secret-7f3a";
+const PROTECTED_SECRET: &str = "protected-secret-91c2";
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+
+struct Scene {
+    _root: tempfile::TempDir,
+    grant: PathBuf,
+    outside: PathBuf,
+    protected: PathBuf,
+}
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn scene() -> Scene {
+    let root = tempfile::tempdir_in("/var/tmp").unwrap();
+    let grant = root.path().join("grant");
+    let outside = root.path().join("outside");
+    let protected = grant.join(".boxmaker");
+    fs::create_dir_all(&protected).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("secret"), SECRET).unwrap();
+    fs::write(protected.join("secret"), PROTECTED_SECRET).unwrap();
+    Scene {
+        _root: root,
+        grant,
+        outside,
+        protected,
+    }
+}
+
+impl Scene {
+    fn env(&self, extra: &[(&str, String)]) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("PATH".to_string(), PATH.to_string()),
+            ("GRANT".to_string(), self.grant.display().to_string()),
+            ("OUTSIDE".to_string(), self.outside.display().to_string()),
+            ("PROT".to_string(), self.protected.display().to_string()),
+            ("HOST_PID".to_string(), std::process::id().to_string()),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        env
+    }
+
+    fn policy(&self) -> Policy {
+        Policy {
+            read_only: Vec::new(),
+            read_write: vec![self.grant.clone()],
+            masked: vec![self.protected.clone()],
+            tmp_bytes: 1 << 20,
+            files: Vec::new(),
+            limits: Limits {
+                cpu_seconds: 30,
+                address_space: 512 << 20,
+                file_size: 1 << 20,
+                open_files: 256,
+                processes: 32,
+                memory: 256 << 20,
+            },
+        }
+    }
+
+    /// Runs `script` unsandboxed, as the broker's own child would be without the box.
+    fn host(&self, script: &str, extra: &[(&str, String)]) -> Ran {
+        let out = Command::new("/bin/bash")
+            .arg("-c")
+            .arg(script)
+            .envs(self.env(extra))
+            .current_dir(&self.grant)
+            .output()
+            .unwrap();
+        Ran {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn boxed_with(
+        &self,
+        script: &str,
+        extra: &[(&str, String)],
+        policy: &Policy,
+        timeout: Duration,
+    ) -> (Ended, Ran) {
+        let spec = CommandSpec {
+            program: "/bin/bash".into(),
+            args: vec!["-c".into(), script.into()],
+            env: self
+                .env(extra)
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            cwd: self.grant.clone(),
+        };
+        let child = spawn_boxed(&spec, policy, timeout).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let ended = child
+            .finish(&mut |b| out.extend_from_slice(b), &mut |b| {
+                err.extend_from_slice(b)
+            })
+            .unwrap();
+        let code = match ended.exit {
+            Some(Exit::Code(code)) => Some(code),
+            _ => None,
+        };
+        (
+            ended,
+            Ran {
+                code,
+                stdout: String::from_utf8_lossy(&out).into_owned(),
+                stderr: String::from_utf8_lossy(&err).into_owned(),
+            },
+        )
+    }
+
+    fn boxed(&self, script: &str, extra: &[(&str, String)]) -> Ran {
+        self.boxed_with(script, extra, &self.policy(), Duration::from_secs(20))
+            .1
+    }
+
+    /// The attempt succeeds unsandboxed (exit 0, `shows` in its output)…
+    fn escapes_on_host(&self, script: &str, extra: &[(&str, String)], shows: &str) {
+        let ran = self.host(script, extra);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "unsandboxed: {}{}",
+            ran.stdout,
+            ran.stderr
+        );
+        assert!(
+            ran.stdout.contains(shows),
+            "unsandboxed: {}{}",
+            ran.stdout,
+            ran.stderr
+        );
+    }
+
+    /// …and in the box fails with `refusal` on standard error, without showing `shows`.
+    fn refused_in_box(&self, script: &str, extra: &[(&str, String)], shows: &str, refusal: &str) {
+        let ran = self.boxed(script, extra);
+        assert_ne!(ran.code, Some(0), "boxed: {}{}", ran.stdout, ran.stderr);
+        assert!(
+            !ran.stdout.contains(shows),
+            "boxed: {}{}",
+            ran.stdout,
+            ran.stderr
+        );
+        assert!(
+            ran.stderr.contains(refusal),
+            "boxed, wanted {refusal:?}: {}{}",
+            ran.stdout,
+            ran.stderr
+        );
+    }
+
+    fn attempt(&self, script: &str, shows: &str, refusal: &str) {
+        self.escapes_on_host(script, &[], shows);
+        self.refused_in_box(script, &[], shows, refusal);
+    }
+}
+
+const NO_FILE: &str = "No such file or directory";
+
+#[test]
+fn the_granted_folder_is_readable_and_writable_in_the_box() {
+    let s = scene();
+    let ran = s.boxed(
+        "echo inside > \"$GRANT/made\" && cat \"$GRANT/made\" && pwd",
+        &[],
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.stdout, format!("inside\n{}\n", s.grant.display()));
+    assert_eq!(
+        fs::read_to_string(s.grant.join("made")).unwrap(),
+        "inside\n"
+    );
+}
+
+#[test]
+fn reading_outside_the_grant_by_absolute_path_is_refused() {
+    scene().attempt("cat \"$OUTSIDE/secret\"", SECRET, NO_FILE);
+}
+
+#[test]
+fn reading_outside_the_grant_through_dot_dot_is_refused() {
+    scene().attempt("cat \"$GRANT/../outside/secret\"", SECRET, NO_FILE);
+}
+
+#[test]
+fn a_symlink_planted_in_the_grant_pointing_out_leads_nowhere() {
+    scene().attempt(
+        "ln -sfn \"$OUTSIDE/secret\" \"$GRANT/link\" && cat \"$GRANT/link\"",
+        SECRET,
+        NO_FILE,
+    );
+}
+
+#[test]
+fn a_hard_link_to_a_file_outside_cannot_be_made() {
+    scene().attempt(
+        "rm -f \"$GRANT/hard\"; ln \"$OUTSIDE/secret\" \"$GRANT/hard\" && cat \"$GRANT/hard\"",
+        SECRET,
+        NO_FILE,
+    );
+}
+
+#[test]
+fn proc_self_root_does_not_lead_to_the_host() {
+    scene().attempt("cat \"/proc/self/root$OUTSIDE/secret\"", SECRET, NO_FILE);
+}
+
+#[test]
+fn the_brokers_environ_is_not_in_the_boxs_proc() {
+    scene().attempt(
+        "grep -qa PATH= \"/proc/$HOST_PID/environ\" && echo read",
+        "read",
+        NO_FILE,
+    );
+}
+
+#[test]
+fn the_brokers_cwd_is_not_in_the_boxs_proc() {
+    scene().attempt(
+        "ls \"/proc/$HOST_PID/cwd/\" >/dev/null && echo listed",
+        "listed",
+        NO_FILE,
+    );
+}
+
+#[test]
+fn the_broker_cannot_be_signalled_from_the_box() {
+    scene().attempt(
+        "kill -0 \"$HOST_PID\" && echo alive",
+        "alive",
+        "No such process",
+    );
+}
+
+#[test]
+fn writing_outside_the_grant_by_absolute_path_is_refused_and_leaves_no_file() {
+    let s = scene();
+    let script = "echo x > \"$OUTSIDE/new\" && echo wrote";
+    s.escapes_on_host(script, &[], "wrote");
+    fs::remove_file(s.outside.join("new")).unwrap();
+    s.refused_in_box(script, &[], "wrote", NO_FILE);
+    assert!(!s.outside.join("new").exists());
+}
+
+#[test]
+fn the_system_folders_are_read_only() {
+    let s = scene();
+    let script = "touch /usr/local/boxmaker-escape-probe && echo wrote";
+    s.escapes_on_host(script, &[], "wrote");
+    fs::remove_file("/usr/local/boxmaker-escape-probe").unwrap();
+    s.refused_in_box(script, &[], "wrote", "Read-only file system");
+}
+
+#[test]
+fn the_boxs_root_is_read_only() {
+    let s = scene();
+    let script = "mkdir /boxmaker-escape-probe && echo made";
+    s.escapes_on_host(script, &[], "made");
+    fs::remove_dir("/boxmaker-escape-probe").unwrap();
+    s.refused_in_box(script, &[], "made", "Read-only file system");
+}
+
+#[test]
+fn a_protected_folder_under_the_granted_parent_cannot_be_read() {
+    scene().attempt(
+        "cat \"$PROT/secret\"",
+        PROTECTED_SECRET,
+        "Permission denied",
+    );
+}
+
+#[test]
+fn a_protected_folder_under_the_granted_parent_cannot_be_written() {
+    let s = scene();
+    let script = "echo x > \"$PROT/new\" && echo wrote";
+    s.escapes_on_host(script, &[], "wrote");
+    fs::remove_file(s.protected.join("new")).unwrap();
+    s.refused_in_box(script, &[], "wrote", "Permission denied");
+    assert!(!s.protected.join("new").exists());
+}
+
+#[test]
+fn etc_shadow_is_not_in_the_box() {
+    scene().attempt("cat /etc/shadow", "root:", NO_FILE);
+}
+
+#[test]
+fn run_and_its_sockets_are_not_in_the_box() {
+    scene().attempt("ls /run/ && echo listed", "listed", NO_FILE);
+}
+
+#[test]
+fn sys_is_not_in_the_box() {
+    scene().attempt("ls /sys/fs/cgroup/ && echo listed", "listed", NO_FILE);
+}
+
+#[test]
+fn an_inherited_descriptor_of_the_broker_is_not_in_the_box() {
+    let s = scene();
+    let file = rustix::fs::open(
+        s.outside.join("secret"),
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file).to_string();
+    let script = "cat <&\"$FD\"";
+    s.escapes_on_host(script, &[("FD", fd.clone())], SECRET);
+    s.refused_in_box(script, &[("FD", fd)], SECRET, "Bad file descriptor");
+}
+
+#[test]
+fn the_brokers_environment_is_not_in_the_box() {
+    let s = scene();
+    // cargo sets CARGO_MANIFEST_DIR in the test's own environment; the box gets only its spec's.
+    let script = "test -n \"$CARGO_MANIFEST_DIR\" && echo inherited";
+    let host = Command::new("/bin/bash")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&host.stdout).contains("inherited"));
+    let ran = s.boxed(script, &[]);
+    assert_eq!(ran.code, Some(1), "{}{}", ran.stdout, ran.stderr);
+    let env = s.boxed("env", &[]).stdout;
+    let mut names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "GRANT", "HOST_PID", "OUTSIDE", "PATH", "PROT", "PWD", "SHLVL", "_"
+        ]
+    );
+}
+
+#[test]
+fn remounting_the_root_read_write_is_refused() {
+    let s = scene();
+    // Unsandboxed, in a mount namespace of its own, so the host's mounts stay as they were.
+    s.escapes_on_host(
+        "unshare -m sh -c 'mount -o remount,rw / && echo remounted'",
+        &[],
+        "remounted",
+    );
+    s.refused_in_box(
+        "mount -o remount,rw / && echo remounted",
+        &[],
+        "remounted",
+        "permission denied",
+    );
+}
+
+#[test]
+fn mounting_a_file_system_is_refused() {
+    let s = scene();
+    fs::create_dir(s.grant.join("m")).unwrap();
+    s.escapes_on_host(
+        "unshare -m sh -c 'mount -t tmpfs none \"$GRANT/m\" && echo mounted'",
+        &[],
+        "mounted",
+    );
+    s.refused_in_box(
+        "mount -t tmpfs none \"$GRANT/m\" && echo mounted",
+        &[],
+        "mounted",
+        "permission denied",
+    );
+}
+
+#[test]
+fn a_new_user_namespace_cannot_be_made() {
+    // seccomp refuses `unshare` first; under it, bubblewrap's --disable-userns (ENOSPC).
+    scene().attempt(
+        "unshare -U true && echo made",
+        "made",
+        "unshare failed: Operation not permitted",
+    );
+}
+
+#[test]
+fn tcp_to_a_listener_on_the_hosts_loopback_is_refused() {
+    let s = scene();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let script = "exec 3<>\"/dev/tcp/127.0.0.1/$PORT\" && echo connected";
+    s.escapes_on_host(script, &[("PORT", port.clone())], "connected");
+    // seccomp refuses the socket itself; under it, the box's own network namespace.
+    s.refused_in_box(
+        script,
+        &[("PORT", port)],
+        "connected",
+        "socket: Operation not permitted",
+    );
+}
+
+#[test]
+fn udp_to_a_listener_on_the_hosts_loopback_never_arrives() {
+    let s = scene();
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let port = socket.local_addr().unwrap().port().to_string();
+    let script = "echo datagram > \"/dev/udp/127.0.0.1/$PORT\" && echo sent";
+    s.escapes_on_host(script, &[("PORT", port.clone())], "sent");
+    let mut buf = [0u8; 64];
+    assert_eq!(socket.recv(&mut buf).unwrap(), 9);
+    // In the box the datagram goes to the box's own loopback: sending is not an error, and
+    // nothing reaches the host's listener (loopback delivery is done when `echo` returns).
+    s.boxed(script, &[("PORT", port)]);
+    assert_eq!(
+        socket.recv(&mut buf).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+}
+
+const UNIX_CONNECT: &str = "/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"connected\")' \"$ADDR\"";
+
+#[test]
+fn a_unix_socket_outside_the_grant_cannot_be_reached_by_path() {
+    let s = scene();
+    let path = s.outside.join("agent.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let addr = path.display().to_string();
+    s.escapes_on_host(UNIX_CONNECT, &[("ADDR", addr.clone())], "connected");
+    s.refused_in_box(
+        UNIX_CONNECT,
+        &[("ADDR", addr)],
+        "connected",
+        "FileNotFoundError",
+    );
+}
+
+#[test]
+fn an_abstract_unix_socket_of_the_host_cannot_be_reached() {
+    use std::os::linux::net::SocketAddrExt;
+    let s = scene();
+    let name = format!("boxmaker-escape-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    let script = "/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0\"+sys.argv[1]); print(\"connected\")' \"$ADDR\"";
+    s.escapes_on_host(script, &[("ADDR", name.clone())], "connected");
+    s.refused_in_box(
+        script,
+        &[("ADDR", name)],
+        "connected",
+        "ConnectionRefusedError",
+    );
+}
+
+#[test]
+fn a_fork_bomb_meets_the_boxs_process_limit() {
+    let script = "perl -e 'for (1..100) { my $p = fork; if (!defined $p) { print STDERR \"fork: $!\\n\"; exit 1 } if (!$p) { sleep 1; exit 0 } } print \"forked 100\\n\"'";
+    scene().attempt(
+        script,
+        "forked 100",
+        "fork: Resource temporarily unavailable",
+    );
+}
+
+#[test]
+fn a_memory_bomb_meets_the_boxs_memory_limit() {
+    let script = "perl -e 'my $x = \"a\" x (700 << 20); print \"allocated\\n\"'";
+    scene().attempt(script, "allocated", "Out of memory");
+}
+
+#[test]
+fn a_disk_filler_fills_only_the_boxs_small_tmp() {
+    let s = scene();
+    // Files of 512 KiB, below the file size limit, until 4 MiB: only the tmpfs's size stops it.
+    let script = "for i in 1 2 3 4 5 6 7 8; do head -c 524288 /dev/zero > \"$SCRATCH/fill$i\" || exit 1; done && echo filled";
+    let outside = s.outside.display().to_string();
+    s.escapes_on_host(script, &[("SCRATCH", outside)], "filled");
+    s.refused_in_box(
+        script,
+        &[("SCRATCH", "/tmp".to_string())],
+        "filled",
+        "No space left on device",
+    );
+}
+
+#[test]
+fn a_file_past_the_size_limit_cannot_be_written_in_the_grant() {
+    let s = scene();
+    let script = "head -c 4194304 /dev/zero > \"$GRANT/big\" && echo filled";
+    s.escapes_on_host(script, &[], "filled");
+    fs::remove_file(s.grant.join("big")).unwrap();
+    s.refused_in_box(script, &[], "filled", "File size limit exceeded");
+}
+
+/// Whether a process whose command line holds `marker` is alive on the host.
+pub(super) fn alive(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn outlives(script: &str, marker: &str) {
+    let s = scene();
+    s.escapes_on_host(script, &[], "started");
+    let left = alive(marker);
+    assert!(!left.is_empty(), "unsandboxed, nothing outlived the shell");
+    for pid in left {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    let ran = s.boxed(script, &[]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(alive(marker), Vec::<i32>::new());
+}
+
+#[test]
+fn a_setsid_process_does_not_outlive_the_box() {
+    outlives(
+        "setsid sleep 31.4159 >/dev/null 2>&1 < /dev/null & echo started",
+        "31.4159",
+    );
+}
+
+#[test]
+fn a_double_fork_does_not_outlive_the_box() {
+    outlives(
+        "(sh -c 'sleep 27.1828 >/dev/null 2>&1 < /dev/null &' &) ; echo started",
+        "27.1828",
+    );
+}
+
+#[test]
+fn every_capability_is_dropped_and_no_new_privs_is_set_in_the_box() {
+    let s = scene();
+    let script = "grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status";
+    let host = s.host(script, &[]);
+    assert!(host.stdout.contains("NoNewPrivs:\t0"), "{}", host.stdout);
+    let ran = s.boxed(script, &[]);
+    assert_eq!(
+        ran.stdout,
+        "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n"
+    );
+}
