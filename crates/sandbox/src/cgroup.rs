@@ -73,8 +73,14 @@ impl Drop for PooledCgroup {
     fn drop(&mut self) {
         let Some(cgroup) = self.0.take() else { return };
         cgroup.kill_all();
-        if !cgroup.is_empty() {
-            return;
+        // The killed processes' last references go within a few milliseconds.
+        let mut waited = 0;
+        while !cgroup.is_empty() {
+            if waited >= 50 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            waited += 1;
         }
         if let Ok(mut pool) = POOL.lock()
             && pool.len() < POOL_SIZE
@@ -140,9 +146,13 @@ impl BoxCgroup {
         };
         if v1_pids.join("tasks").exists() && v1_memory.join("tasks").exists() {
             let pids = made.make(&v1_pids.join(PARENT), &name)?;
-            write(&pids.join("pids.max"), &processes.to_string())?;
             let mem = made.make(&v1_memory.join(PARENT), &name)?;
-            write(&mem.join("memory.limit_in_bytes"), &memory.to_string())?;
+            // Kept, so that a pooled cgroup takes the next box's limits, not its first one's.
+            made.limits = vec![
+                (pids.join("pids.max"), Limit::Processes),
+                (mem.join("memory.limit_in_bytes"), Limit::Memory),
+            ];
+            made.set_limits(processes, memory)?;
             // Best effort: without swap accounting the file is absent.
             let _ = write(
                 &mem.join("memory.memsw.limit_in_bytes"),
@@ -201,10 +211,18 @@ impl BoxCgroup {
         Ok(())
     }
 
-    /// Whether no process is left in it.
+    /// Whether no process is left in it and none is still counted against its process limit:
+    /// a killed process leaves `cgroup.procs` at exit but is uncharged from `pids.current`
+    /// only once reaped, and a pooled cgroup still charged would refuse the next box's forks.
     fn is_empty(&self) -> bool {
         self.dirs.iter().all(|dir| {
-            fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
+            let no_procs =
+                fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty());
+            let uncharged = match fs::read_to_string(dir.join("pids.current")) {
+                Ok(text) => text.trim() == "0",
+                Err(_) => true,
+            };
+            no_procs && uncharged
         })
     }
 
