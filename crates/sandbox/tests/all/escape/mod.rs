@@ -532,7 +532,13 @@ pub(super) fn alive(marker: &str) -> Vec<i32> {
 fn outlives(script: &str, marker: &str) {
     let s = scene();
     s.escapes_on_host(script, &[], "started");
-    let left = alive(marker);
+    // The shell may answer before its background child has exec'd the marked command.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut left = alive(marker);
+    while left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        left = alive(marker);
+    }
     assert!(!left.is_empty(), "unsandboxed, nothing outlived the shell");
     for pid in left {
         let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
