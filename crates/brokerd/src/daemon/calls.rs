@@ -51,7 +51,8 @@ pub async fn answer(
     // ledger has not applied yet stays in the session's memo for the next call.
     let lock = broker.session_lock(session);
     let mut memo = lock.lock().await;
-    let answered = answer_locked(broker, session, request, &memo, pending).await?;
+    let identity = sha256_hex(request.arguments.as_bytes());
+    let answered = answer_locked(broker, session, request, &identity, &memo, pending).await?;
     if let Some(applied) = answered.applied {
         let labels = answered.labels.map(|l| Labels {
             taint: l.taint,
@@ -60,7 +61,7 @@ pub async fn answer(
         let flag = memo.answered(
             CallId(request.call_id),
             &request.tool,
-            &sha256_hex(request.arguments.as_bytes()),
+            &identity,
             &answered.response,
             labels,
         );
@@ -98,6 +99,7 @@ async fn answer_locked(
     broker: &Arc<Broker>,
     session: &SessionId,
     request: &ToolRequest,
+    identity: &str,
     memo: &SessionMemo,
     pending: &PendingTx,
 ) -> Result<Answered, Refusal> {
@@ -106,7 +108,7 @@ async fn answer_locked(
         call_id: CallId(request.call_id),
         tool: request.tool.clone(),
         arguments: request.arguments.clone(),
-        identity: sha256_hex(request.arguments.as_bytes()),
+        identity: identity.to_string(),
     };
     // A call id sent again: its answer, or (after a lost connection or a restart) the approval
     // it still waits for.
