@@ -1,5 +1,8 @@
 //! The daemon's round trip, measured: a small `read_file` over the agent socket with the audit
-//! fsync on, beside one `fsync` of a small append on the same disk (the physical floor).
+//! fsync on, beside one `fsync` of a small append on the same disk (the physical floor). The
+//! broker runs the file tools in its own process here (`[sandbox] file_walls = false`), so
+//! what is measured is the broker itself; one more line gives the same call in a fresh box
+//! (`file_walls = true`, the default) from a second broker.
 //!
 //! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd`).
 //! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
@@ -19,6 +22,9 @@ use proto::{ApprovalId, OwnerReply};
 use testkit::{AgentClient, BrokerProcess, OwnerClient};
 
 const GRANTS: &str = "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n\n[[grant]]\nid = \"asked\"\ntool = \"read_file\"\npaths = [\"{work}/asked\"]\nuntrusted = false\napproval = \"ask\"\n";
+
+/// The broker under test: the file tools in its own process.
+const UNBOXED: &str = "idle_timeout_ms = 60000\n[sandbox]\nfile_walls = false\n";
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -53,7 +59,7 @@ fn audit_records(broker: &BrokerProcess) -> usize {
 }
 
 fn main() {
-    let broker = BrokerProcess::start_verbose(GRANTS, "idle_timeout_ms = 60000\n");
+    let broker = BrokerProcess::start_verbose(GRANTS, UNBOXED);
     std::fs::write(broker.work.join("small.txt"), "a small file\n").unwrap();
     let args = serde_json::json!({ "path": broker.work.join("small.txt") }).to_string();
     let (fsync_median, fsync_p99) = fsync_floor(&broker.state);
@@ -78,6 +84,8 @@ fn main() {
         percentile(&times, 0.99),
         median.as_secs_f64() / fsync_median.as_secs_f64()
     );
+
+    boxed_round_trip(median);
 
     // A call whose grant asks: from the owner's answer to the client's result.
     std::fs::create_dir_all(broker.work.join("asked")).unwrap();
@@ -143,6 +151,30 @@ fn main() {
             fsyncs as f64 / calls as f64
         );
     }
+}
+
+/// The same small `read_file` from a broker with the box on (a fresh box per call).
+fn boxed_round_trip(unboxed: Duration) {
+    let broker = BrokerProcess::start(GRANTS, "idle_timeout_ms = 60000\n");
+    std::fs::write(broker.work.join("small.txt"), "a small file\n").unwrap();
+    let args = serde_json::json!({ "path": broker.work.join("small.txt") }).to_string();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let mut times = Vec::new();
+    for id in 1..=220 {
+        let start = Instant::now();
+        let answer = client.call(id, "read_file", &args).unwrap();
+        if id > 20 {
+            times.push(start.elapsed());
+        }
+        assert!(matches!(answer, ToolResponse::Result { .. }), "{answer:?}");
+    }
+    times.sort();
+    let median = percentile(&times, 0.5);
+    println!(
+        "1 client read_file round trip in a fresh box: median {median:?}, p99 {:?} ({:.1}x the unboxed round trip)",
+        percentile(&times, 0.99),
+        median.as_secs_f64() / unboxed.as_secs_f64()
+    );
 }
 
 /// Audit batches written so far (one fsync each), from the broker's debug log.

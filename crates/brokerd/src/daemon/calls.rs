@@ -64,6 +64,7 @@ pub async fn answer(
             &identity,
             &answered.response,
             labels,
+            answered.seen,
         );
         tokio::spawn(async move {
             match applied.wait().await {
@@ -82,6 +83,8 @@ struct Answered {
     applied: Option<Applied>,
     /// The session's labels after the answer, when it raised them.
     labels: Option<ledger::Labels>,
+    /// The file content the call saw or left (path, SHA-256), recorded with the answer.
+    seen: Option<(String, String)>,
 }
 
 impl Answered {
@@ -91,6 +94,7 @@ impl Answered {
             response,
             applied: None,
             labels: None,
+            seen: None,
         }
     }
 }
@@ -193,7 +197,7 @@ async fn answer_locked(
     }
     // Read before write: after coverage (decide), before any approval.
     if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision
-        && let Some((reason, detail)) = super::reads::unread(broker, session, allowed)
+        && let Some((reason, detail)) = super::reads::unread(broker, session, memo, allowed)
     {
         let grant = Some(GrantId::from(allowed.grant.as_str()));
         return deny(broker, &call, reason, grant, detail).await;
@@ -386,24 +390,46 @@ async fn finish(
     detail: String,
 ) -> Result<Answered, Refusal> {
     let response = answer.response();
-    finish_with(broker, call, grant, answer, response, labels, detail).await
+    let outcome = Finished {
+        answer,
+        response,
+        labels,
+        seen: None,
+    };
+    finish_with(broker, call, grant, outcome, detail).await
+}
+
+/// A call's outcome, ready to be recorded.
+struct Finished {
+    /// What the audit record keeps.
+    answer: Answer,
+    /// What the client gets.
+    response: ToolResponse,
+    /// The session's labels after it, when it raised them.
+    labels: Option<ledger::Labels>,
+    /// The content the call saw or left, recorded in the same batch before the answer.
+    seen: Option<Event>,
 }
 
 async fn finish_with(
     broker: &Broker,
     call: &Pending,
     grant: Option<GrantId>,
-    answer: Answer,
-    response: ToolResponse,
-    labels: Option<ledger::Labels>,
+    finished: Finished,
     detail: String,
 ) -> Result<Answered, Refusal> {
+    let Finished {
+        answer,
+        response,
+        labels,
+        seen,
+    } = finished;
     let (outcome, reason) = match &answer {
         Answer::Result { .. } => ("result", None),
         Answer::Failed { .. } => ("failed", None),
         Answer::Denied { reason } => ("denied", Some(*reason)),
     };
-    let seen = OwnerEvent::Answered {
+    let owner_event = OwnerEvent::Answered {
         session: call.session.clone(),
         call_id: call.call_id,
         tool: call.tool.clone(),
@@ -427,13 +453,19 @@ async fn finish_with(
         call_id: call.call_id,
         response: response.clone(),
     };
-    match broker.journal.record_with(vec![event], Some(whole)).await {
+    let seen_file = match &seen {
+        Some(Event::FileSeen { path, sha256, .. }) => Some((path.clone(), sha256.clone())),
+        _ => None,
+    };
+    let events = seen.into_iter().chain([event]).collect();
+    match broker.journal.record_with(events, Some(whole)).await {
         Ok(applied) => {
-            broker.publish(seen);
+            broker.publish(owner_event);
             Ok(Answered {
                 response,
                 applied: Some(applied),
                 labels,
+                seen: seen_file,
             })
         }
         Err(error) => {
@@ -480,30 +512,42 @@ async fn run(
     };
     let runner = Arc::clone(&broker.runner);
     let to_run = allowed.clone();
+    let session = call.session.clone();
     // The tools keep their own limits; this one is the broker's backstop, a little later.
     let backstop = limit + std::time::Duration::from_secs(2);
+    // The content a file tool saw is hashed on the same thread, right after the run.
     let ran = tokio::time::timeout(
         backstop,
-        tokio::task::spawn_blocking(move || runner.run(&to_run, &context)),
+        tokio::task::spawn_blocking(move || {
+            let outcome = runner.run(&to_run, &context);
+            let seen = match outcome {
+                Outcome::Ran { .. } => super::reads::seen(&session, &to_run),
+                _ => None,
+            };
+            (outcome, seen)
+        }),
     )
     .await;
-    let outcome = match ran {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(join)) => Outcome::Failed(format!("the tool stopped unexpectedly: {join}")),
-        Err(_) => Outcome::Failed(format!(
-            "the tool did not finish within its limit of {} ms",
-            limit.as_millis()
-        )),
+    let (outcome, seen) = match ran {
+        Ok(Ok(ran)) => ran,
+        Ok(Err(join)) => (
+            Outcome::Failed(format!("the tool stopped unexpectedly: {join}")),
+            None,
+        ),
+        Err(_) => (
+            Outcome::Failed(format!(
+                "the tool did not finish within its limit of {} ms",
+                limit.as_millis()
+            )),
+            None,
+        ),
     };
-    if matches!(outcome, Outcome::Ran { .. }) {
-        super::reads::remember(broker, &call.session, &allowed).await;
-    }
     let raised = ledger::Labels {
         taint: labels.taint.max(allowed.class),
         untrusted: labels.untrusted || allowed.untrusted,
     };
     let cap = broker.config.result_cap;
-    let (answer, response, labels_after, detail) = match outcome {
+    let (answer, response, labels, detail) = match outcome {
         Outcome::Ran { fields, body } => {
             let rendered = render(
                 &call.tool,
@@ -553,5 +597,11 @@ async fn run(
             detail,
         ),
     };
-    finish_with(broker, call, grant, answer, response, labels_after, detail).await
+    let finished = Finished {
+        answer,
+        response,
+        labels,
+        seen,
+    };
+    finish_with(broker, call, grant, finished, detail).await
 }

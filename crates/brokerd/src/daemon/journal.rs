@@ -1,7 +1,8 @@
 //! The one writer of the audit log and the ledger: a thread that takes records from every
-//! connection, writes them in batches with one fsync each (group commit), then applies them to
-//! the ledger and answers each waiting call. A call's answer leaves only after its record is on
-//! disk.
+//! connection, writes them in batches with one fsync each (group commit) and tells each waiting
+//! call, and a second thread that then applies each batch, in order, to the ledger. A call's
+//! answer leaves only after its record is on disk; the next batch is written while the ledger
+//! follows the last one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -78,14 +79,19 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Starts the writer thread, which owns `log` and updates `ledger` after each batch.
+    /// Starts the writer thread, which owns `log`, and the thread that updates `ledger` after
+    /// each batch.
     pub fn start(log: AuditLog, ledger: Arc<Mutex<Ledger>>) -> std::io::Result<Journal> {
         let (tx, rx) = mpsc::channel::<Job>();
+        let (written, to_apply) = mpsc::channel::<Written>();
         let stats = Arc::new(JournalStats::default());
         let counters = Arc::clone(&stats);
         std::thread::Builder::new()
+            .name("ledger-applier".into())
+            .spawn(move || apply_loop(ledger, to_apply))?;
+        std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || write_loop(log, ledger, rx, &counters))?;
+            .spawn(move || write_loop(log, rx, written, &counters))?;
         Ok(Journal { tx, stats })
     }
 
@@ -123,10 +129,17 @@ impl Journal {
     }
 }
 
+/// A batch on disk, for the ledger to follow.
+struct Written {
+    records: Vec<(ledger::Record, String)>,
+    wholes: Vec<WholeAnswer>,
+    appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
+}
+
 fn write_loop(
     mut log: AuditLog,
-    ledger: Arc<Mutex<Ledger>>,
     rx: mpsc::Receiver<Job>,
+    written: mpsc::Sender<Written>,
     stats: &JournalStats,
 ) {
     let mut concurrent = false;
@@ -171,11 +184,28 @@ fn write_loop(
             wholes.extend(job.whole);
             appliers.push(job.applied);
         }
+        let batch = Written {
+            records,
+            wholes,
+            appliers,
+        };
+        if let Err(mpsc::SendError(batch)) = written.send(batch) {
+            for applier in batch.appliers {
+                let _ = applier.send(Err(JournalError::Stopped));
+            }
+        }
+    }
+}
+
+/// Applies each written batch to the ledger, in the order written.
+fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
+    while let Ok(batch) = batches.recv() {
         let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
         let applied = ledger
-            .apply_all(&records)
+            .apply_all(&batch.records)
             .and_then(|()| {
-                wholes
+                batch
+                    .wholes
                     .iter()
                     .try_for_each(|w| ledger.set_response(&w.session, w.call_id, &w.response))
             })
@@ -184,7 +214,7 @@ fn write_loop(
                 JournalError::Ledger(error.to_string())
             });
         drop(ledger);
-        for applier in appliers {
+        for applier in batch.appliers {
             let _ = applier.send(applied.clone());
         }
     }

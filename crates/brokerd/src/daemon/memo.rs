@@ -31,6 +31,8 @@ pub struct Unapplied {
     pub identity: String,
     /// The answer the client got.
     pub response: ToolResponse,
+    /// The file content the call saw or left: its path and SHA-256 (read before write).
+    pub seen: Option<(String, String)>,
     applied: Arc<AtomicBool>,
 }
 
@@ -46,8 +48,8 @@ impl SessionMemo {
         }
     }
 
-    /// Records an answer and the labels it left the session with; the returned flag is set
-    /// once the ledger holds it.
+    /// Records an answer, the labels it left the session with and the file content it saw;
+    /// the returned flag is set once the ledger holds it.
     pub fn answered(
         &mut self,
         call_id: CallId,
@@ -55,6 +57,7 @@ impl SessionMemo {
         identity: &str,
         response: &ToolResponse,
         labels: Option<Labels>,
+        seen: Option<(String, String)>,
     ) -> Arc<AtomicBool> {
         if let Some(labels) = labels {
             self.labels = Some(self.labels(labels));
@@ -67,9 +70,23 @@ impl SessionMemo {
             tool: tool.to_string(),
             identity: identity.to_string(),
             response: response.clone(),
+            seen,
             applied: Arc::clone(&applied),
         });
         applied
+    }
+
+    /// The SHA-256 of `path`'s content that the session's newest answer not yet in the ledger
+    /// saw or left; `None`: the ledger knows the newest.
+    pub fn seen(&self, path: &str) -> Option<&str> {
+        self.unapplied
+            .iter()
+            .rev()
+            .filter(|answer| !answer.applied.load(Ordering::Acquire))
+            .find_map(|answer| match &answer.seen {
+                Some((seen, sha256)) if seen == path => Some(sha256.as_str()),
+                _ => None,
+            })
     }
 
     /// The answer to `call_id` if the ledger may not have it yet.
@@ -112,14 +129,28 @@ mod tests {
             taint: Class::Secret,
             untrusted: false,
         };
-        memo.answered(CallId(1), "read_file", "h1", &result("k"), Some(secret));
+        memo.answered(
+            CallId(1),
+            "read_file",
+            "h1",
+            &result("k"),
+            Some(secret),
+            None,
+        );
         // A ledger that has not applied the answer yet still reads public.
         assert_eq!(memo.labels(public).taint, Class::Secret);
         let untrusted = Labels {
             taint: Class::Public,
             untrusted: true,
         };
-        memo.answered(CallId(2), "http_fetch", "h2", &result("p"), Some(untrusted));
+        memo.answered(
+            CallId(2),
+            "http_fetch",
+            "h2",
+            &result("p"),
+            Some(untrusted),
+            None,
+        );
         assert_eq!(
             memo.labels(public),
             Labels {
@@ -132,14 +163,28 @@ mod tests {
     #[test]
     fn an_answer_is_found_until_the_ledger_holds_it() {
         let mut memo = SessionMemo::default();
-        let applied = memo.answered(CallId(7), "read_file", "h", &result("a"), None);
+        let applied = memo.answered(CallId(7), "read_file", "h", &result("a"), None, None);
         let found = memo.earlier(CallId(7)).map(|a| a.response.clone());
         assert_eq!(found, Some(result("a")));
         assert!(memo.earlier(CallId(8)).is_none());
         mark_applied(&applied);
         assert!(memo.earlier(CallId(7)).is_none());
         // Applied answers are dropped at the next answer.
-        memo.answered(CallId(8), "read_file", "h", &result("b"), None);
+        memo.answered(CallId(8), "read_file", "h", &result("b"), None, None);
         assert_eq!(memo.unapplied.len(), 1);
+    }
+
+    #[test]
+    fn the_newest_unapplied_content_seen_wins_until_the_ledger_holds_it() {
+        let mut memo = SessionMemo::default();
+        let seen = |sha: &str| Some(("/w/a.txt".to_string(), sha.to_string()));
+        let first = memo.answered(CallId(1), "read_file", "h", &result("a"), None, seen("s1"));
+        assert_eq!(memo.seen("/w/a.txt"), Some("s1"));
+        let second = memo.answered(CallId(2), "write_file", "h", &result("b"), None, seen("s2"));
+        assert_eq!(memo.seen("/w/a.txt"), Some("s2"));
+        assert_eq!(memo.seen("/w/other.txt"), None);
+        mark_applied(&first);
+        mark_applied(&second);
+        assert_eq!(memo.seen("/w/a.txt"), None, "the ledger has it now");
     }
 }

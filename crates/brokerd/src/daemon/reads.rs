@@ -1,7 +1,8 @@
 //! Read before write (seed 003's guard rail): `write_file` or `edit_file` on an existing file
 //! is refused unless this session read it (whole or in part) since it last changed, judged by
 //! the SHA-256 of the file's whole content kept in the ledger. A session's own successful
-//! `read_file`, `write_file` or `edit_file` records the content it saw or left.
+//! `read_file`, `write_file` or `edit_file` records the content it saw or left, in the same
+//! audit batch as its answer; until the ledger applies it, the session's memo has it.
 //!
 //! The check sits after `decide` (so after coverage) and before any approval, so the owner is
 //! never asked about a call that would then be refused. The content is hashed through the
@@ -13,6 +14,7 @@ use proto::{DenyReason, SessionId};
 use tools::fs::{EDIT_LIMIT, GrantedDir, current_content};
 
 use super::Broker;
+use super::memo::SessionMemo;
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
@@ -37,6 +39,7 @@ fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {
 pub(super) fn unread(
     broker: &Broker,
     session: &SessionId,
+    memo: &SessionMemo,
     allowed: &Allowed,
 ) -> Option<(DenyReason, String)> {
     if !matches!(allowed.args, ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)) {
@@ -46,7 +49,11 @@ pub(super) fn unread(
     let Ok(Some((path, now))) = content_hash(allowed) else {
         return None;
     };
-    match broker.with_ledger(|l| l.read_hash(session, &path)) {
+    let recorded = match memo.seen(&path) {
+        Some(hash) => Ok(Some(hash.to_string())),
+        None => broker.with_ledger(|l| l.read_hash(session, &path)),
+    };
+    match recorded {
         Ok(Some(seen)) if seen == now => None,
         Ok(Some(_)) => Some((
             DenyReason::ReadBeforeWrite,
@@ -63,23 +70,25 @@ pub(super) fn unread(
     }
 }
 
-/// Notes, through the journal (the one writer of the audit log and the ledger), the content a
-/// successful `read_file`, `write_file` or `edit_file` saw or left.
-pub(super) async fn remember(broker: &Broker, session: &SessionId, allowed: &Allowed) {
+/// The record of the content a successful `read_file`, `write_file` or `edit_file` saw or
+/// left, for the call's own answer batch (one fsync for both); blocking: it hashes the file.
+pub(super) fn seen(session: &SessionId, allowed: &Allowed) -> Option<ledger::Event> {
     if !matches!(
         allowed.args,
         ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
     ) {
-        return;
+        return None;
     }
-    if let Ok(Some((path, sha256))) = content_hash(allowed) {
-        let seen = ledger::Event::FileSeen {
+    match content_hash(allowed) {
+        Ok(Some((path, sha256))) => Some(ledger::Event::FileSeen {
             session: session.clone(),
-            path: path.clone(),
+            path,
             sha256,
-        };
-        if let Err(error) = broker.journal.record(vec![seen]).await {
-            tracing::error!(%error, %path, "what the session read was not recorded");
+        }),
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(%error, "the content the session saw cannot be hashed");
+            None
         }
     }
 }
