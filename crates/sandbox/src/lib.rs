@@ -37,15 +37,19 @@ mod cgroup;
 mod child;
 mod contain;
 mod harden;
+mod launcher;
 mod mounts;
 mod probe;
 mod reap;
 mod record;
 mod seccomp;
 
-pub use boxed::{BoxError, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed};
+pub use boxed::{
+    BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,
+};
 pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };
 pub use harden::{Hardening, make_non_dumpable};
-pub use probe::{Probe, probe_machine, toolchains};
+pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
+pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
