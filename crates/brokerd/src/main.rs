@@ -66,6 +66,8 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
+    // In a box, brokerd's binary is first the box's launcher (Landlock, then the command).
+    sandbox::launch_if_asked();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Audit {

@@ -185,6 +185,8 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
+    // `bx doctor` builds a real box launched through this binary (the Landlock layer).
+    sandbox::launch_if_asked();
     let cli = Cli::parse();
     let dirs = match proto::dirs::Dirs::resolve(
         cli.folders.config_dir.as_deref(),
