@@ -181,6 +181,14 @@ impl Runner for SandboxedRunner {
         shell(args, &options, extra)
     }
 
+    fn path_walls(&self) -> policy::shell::PathWalls {
+        if self.settings.file_walls && self.unboxable().is_none() {
+            policy::shell::PathWalls::Enforced
+        } else {
+            policy::shell::PathWalls::Unenforced
+        }
+    }
+
     fn walls(&self) -> Vec<String> {
         let mut walls = vec![if self.settings.file_walls {
             format!("shell: {}", boxed(self.file_walls, self.landlock()))

@@ -208,3 +208,36 @@ fn without_bubblewrap_read_file_runs_in_brokerds_worker_under_landlock() {
         "{header}"
     );
 }
+
+#[test]
+fn with_the_box_a_redirection_into_the_grants_folder_runs_and_without_it_is_refused() {
+    let broker = BrokerProcess::start(SHELL_IN_WORK, FAST);
+    fs::write(broker.work.join("a.txt"), "inside\n").unwrap();
+    let (header, body) = shell(&broker, 1, "cat a.txt > copy.txt 2>&1");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(
+        fs::read_to_string(broker.work.join("copy.txt")).unwrap(),
+        "inside\n"
+    );
+    // Into boxmaker's own folders: refused before anything runs.
+    let grants = broker.config.join("grants/planted.toml");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({
+        "command": format!("cat a.txt > {}", grants.display()),
+        "cwd": broker.work,
+    })
+    .to_string();
+    let response = client.call(2, "shell", &args).unwrap();
+    assert_eq!(super::denied(&response), proto::DenyReason::ProtectedPath);
+    assert!(!grants.exists());
+    // Without the box the strict rules stay: no redirection is covered.
+    let config = format!("{FAST}[sandbox]\nfile_walls = false\n");
+    let unboxed = BrokerProcess::start(SHELL_IN_WORK, &config);
+    fs::write(unboxed.work.join("a.txt"), "inside\n").unwrap();
+    let mut client = AgentClient::open(&unboxed.socket(), None);
+    let args =
+        serde_json::json!({ "command": "cat a.txt > copy.txt", "cwd": unboxed.work }).to_string();
+    let response = client.call(1, "shell", &args).unwrap();
+    assert_eq!(super::denied(&response), proto::DenyReason::NoGrant);
+    assert!(!unboxed.work.join("copy.txt").exists());
+}
