@@ -186,8 +186,10 @@ enum AuditCommand {
 
 fn main() -> ExitCode {
     // `bx doctor` builds a real box launched through this binary (the Landlock layer).
-    sandbox::launch_if_asked();
-    let cli = Cli::parse();
+    let cli = match sandbox::launch_if_asked() {
+        Some(args) => Cli::parse_from(args),
+        None => Cli::parse(),
+    };
     let dirs = match proto::dirs::Dirs::resolve(
         cli.folders.config_dir.as_deref(),
         cli.folders.state_dir.as_deref(),

@@ -12,8 +12,14 @@ use std::time::{Duration, Instant};
 use sandbox::{CommandSpec, Policy, bwrap_args, find_bwrap, spawn_boxed};
 
 fn main() {
-    sandbox::launch_if_asked();
-    let args: Vec<String> = std::env::args().collect();
+    // In a box, the worker goes on in the launcher's process (no second exec).
+    let args: Vec<String> = match sandbox::launch_if_asked() {
+        Some(command) => command
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect(),
+        None => std::env::args().collect(),
+    };
     if args.get(1).map(String::as_str) == Some("read-file") {
         // The worker: read the file and print it, as `brokerd box-file` answers `read_file`.
         let text = std::fs::read_to_string(&args[2]).unwrap();

@@ -17,7 +17,7 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -158,27 +158,30 @@ impl Rules {
 }
 
 /// When this process was started as a box's launcher (its first argument is [`LAUNCH`]):
-/// applies the rules its arguments name and `exec`s the command, never returning; on failure
-/// it says why on standard error and exits with [`LAUNCH_FAILED`]. Otherwise returns at once.
+/// applies the rules its arguments name and `exec`s the command; on failure it says why on
+/// standard error and exits with [`LAUNCH_FAILED`]. When the command is this very binary (a
+/// worker in the box, as `brokerd box-file` is), it is not `exec`ed again: this returns the
+/// command's arguments (its program first), restricted as the command would be, for `main` to
+/// go on with instead of its own. Otherwise (not a launcher) it returns `None` at once.
 ///
 /// A binary named in [`crate::Policy::launcher`] calls this first thing in `main`, before it
 /// starts threads or reads its own arguments.
-pub fn launch_if_asked() {
+pub fn launch_if_asked() -> Option<Vec<OsString>> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_none_or(|a| a != LAUNCH) {
-        return;
+        return None;
     }
-    let error = match launch(args.get(2..).unwrap_or_default()) {
-        Ok(never) => match never {},
-        Err(e) => e,
-    };
-    eprintln!("boxmaker box: {error}");
-    std::process::exit(LAUNCH_FAILED);
+    match launch(args.get(2..).unwrap_or_default()) {
+        Ok(command) => Some(command),
+        Err(error) => {
+            eprintln!("boxmaker box: {error}");
+            std::process::exit(LAUNCH_FAILED);
+        }
+    }
 }
 
-enum Never {}
-
-fn launch(args: &[OsString]) -> Result<Never, String> {
+/// Applies the rules; `exec`s the command, or returns it when it is this binary itself.
+fn launch(args: &[OsString]) -> Result<Vec<OsString>, String> {
     let (rules, command) = Rules::parse(args)?;
     let status = restrict(&rules)?;
     let got = match status {
@@ -196,8 +199,24 @@ fn launch(args: &[OsString]) -> Result<Never, String> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| "no command".to_string())?;
+    // Measured: one `exec` of a large binary less for each in-process tool's box.
+    if is_this_binary(Path::new(program)) {
+        return Ok(command);
+    }
     let error = std::process::Command::new(program).args(args).exec();
     Err(format!("cannot run {}: {error}", program.to_string_lossy()))
+}
+
+/// Whether `program` is the running binary (the same file).
+fn is_this_binary(program: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(exe), Ok(other)) = (
+        std::fs::metadata("/proc/self/exe"),
+        std::fs::metadata(program),
+    ) else {
+        return false;
+    };
+    (exe.dev(), exe.ino()) == (other.dev(), other.ino())
 }
 
 /// Creates the ruleset and restricts this process with it.
