@@ -66,7 +66,12 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // In a box, brokerd's binary is first the box's launcher (Landlock, then the command); for
+    // `brokerd box-file` it goes on in the same process with the box's arguments.
+    let cli = match sandbox::launch_if_asked() {
+        Some(args) => Cli::parse_from(args),
+        None => Cli::parse(),
+    };
     match cli.command {
         Some(Command::Audit {
             command: AuditCommand::Verify { state_dir },

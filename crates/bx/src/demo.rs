@@ -21,6 +21,31 @@ use crate::{show, watch};
 const SCRIPT: &str = include_str!("../demo/script.json");
 const GRANTS: &str = include_str!("../demo/grants.toml");
 const PAGE: &str = include_str!("../demo/page.html");
+/// The `shell` grant and turn, played where the full box is available (bubblewrap).
+const SHELL_GRANT: &str = include_str!("../demo/shell_grant.toml");
+const SHELL_TURN: &str = include_str!("../demo/shell_turn.json");
+
+/// Whether `shell` joins the demo: only where its commands run in the full box (bubblewrap;
+/// a box of Landlock alone leaves the host's processes and sockets in view).
+fn shell_in_demo() -> bool {
+    sandbox::FileWalls::detect() == sandbox::FileWalls::Bubblewrap
+}
+
+/// The script, with the `shell` turn after the first step when `shell` joins.
+fn script(shell: bool) -> Result<String, String> {
+    if !shell {
+        return Ok(SCRIPT.to_string());
+    }
+    let mut script: serde_json::Value =
+        serde_json::from_str(SCRIPT).map_err(|e| format!("the demo's script: {e}"))?;
+    let turn: serde_json::Value =
+        serde_json::from_str(SHELL_TURN).map_err(|e| format!("the demo's shell turn: {e}"))?;
+    let Some(turns) = script.get_mut("turns").and_then(|t| t.as_array_mut()) else {
+        return Err("the demo's script has no turns".to_string());
+    };
+    turns.insert(1.min(turns.len()), turn);
+    serde_json::to_string_pretty(&script).map_err(|e| format!("the demo's script: {e}"))
+}
 
 /// `bx demo`'s flags.
 #[derive(Args, Debug, Clone, Copy)]
@@ -77,7 +102,8 @@ fn demo(args: &DemoArgs) -> Result<Exit, String> {
     let state = base.join("state");
     let runtime = base.join("rt");
     let workspace = base.join("workspace");
-    lay_out(&config, &state, &runtime, &workspace)?;
+    let shell = shell_in_demo();
+    lay_out(&config, &state, &runtime, &workspace, shell)?;
 
     println!("boxmaker demo: an AI agent's tool calls, each decided by a broker against grants");
     println!("that you, the owner, wrote. No model is needed: a script plays the agent.");
@@ -117,7 +143,8 @@ fn demo(args: &DemoArgs) -> Result<Exit, String> {
     std::thread::spawn(move || answer_events(watcher, &socket, answering));
 
     let script = base.join("script.json");
-    std::fs::write(&script, SCRIPT).map_err(|e| format!("{}: {e}", script.display()))?;
+    std::fs::write(&script, self::script(shell)?)
+        .map_err(|e| format!("{}: {e}", script.display()))?;
     let status = Command::new(&loopd)
         .arg("chat")
         .arg("--port")
@@ -211,7 +238,13 @@ fn binaries() -> Result<(PathBuf, PathBuf), String> {
     Ok((brokerd, loopd))
 }
 
-fn lay_out(config: &Path, state: &Path, runtime: &Path, workspace: &Path) -> Result<(), String> {
+fn lay_out(
+    config: &Path,
+    state: &Path,
+    runtime: &Path,
+    workspace: &Path,
+    shell: bool,
+) -> Result<(), String> {
     let private = |dir: &Path| {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -233,9 +266,13 @@ fn lay_out(config: &Path, state: &Path, runtime: &Path, workspace: &Path) -> Res
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
     let ws = workspace.display().to_string();
+    let mut grants = GRANTS.to_string();
+    if shell {
+        grants.push_str(SHELL_GRANT);
+    }
     write(
         config.join("grants/demo.toml"),
-        &GRANTS.replace("{workspace}", &ws),
+        &grants.replace("{workspace}", &ws),
     )?;
     // Short waits, so that a demo left alone at a terminal still ends.
     write(

@@ -7,7 +7,8 @@ use crate::Exit;
 
 /// Prints each wall and exits 1 when one is missing.
 pub fn doctor() -> Exit {
-    let probes = sandbox::probe_machine();
+    let launcher = std::env::current_exe().ok();
+    let probes = sandbox::probe_machine_with(launcher.as_deref());
     let width = probes.iter().map(|p| p.wall.len()).max().unwrap_or(0);
     let mut missing = 0;
     for probe in &probes {
@@ -20,6 +21,7 @@ pub fn doctor() -> Exit {
             }
         }
     }
+    println!("boxes: {}", boxes_line(launcher.is_some()));
     if let Some(home) = std::env::var_os("HOME") {
         let found = sandbox::toolchains(Path::new(&home));
         if found.is_empty() {
@@ -40,5 +42,27 @@ pub fn doctor() -> Exit {
         Exit::Done
     } else {
         Exit::Failed
+    }
+}
+
+/// What a box is made of on this machine, and what follows for `shell`.
+fn boxes_line(launcher: bool) -> String {
+    let landlock = if launcher {
+        sandbox::landlock_enforcement()
+    } else {
+        sandbox::Enforcement::NotEnforced
+    };
+    match sandbox::FileWalls::detect() {
+        sandbox::FileWalls::Bubblewrap => {
+            format!("bubblewrap, Landlock {landlock}, seccomp, rlimits and a cgroup")
+        }
+        sandbox::FileWalls::LandlockOnly if landlock != sandbox::Enforcement::NotEnforced => {
+            format!(
+                "no bubblewrap: Landlock {landlock}, seccomp (no socket but AF_UNIX, no connect), rlimits and a cgroup alone; shell stays out of the demo and the coding preset"
+            )
+        }
+        sandbox::FileWalls::LandlockOnly => {
+            "none: neither bubblewrap nor Landlock; shell and the file tools refuse to run unless brokerd.toml says [sandbox] file_walls = false".to_string()
+        }
     }
 }

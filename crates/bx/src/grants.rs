@@ -49,17 +49,47 @@ pub fn check(dirs: &Dirs) -> Exit {
     }
 }
 
-/// The coding preset for `workspace` (an absolute folder).
-pub fn coding_preset(workspace: &Path) -> String {
+/// The `shell` grant of the coding preset, offered where the full box is available.
+const SHELL_GRANT: &str = r#"
+# Commands in the workspace: each runs in a fresh box holding the workspace (read-write), a
+# read-only system and the toolchains of brokerd.toml's [sandbox] read_only, with no network
+# and nothing else of this machine (boxmaker's own folders masked). Results are untrusted (a
+# test's output can hold planted text), so after untrusted input a command asks you.
+[[grant]]
+id = "workspace-shell"
+tool = "shell"
+commands = ["cargo build", "cargo check", "cargo test", "cargo clippy", "cargo fmt", "git status", "git diff", "git log", "ls", "cat", "wc", "head", "tail"]
+paths = [{ws}]
+class = "private"
+"#;
+
+/// What the preset says instead where there is no full box.
+const NO_SHELL: &str = "# No `shell` grant: this machine has no bubblewrap (or no user namespaces), so a command's\n# box would be Landlock alone, with the host's processes and sockets in view. Install\n# bubblewrap (`bx doctor` says what is missing) and write the preset again.\n";
+
+/// Whether `shell` joins the coding preset: only where its commands run in the full box.
+pub fn shell_in_preset() -> bool {
+    sandbox::FileWalls::detect() == sandbox::FileWalls::Bubblewrap
+}
+
+/// The coding preset for `workspace` (an absolute folder), with a `shell` grant when `shell`.
+pub fn coding_preset(workspace: &Path, shell: bool) -> String {
     let ws = toml_string(&workspace.display().to_string());
+    let shell_part = if shell {
+        SHELL_GRANT.replace("{ws}", &ws)
+    } else {
+        String::new()
+    };
+    let header = if shell {
+        "# shell runs each command in a fresh box (`bx doctor` shows its walls).\n"
+    } else {
+        NO_SHELL
+    };
     format!(
         r#"# boxmaker grants: a starting set for coding in {shown}
 # (written by `bx grants preset coding`). Edit freely: the broker reloads this folder when it
 # changes, and `bx grants check` reports any problem with its file and line.
 #
-# No `shell` grant: until the sandbox issue lands, a command could reach boxmaker's own folders
-# and the owner socket (owner power rests on your uid), so shell waits for the sandbox.
-
+{header}
 # Read anything in the workspace (the group read: read_file, grep, glob, list_files). Results
 # are untrusted (the default): a file may hold text someone else planted, so side effects after
 # it follow each grant's on_untrusted.
@@ -100,9 +130,23 @@ id = "questions"
 tool = "ask"
 untrusted = false
 class = "public"
-"#,
+{shell_part}"#,
         shown = workspace.display(),
     )
+}
+
+/// The `[sandbox] read_only` line for brokerd.toml naming the toolchains found under `home`,
+/// if any.
+pub fn read_only_line(home: &Path) -> Option<String> {
+    let found = sandbox::toolchains(home);
+    if found.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = found
+        .iter()
+        .map(|p| toml_string(&p.display().to_string()))
+        .collect();
+    Some(format!("[sandbox]\nread_only = [{}]", list.join(", ")))
 }
 
 fn toml_string(text: &str) -> String {
@@ -137,7 +181,8 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
     };
     let folder = dirs.grants();
     let file = folder.join("coding.toml");
-    let text = coding_preset(&workspace);
+    let shell = shell_in_preset();
+    let text = coding_preset(&workspace, shell);
     let parsed = policy::grants::parse_file(&text, &file, &home());
     if let Some(problem) = parsed.problems.first() {
         eprintln!("bx: the preset for this workspace has a problem: {problem}");
@@ -176,5 +221,18 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
         parsed.grants.len(),
         workspace.display()
     );
+    if shell {
+        match read_only_line(&home()) {
+            Some(line) => println!(
+                "shell's box sees only the workspace and the system; for commands like `cargo test`, add the toolchains found to brokerd.toml:\n{line}"
+            ),
+            None => println!(
+                "shell's box sees only the workspace and the system; no toolchain found under {} (brokerd.toml's [sandbox] read_only names more folders)",
+                home().display()
+            ),
+        }
+    } else {
+        println!("no shell grant: this machine has no full box (see `bx doctor`)");
+    }
     Exit::Done
 }

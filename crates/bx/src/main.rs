@@ -185,7 +185,11 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `bx doctor` builds a real box launched through this binary (the Landlock layer).
+    let cli = match sandbox::launch_if_asked() {
+        Some(args) => Cli::parse_from(args),
+        None => Cli::parse(),
+    };
     let dirs = match proto::dirs::Dirs::resolve(
         cli.folders.config_dir.as_deref(),
         cli.folders.state_dir.as_deref(),

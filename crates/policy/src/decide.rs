@@ -98,6 +98,9 @@ pub struct Call {
     pub unknown_writes: Option<String>,
     /// The rules the script is judged by (those of the shell that will run it).
     pub dialect: shell::Dialect,
+    /// Whether the box the call runs in enforces paths (then a `shell` redirection is covered
+    /// when its file is inside the grant's folders).
+    pub walls: shell::PathWalls,
 }
 
 /// One place a call writes.
@@ -129,7 +132,7 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
         | ToolArgs::Glob(_)
         | ToolArgs::Grep(_) => paths_scope(grant, &[Path::new(call.args.path()?)]),
         ToolArgs::Shell(a) => {
-            if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect) {
+            if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect, call.walls) {
                 return None;
             }
             if grant.deny {
@@ -173,11 +176,16 @@ fn writable(grant: &Grant, write: &Write) -> bool {
 /// An allow grant covers a script when every command starts with one of its prefixes; a deny
 /// grant, when any command does (`git` allowed and `git push` denied refuse
 /// `git status; git push`).
-fn shell_covered(grant: &Grant, args: &ShellArgs, dialect: shell::Dialect) -> bool {
+fn shell_covered(
+    grant: &Grant,
+    args: &ShellArgs,
+    dialect: shell::Dialect,
+    walls: shell::PathWalls,
+) -> bool {
     if grant.deny {
-        shell::touches_script_as(&args.command, &grant.commands, dialect)
+        shell::touches_script_in(&args.command, &grant.commands, dialect, walls)
     } else {
-        shell::covers_script_as(&args.command, &grant.commands, dialect).is_ok()
+        shell::covers_script_in(&args.command, &grant.commands, dialect, walls).is_ok()
     }
 }
 
@@ -308,6 +316,7 @@ fn prepare(
     grants: &[Grant],
     now: Timestamp,
     protected: &Protected,
+    walls: shell::PathWalls,
 ) -> Result<Call, String> {
     let mut args = resolve_args(args)?;
     let dialect = match &args {
@@ -320,14 +329,14 @@ fn prepare(
         a.cwd = grants
             .iter()
             .filter(|g| g.tool == ToolName::Shell && !g.deny && !g.expired(now))
-            .filter(|g| g.commands.is_empty() || shell_covered(g, a, dialect))
+            .filter(|g| g.commands.is_empty() || shell_covered(g, a, dialect, walls))
             .find_map(|g| g.paths.first())
             .map(|rule| rule.base().to_string_lossy().into_owned());
     }
     let (writes, unknown_writes) = match &args {
         ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
         ToolArgs::EditFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
-        ToolArgs::Shell(a) => match shell::write_targets(&a.command, dialect) {
+        ToolArgs::Shell(a) => match shell::write_targets_in(&a.command, dialect, walls) {
             Ok(targets) => (shell_writes(a, &targets, protected)?, None),
             Err(why) => (Vec::new(), Some(why.to_string())),
         },
@@ -338,6 +347,7 @@ fn prepare(
         writes,
         unknown_writes,
         dialect,
+        walls,
     })
 }
 
@@ -414,8 +424,30 @@ pub fn decide(
     now: Timestamp,
     protected: &Protected,
 ) -> Decision {
+    decide_in(
+        args,
+        grants,
+        labels,
+        now,
+        protected,
+        shell::PathWalls::Unenforced,
+    )
+}
+
+/// [`decide`] for a call whose box enforces paths as `walls` says: with
+/// [`shell::PathWalls::Enforced`] a `shell` redirection is covered when its file resolves
+/// inside the grant's folders and outside the protected ones (the strict rules of [`decide`]
+/// refuse every redirection).
+pub fn decide_in(
+    args: &ToolArgs,
+    grants: &[Grant],
+    labels: Labels,
+    now: Timestamp,
+    protected: &Protected,
+    walls: shell::PathWalls,
+) -> Decision {
     let tool = args.tool();
-    let call = match prepare(args, grants, now, protected) {
+    let call = match prepare(args, grants, now, protected, walls) {
         Ok(call) => call,
         Err(detail) => return deny(DenyReason::InvalidArguments, None, detail),
     };

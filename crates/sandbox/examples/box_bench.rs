@@ -1,6 +1,9 @@
 //! What a box costs: median and p99 of `/bin/true` run (1) by plain fork/exec, (2) by bubblewrap
-//! alone with the box's options, (3) in a fresh box (`spawn_boxed`: bubblewrap plus cgroup,
-//! rlimits, seccomp). Run as root: `cargo run --release -p sandbox --example box_bench [runs]`.
+//! alone with the box's options, (3) in a fresh box without the Landlock layer (`spawn_boxed`:
+//! bubblewrap plus cgroup, rlimits, seccomp), (4) in a fresh box with it (launched through this
+//! binary), and (5) an in-process `read_file` in a fresh box: this binary as the worker, as
+//! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only.
+//! Run as root: `cargo run --release -p sandbox --example box_bench [runs]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
@@ -9,11 +12,25 @@ use std::time::{Duration, Instant};
 use sandbox::{CommandSpec, Policy, bwrap_args, find_bwrap, spawn_boxed};
 
 fn main() {
-    let runs: usize = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(200);
+    // In a box, the worker goes on in the launcher's process (no second exec).
+    let args: Vec<String> = match sandbox::launch_if_asked() {
+        Some(command) => command
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect(),
+        None => std::env::args().collect(),
+    };
+    if args.get(1).map(String::as_str) == Some("read-file") {
+        // The worker: read the file and print it, as `brokerd box-file` answers `read_file`.
+        let text = std::fs::read_to_string(&args[2]).unwrap();
+        print!("{text}");
+        return;
+    }
+    let runs: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(200);
     let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("a.txt");
+    std::fs::write(&file, "x".repeat(4096)).unwrap();
+    let exe = std::env::current_exe().unwrap();
     let spec = CommandSpec {
         program: "/bin/true".into(),
         args: Vec::new(),
@@ -22,6 +39,21 @@ fn main() {
     };
     let policy = Policy {
         read_write: vec![work.path().to_path_buf()],
+        ..Policy::default()
+    };
+    let landlocked = Policy {
+        launcher: Some(exe.clone()),
+        ..policy.clone()
+    };
+    let reader = CommandSpec {
+        program: exe.clone(),
+        args: vec!["read-file".into(), file.clone().into()],
+        env: Vec::new(),
+        cwd: "/".into(),
+    };
+    let read_policy = Policy {
+        read_only: vec![work.path().to_path_buf(), exe.clone()],
+        launcher: Some(exe.clone()),
         ..Policy::default()
     };
     let bwrap = find_bwrap().expect("bubblewrap is not installed");
@@ -37,27 +69,46 @@ fn main() {
         let status = Command::new(&bwrap).args(&args).status().unwrap();
         assert!(status.success());
     });
-    let boxed = measure(runs, || {
-        let child = spawn_boxed(&spec, &policy, Duration::from_secs(10)).unwrap();
-        let ended = child.finish(&mut |_| {}, &mut |_| {}).unwrap();
-        assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
-    });
-    println!("{runs} runs of /bin/true; median and p99 in ms");
+    let boxed = measure(runs, || run_box(&spec, &policy, 0));
+    let with_landlock = measure(runs, || run_box(&spec, &landlocked, 0));
+    let read = measure(runs, || run_box(&reader, &read_policy, 4096));
+    println!(
+        "{runs} runs each; median and p99 in ms; Landlock {}",
+        sandbox::landlock_enforcement()
+    );
     for (name, times) in [
-        ("fork/exec", &plain),
-        ("bwrap alone", &alone),
-        ("fresh box", &boxed),
+        ("fork/exec /bin/true", &plain),
+        ("bwrap alone /bin/true", &alone),
+        ("fresh box, no Landlock", &boxed),
+        ("fresh box /bin/true", &with_landlock),
+        ("fresh box read_file", &read),
     ] {
         println!(
-            "{name:12} median {:7.2}  p99 {:7.2}",
+            "{name:24} median {:7.2}  p99 {:7.2}",
             ms(percentile(times, 50)),
             ms(percentile(times, 99))
         );
     }
+    let ratio = |t: &[Duration]| ms(percentile(t, 50)) / ms(percentile(&alone, 50));
     println!(
-        "fresh box / bwrap alone (medians): {:.2}x",
-        ms(percentile(&boxed, 50)) / ms(percentile(&alone, 50))
+        "fresh box / bwrap alone (medians): {:.2}x (no Landlock {:.2}x, read_file {:.2}x); Landlock's cost: {:.2} ms",
+        ratio(&with_landlock),
+        ratio(&boxed),
+        ratio(&read),
+        ms(percentile(&with_landlock, 50)) - ms(percentile(&boxed, 50))
     );
+}
+
+fn run_box(spec: &CommandSpec, policy: &Policy, want: usize) {
+    let child = spawn_boxed(spec, policy, Duration::from_secs(10)).unwrap();
+    let mut got = 0;
+    let ended = child
+        .finish(&mut |b| got += b.len(), &mut |b| {
+            eprint!("{}", String::from_utf8_lossy(b))
+        })
+        .unwrap();
+    assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
+    assert_eq!(got, want);
 }
 
 fn measure(runs: usize, mut once: impl FnMut()) -> Vec<Duration> {

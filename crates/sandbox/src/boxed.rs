@@ -1,7 +1,14 @@
 //! A policy turned into a box: bubblewrap with a minimal read-only system, only the granted
 //! paths bound in, boxmaker's protected folders masked, a private size-limited `/tmp`, its own
 //! `/proc`, every namespace its own (so no network), every capability dropped, a clean
-//! environment; around it rlimits, `no_new_privs` and a cgroup for processes and memory.
+//! environment; around it rlimits, `no_new_privs` and a cgroup for processes and memory; inside
+//! it, when the policy names a launcher, Landlock over the same paths (see `launcher`).
+//!
+//! Where bubblewrap or user namespaces are missing ([`FileWalls::LandlockOnly`]), the box is
+//! Landlock, a wider seccomp filter (no socket but `AF_UNIX`, no `connect`), rlimits, every
+//! capability dropped and the cgroup: no mount, PID or network namespace, a scratch folder of
+//! its own as `TMPDIR` instead of a private `/tmp`, and protected folders left out of the
+//! Landlock rules (their siblings granted instead of their parent).
 
 use std::ffi::OsString;
 use std::io;
@@ -37,6 +44,19 @@ const ETC: [&str; 9] = [
     "/etc/ssl/certs",
 ];
 
+/// The devices a box without bubblewrap may open (bubblewrap's `--dev` offers the same).
+const DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// Numbers the scratch folders of this process.
+static NEXT_SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The most [`Policy::files`] one box takes.
 pub const MAX_FILES: usize = 2;
 
@@ -55,6 +75,9 @@ pub struct Limits {
     pub processes: u64,
     /// Memory of the whole box, in bytes (the cgroup's memory limit).
     pub memory: u64,
+    /// Bytes of standard output and error together the box may write; past them it is killed
+    /// whole ([`crate::Ended::output_exceeded`]) and the rest is not read.
+    pub output_bytes: u64,
 }
 
 impl Default for Limits {
@@ -66,6 +89,7 @@ impl Default for Limits {
             open_files: 1024,
             processes: 256,
             memory: 2 << 30,
+            output_bytes: 256 << 20,
         }
     }
 }
@@ -98,6 +122,62 @@ pub(crate) struct BoxParts {
     pub(crate) limits: Limits,
     pub(crate) cgroup: PooledCgroup,
     pub(crate) inherit: Vec<std::os::fd::OwnedFd>,
+    /// The seccomp programs installed before `exec` (a box without bubblewrap).
+    pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
+    /// The scratch folder of a box without bubblewrap.
+    pub(crate) scratch: Option<Scratch>,
+}
+
+/// Which walls keep a box to its paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum FileWalls {
+    /// bubblewrap's mount, PID and network namespaces, with Landlock inside when the policy
+    /// names a launcher.
+    #[default]
+    Bubblewrap,
+    /// Landlock alone (with seccomp refusing every socket but `AF_UNIX` and every `connect`),
+    /// for a machine without bubblewrap or user namespaces. Needs a launcher.
+    LandlockOnly,
+}
+
+impl FileWalls {
+    /// What this machine offers: [`FileWalls::Bubblewrap`] when bubblewrap is installed and
+    /// user namespaces are allowed, otherwise [`FileWalls::LandlockOnly`].
+    pub fn detect() -> FileWalls {
+        if find_bwrap().is_some() && crate::probe::user_namespaces().is_ok() {
+            FileWalls::Bubblewrap
+        } else {
+            FileWalls::LandlockOnly
+        }
+    }
+
+    /// `bubblewrap` or `landlock_only`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileWalls::Bubblewrap => "bubblewrap",
+            FileWalls::LandlockOnly => "landlock_only",
+        }
+    }
+}
+
+/// The scratch folder of a box without bubblewrap: made mode 0700, removed with the box.
+#[derive(Debug)]
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    fn make() -> io::Result<Scratch> {
+        use std::os::unix::fs::DirBuilderExt;
+        let n = NEXT_SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("boxmaker-box-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// What a box may see and use. The crate knows no tool names: the caller says which paths.
@@ -118,6 +198,23 @@ pub struct Policy {
     pub files: Vec<(PathBuf, Vec<u8>)>,
     /// The box's limits.
     pub limits: Limits,
+    /// A binary whose `main` starts with [`crate::launch_if_asked`]: bound read-only into the
+    /// box, it applies the Landlock layer and then runs the command. `None`: no Landlock layer
+    /// (and no box at all with [`FileWalls::LandlockOnly`]).
+    pub launcher: Option<PathBuf>,
+    /// Which walls keep the box to its paths.
+    pub file_walls: FileWalls,
+}
+
+impl Policy {
+    /// How much of the Landlock layer a box of this policy gets on this machine.
+    pub fn landlock(&self) -> crate::Enforcement {
+        if self.launcher.is_some() {
+            crate::landlock_enforcement()
+        } else {
+            crate::Enforcement::NotEnforced
+        }
+    }
 }
 
 /// Why a box could not be built.
@@ -149,6 +246,15 @@ pub enum BoxError {
     /// bubblewrap could not be started.
     #[error("cannot start bubblewrap: {0}")]
     Spawn(io::Error),
+    /// A box without bubblewrap was asked for where Landlock is missing, or without a
+    /// launcher: nothing would keep it to its paths.
+    #[error(
+        "no file walls: {0}; install bubblewrap, or run on a kernel with Landlock (5.13 or later, enabled in the lsm= boot list)"
+    )]
+    NoFileWalls(&'static str),
+    /// The box without bubblewrap could not be started.
+    #[error("cannot start the box's launcher: {0}")]
+    Launch(io::Error),
 }
 
 /// The bubblewrap binary, when installed.
@@ -163,10 +269,13 @@ pub fn spawn_boxed(
     policy: &Policy,
     timeout: Duration,
 ) -> Result<ContainedChild, BoxError> {
-    let bwrap = find_bwrap().ok_or(BoxError::NoBubblewrap)?;
     if policy.files.len() > MAX_FILES {
         return Err(BoxError::TooManyFiles(policy.files.len()));
     }
+    if policy.file_walls == FileWalls::LandlockOnly {
+        return spawn_landlocked(spec, policy, timeout);
+    }
+    let bwrap = find_bwrap().ok_or(BoxError::NoBubblewrap)?;
     let mut inherit = crate::seccomp::programs().map_err(BoxError::Seccomp)?;
     let mut args = Vec::new();
     for fd in &inherit {
@@ -202,9 +311,126 @@ pub fn spawn_boxed(
             limits: policy.limits,
             cgroup,
             inherit,
+            seccomp: Vec::new(),
+            scratch: None,
         }),
     )
     .map_err(|e| BoxError::Spawn(e.into_error()))
+}
+
+/// The box without bubblewrap: the launcher, hardened, in the cgroup, under the rlimits and the
+/// wider seccomp filter, applies Landlock over the policy's paths and a scratch folder.
+fn spawn_landlocked(
+    spec: &CommandSpec,
+    policy: &Policy,
+    timeout: Duration,
+) -> Result<ContainedChild, BoxError> {
+    let launcher = policy.launcher.as_ref().ok_or(BoxError::NoFileWalls(
+        "the box names no launcher to apply Landlock",
+    ))?;
+    let expect = crate::landlock_enforcement();
+    if expect == crate::Enforcement::NotEnforced {
+        return Err(BoxError::NoFileWalls(
+            "neither bubblewrap (or user namespaces) nor Landlock is available",
+        ));
+    }
+    let scratch = Scratch::make().map_err(BoxError::Launch)?;
+    for (dest, bytes) in &policy.files {
+        let path = match dest.strip_prefix("/tmp") {
+            Ok(rest) => scratch.0.join(rest),
+            Err(_) => dest.clone(),
+        };
+        std::fs::write(&path, bytes).map_err(BoxError::Launch)?;
+    }
+    let mut read = system_paths();
+    read.push(PathBuf::from("/proc"));
+    let mut write: Vec<PathBuf> = DEVICES
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .collect();
+    write.push(scratch.0.clone());
+    let masked: Vec<PathBuf> = policy
+        .masked
+        .iter()
+        .filter_map(|m| std::fs::canonicalize(m).ok())
+        .collect();
+    for path in policy.read_only.iter().chain(std::iter::once(launcher)) {
+        read.extend(around_masked(&resolve(path)?, &masked));
+    }
+    for path in &policy.read_write {
+        write.extend(around_masked(&resolve(path)?, &masked));
+    }
+    let rules = crate::launcher::Rules {
+        read,
+        write,
+        expect: Some(expect),
+    };
+    let mut env = spec.env.clone();
+    env.retain(|(name, _)| name != "TMPDIR");
+    env.push(("TMPDIR".into(), scratch.0.clone().into_os_string()));
+    let outer = CommandSpec {
+        program: resolve(launcher)?,
+        args: rules.to_args(&spec.program, &spec.args),
+        env,
+        cwd: spec.cwd.clone(),
+    };
+    let seccomp = crate::seccomp::compiled(true).map_err(BoxError::Seccomp)?;
+    let cgroup = PooledCgroup::take(policy.limits.processes, policy.limits.memory)
+        .map_err(BoxError::Cgroup)?;
+    let options = ContainOptions {
+        timeout,
+        containment: crate::Containment::Cgroup,
+    };
+    let hardening = Hardening::new().map_err(BoxError::Launch)?;
+    spawn_once(
+        &outer,
+        &options,
+        hardening,
+        Want::Launcher,
+        Some(BoxParts {
+            limits: policy.limits,
+            cgroup,
+            inherit: Vec::new(),
+            seccomp,
+            scratch: Some(scratch),
+        }),
+    )
+    .map_err(|e| BoxError::Launch(e.into_error()))
+}
+
+/// The system folders and `/etc` files that exist here (symbolic links left out: they lead
+/// into `/usr`).
+fn system_paths() -> Vec<PathBuf> {
+    SYSTEM
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.is_dir() && !p.is_symlink())
+        .chain(ETC.iter().map(Path::new).filter(|p| p.exists()))
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// `path` itself when no masked path lies below it; otherwise what is beside the masked paths:
+/// each entry of `path` but those leading to a masked path, which are split the same way.
+/// (Landlock grants a right beneath a folder, so a folder holding a masked path cannot be
+/// granted itself.)
+fn around_masked(path: &Path, masked: &[PathBuf]) -> Vec<PathBuf> {
+    if masked.iter().any(|m| path.starts_with(m)) {
+        return Vec::new();
+    }
+    if !masked.iter().any(|m| m.starts_with(path)) {
+        return vec![path.to_path_buf()];
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        out.extend(around_masked(&entry.path(), masked));
+    }
+    out.sort();
+    out
 }
 
 /// bubblewrap's arguments for `spec` in `policy`'s box, without the seccomp filter and
@@ -268,6 +494,16 @@ fn box_args(
     };
     a.push(&["--size", &tmp.to_string(), "--tmpfs", "/tmp"]);
     let mut bound = Vec::new();
+    let launcher = match &policy.launcher {
+        Some(path) if policy.landlock() != crate::Enforcement::NotEnforced => Some(resolve(path)?),
+        _ => None,
+    };
+    let mut rules = crate::launcher::Rules {
+        read: system_paths(),
+        write: vec![PathBuf::from("/tmp"), PathBuf::from("/dev")],
+        expect: Some(policy.landlock()),
+    };
+    rules.read.push(PathBuf::from("/proc"));
     for (flag, paths) in [
         ("--ro-bind", &policy.read_only),
         ("--bind", &policy.read_write),
@@ -275,9 +511,21 @@ fn box_args(
         for path in paths {
             let resolved = resolve(path)?;
             a.bind(flag, &resolved);
+            if flag == "--bind" {
+                rules.write.push(resolved.clone());
+            } else {
+                rules.read.push(resolved.clone());
+            }
             bound.push(resolved);
         }
     }
+    if let Some(path) = &launcher
+        && !bound.iter().any(|b| path.starts_with(b))
+    {
+        a.bind("--ro-bind", path);
+        rules.read.push(path.clone());
+    }
+    let launcher = launcher.map(|path| (path, rules));
     for masked in &policy.masked {
         let Ok(resolved) = std::fs::canonicalize(masked) else {
             continue;
@@ -309,8 +557,16 @@ fn box_args(
     a.push(&["--chdir"]);
     a.path(&spec.cwd);
     a.push(&["--"]);
-    a.path(&spec.program);
-    a.0.extend(spec.args.iter().cloned());
+    match launcher {
+        Some((launcher, rules)) => {
+            a.path(&launcher);
+            a.0.extend(rules.to_args(&spec.program, &spec.args));
+        }
+        None => {
+            a.path(&spec.program);
+            a.0.extend(spec.args.iter().cloned());
+        }
+    }
     Ok(a.0)
 }
 

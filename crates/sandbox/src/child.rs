@@ -61,6 +61,10 @@ pub(crate) enum Want {
     /// (and drops them all for the command, `--cap-drop ALL`); it joins the box's cgroup, takes
     /// the box's rlimits and `no_new_privs`, in its own process group.
     Bubblewrap,
+    /// No intermediate and no bubblewrap: the child is the box's launcher, which applies
+    /// Landlock itself; it joins the box's cgroup, takes the rlimits, drops every capability,
+    /// sets `no_new_privs` and installs the seccomp programs, in its own process group.
+    Launcher,
 }
 
 /// The lines written to `/proc/self/{uid_map,gid_map}` for a new user namespace: the caller's
@@ -90,6 +94,8 @@ pub(crate) struct Plan {
     pub(crate) cgroups: [RawFd; 2],
     /// Descriptors bubblewrap inherits (the seccomp programs, the box's files; -1: none).
     pub(crate) inherit: [RawFd; 4],
+    /// The seccomp programs installed before `exec` ([`Want::Launcher`]; built by the parent).
+    pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
 }
 
 /// How supervision of the intermediate's child ended.
@@ -105,6 +111,16 @@ impl Plan {
         match self.want {
             Want::ProcessGroup => self.hardening.apply(),
             Want::Bubblewrap => self.enter_box(),
+            Want::Launcher => {
+                self.enter_box()?;
+                self.hardening.apply()?;
+                for program in &self.seccomp {
+                    // Builds a `sock_fprog` on the stack and makes two system calls; the errno
+                    // is read back rather than formatted (nothing allocated here).
+                    seccompiler::apply_filter(program).map_err(|_| io::Error::last_os_error())?;
+                }
+                Ok(())
+            }
             Want::Subreaper => self.subreaper(),
             Want::Namespaces => {
                 if self.enter_namespaces()? {

@@ -56,6 +56,10 @@ pub enum Containment {
     /// The command runs in a bubblewrap box ([`crate::spawn_boxed`]): its own PID namespace,
     /// killed whole with `bwrap`, which leads its own process group.
     Bubblewrap,
+    /// The command runs in a box without bubblewrap ([`crate::FileWalls::LandlockOnly`]): no
+    /// PID namespace, so the box's cgroup, killed whole, holds its processes together (and its
+    /// process group, for the deadline).
+    Cgroup,
 }
 
 impl Containment {
@@ -66,6 +70,7 @@ impl Containment {
             Containment::Subreaper => "subreaper",
             Containment::ProcessGroup => "process_group",
             Containment::Bubblewrap => "bubblewrap",
+            Containment::Cgroup => "cgroup",
         }
     }
 }
@@ -121,6 +126,9 @@ pub struct Ended {
     pub exit: Option<Exit>,
     /// Whether it was killed at the deadline.
     pub timed_out: bool,
+    /// Whether it was killed for writing more than its box's [`crate::Limits::output_bytes`]
+    /// (what came past the limit was not passed on).
+    pub output_exceeded: bool,
 }
 
 /// A running contained command. Dropping it without [`ContainedChild::finish`] kills every
@@ -144,6 +152,10 @@ pub struct ContainedChild {
     records: Vec<u8>,
     /// The box's cgroup, killed and removed when the command has ended (or on drop).
     cgroup: Option<crate::cgroup::PooledCgroup>,
+    /// A box's scratch folder without bubblewrap (its `TMPDIR`), removed on drop.
+    _scratch: Option<crate::boxed::Scratch>,
+    /// The most bytes of output passed on before the box is killed (a box's limit).
+    output_limit: Option<u64>,
 }
 
 /// Starts `spec` contained as `options` says, hardened ([`Hardening::apply`]) whatever the
@@ -154,7 +166,9 @@ pub fn spawn_contained(spec: &CommandSpec, options: &ContainOptions) -> io::Resu
     let want = match options.containment {
         Containment::PidNamespace => Want::Namespaces,
         Containment::Subreaper => Want::Subreaper,
-        Containment::ProcessGroup | Containment::Bubblewrap => Want::ProcessGroup,
+        Containment::ProcessGroup | Containment::Bubblewrap | Containment::Cgroup => {
+            Want::ProcessGroup
+        }
     };
     match spawn_once(spec, options, hardening, want, None) {
         Err(Attempt::SetupFailed(_)) => {
@@ -204,9 +218,15 @@ pub(crate) fn spawn_once(
         }
     }
     // The inherited descriptors stay open until `spawn` has returned, then close here.
-    let (limits, cgroup, _inherited) = match boxed {
-        Some(parts) => (Some(parts.limits), Some(parts.cgroup), parts.inherit),
-        None => (None, None, Vec::new()),
+    let (limits, cgroup, _inherited, seccomp, scratch) = match boxed {
+        Some(parts) => (
+            Some(parts.limits),
+            Some(parts.cgroup),
+            parts.inherit,
+            parts.seccomp,
+            parts.scratch,
+        ),
+        None => (None, None, Vec::new(), Vec::new(), None),
     };
     let (status_r, status_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
     let (leash_r, leash_w) = pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from)?;
@@ -228,6 +248,7 @@ pub(crate) fn spawn_once(
         limits,
         cgroups,
         inherit,
+        seccomp,
     };
     let mut command = Command::new(&spec.program);
     command
@@ -278,11 +299,15 @@ pub(crate) fn spawn_once(
         deadline,
         records: Vec::new(),
         cgroup,
+        _scratch: scratch,
+        output_limit: limits.map(|l| l.output_bytes),
     };
-    if want == Want::Bubblewrap {
-        contained.containment = Containment::Bubblewrap;
+    match want {
+        Want::Bubblewrap => contained.containment = Containment::Bubblewrap,
+        Want::Launcher => contained.containment = Containment::Cgroup,
+        _ => {}
     }
-    if matches!(want, Want::ProcessGroup | Want::Bubblewrap) {
+    if matches!(want, Want::ProcessGroup | Want::Bubblewrap | Want::Launcher) {
         let pid = contained
             .pid()
             .ok_or_else(|| io::Error::other("the child has no pid"))?;
@@ -340,6 +365,20 @@ impl ContainedChild {
         let mut killed_at: Option<Instant> = None;
         let mut ended_at: Option<Instant> = None;
         let mut buf = vec![0u8; 64 * 1024];
+        // Output past the box's limit is dropped and the box killed.
+        let limit = self.output_limit.unwrap_or(u64::MAX);
+        let seen = std::cell::Cell::new(0u64);
+        let bounded = |sink: &mut dyn FnMut(&[u8]), bytes: &[u8]| {
+            let before = seen.get();
+            seen.set(before.saturating_add(bytes.len() as u64));
+            let room = usize::try_from(limit.saturating_sub(before)).unwrap_or(usize::MAX);
+            if room > 0 {
+                sink(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+            }
+        };
+        let mut to_stdout = |bytes: &[u8]| bounded(on_stdout, bytes);
+        let mut to_stderr = |bytes: &[u8]| bounded(on_stderr, bytes);
+        let mut flooded = false;
         loop {
             let now = Instant::now();
             if ended_at.is_none() {
@@ -362,7 +401,12 @@ impl ContainedChild {
                 (None, Some(killed)) => Some(killed + BACKSTOP),
                 (None, None) => kill_at,
             };
-            let events = self.poll_once(wake, &mut buf, on_stdout, on_stderr)?;
+            let events = self.poll_once(wake, &mut buf, &mut to_stdout, &mut to_stderr)?;
+            if seen.get() > limit && !flooded && killed_at.is_none() && ended_at.is_none() {
+                self.kill_everything();
+                killed_at = Some(Instant::now());
+                flooded = true;
+            }
             if events.ended && ended_at.is_none() {
                 ended_at = Some(Instant::now());
                 self.after_end();
@@ -374,12 +418,13 @@ impl ContainedChild {
             Some(mut child) => Some(child.wait()?),
             None => None,
         };
-        let timed_out_here = killed_at.is_some();
+        let timed_out_here = killed_at.is_some() && !flooded;
         if group {
             return Ok(Ended {
                 exit: status
                     .and_then(|s| s.code().map(Exit::Code).or(s.signal().map(Exit::Signal))),
                 timed_out: timed_out_here,
+                output_exceeded: flooded,
             });
         }
         let mut exit = None;
@@ -395,7 +440,11 @@ impl ContainedChild {
         if timed_out {
             exit = Some(Exit::Signal(Signal::KILL.as_raw()));
         }
-        Ok(Ended { exit, timed_out })
+        Ok(Ended {
+            exit,
+            timed_out,
+            output_exceeded: flooded,
+        })
     }
 
     /// One `poll` over the open streams and the end signal (status pipe or pidfd) until `wake`.
@@ -492,7 +541,7 @@ impl ContainedChild {
     fn is_group(&self) -> bool {
         matches!(
             self.containment,
-            Containment::ProcessGroup | Containment::Bubblewrap
+            Containment::ProcessGroup | Containment::Bubblewrap | Containment::Cgroup
         )
     }
 }

@@ -17,12 +17,16 @@
 //!   system, only the policy's paths bound, protected folders masked, a size-limited private
 //!   `/tmp`, its own `/proc`, `--cap-drop ALL`, a clean environment, the root read-only; around
 //!   it rlimits, `no_new_privs`, every inherited descriptor closed, and a cgroup for processes
-//!   and memory, killed whole when the command ends or at its deadline.
+//!   and memory, killed whole when the command ends or at its deadline (or when it writes more
+//!   than its output limit); inside it, through the policy's launcher ([`launch_if_asked`]),
+//!   Landlock over the same paths, with TCP refused and abstract sockets and signals scoped.
+//!   [`FileWalls::LandlockOnly`] is the box where bubblewrap or user namespaces are missing:
+//!   Landlock, a wider seccomp filter, rlimits, no capability and the cgroup alone.
 //!
 //! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
 //! what they touch: a contained command sees the whole file system and network of the broker.
-//! [`spawn_boxed`] needs bubblewrap and root or user namespaces, and its cgroup needs root
-//! (or a delegated cgroup); the Landlock layer is not built yet. [`probe_machine`] says what
+//! [`spawn_boxed`] needs bubblewrap and root or user namespaces (or, without them, a launcher
+//! and Landlock), and its cgroup needs root (or a delegated cgroup). [`probe_machine`] says what
 //! this machine offers (`bx doctor`). Do not use either for a process that must keep
 //! capabilities or gain privileges through `exec` (setuid programs).
 //!
@@ -37,15 +41,19 @@ mod cgroup;
 mod child;
 mod contain;
 mod harden;
+mod launcher;
 mod mounts;
 mod probe;
 mod reap;
 mod record;
 mod seccomp;
 
-pub use boxed::{BoxError, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed};
+pub use boxed::{
+    BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,
+};
 pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };
 pub use harden::{Hardening, make_non_dumpable};
-pub use probe::{Probe, probe_machine, toolchains};
+pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
+pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};

@@ -25,18 +25,27 @@ pub struct Probe {
 }
 
 /// Probes every wall: bubblewrap and its version, user namespaces, seccomp, Landlock's ABI, the
-/// cgroup controllers, and a real box running `/bin/true`.
+/// cgroup controllers, and a real box running `/bin/true` (without the Landlock layer: see
+/// [`probe_machine_with`]).
 pub fn probe_machine() -> Vec<Probe> {
+    probe_machine_with(None)
+}
+
+/// [`probe_machine`], the real box launched through `launcher` (a binary whose `main` starts
+/// with [`crate::launch_if_asked`]), so that it has the Landlock layer too; and, when bubblewrap
+/// or user namespaces are missing, a box of Landlock alone.
+pub fn probe_machine_with(launcher: Option<&Path>) -> Vec<Probe> {
+    let walls = crate::FileWalls::detect();
     vec![
         Probe {
             wall: "bubblewrap",
             found: bubblewrap(),
-            without: "no box: shell refuses to run unless brokerd.toml says [sandbox] file_walls = false, and then it sees every file of the broker's user and the network",
+            without: "no mount, PID or network namespace: boxes are Landlock, seccomp (no socket but AF_UNIX, no connect), rlimits and the cgroup alone, and shell stays out of the demo and the coding preset",
         },
         Probe {
             wall: "user namespaces",
             found: user_namespaces(),
-            without: "bubblewrap cannot build a box for a broker that is not root",
+            without: "bubblewrap cannot build a box: boxes are Landlock, seccomp, rlimits and the cgroup alone",
         },
         Probe {
             wall: "seccomp",
@@ -51,11 +60,11 @@ pub fn probe_machine() -> Vec<Probe> {
         Probe {
             wall: "landlock",
             found: landlock(),
-            without: "nothing yet: the Landlock layer is still to come (it will repeat the file walls inside the box)",
+            without: "with bubblewrap, its mounts alone keep a box to its paths; without bubblewrap too, no box can be built (shell and the file tools refuse to run unless brokerd.toml says [sandbox] file_walls = false)",
         },
         Probe {
             wall: "a box",
-            found: a_box(),
+            found: a_box(launcher, walls),
             without: "shell calls fail with the error shown",
         },
     ]
@@ -88,7 +97,7 @@ fn bubblewrap() -> Result<String, String> {
     Ok(format!("{version} ({})", path.display()))
 }
 
-fn user_namespaces() -> Result<String, String> {
+pub(crate) fn user_namespaces() -> Result<String, String> {
     let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
         .map_err(|e| format!("/proc/sys/user/max_user_namespaces: {e}"))?;
     match max.trim().parse::<u64>() {
@@ -127,7 +136,8 @@ fn cgroup() -> Result<String, String> {
     }
 }
 
-fn landlock() -> Result<String, String> {
+/// The kernel's Landlock ABI version.
+pub(crate) fn landlock_abi() -> std::io::Result<i64> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_ulong = 1;
     // SAFETY: a NULL attribute pointer with size 0 and the VERSION flag: the kernel reads no
     // memory of this process and returns the ABI version or an error.
@@ -140,31 +150,47 @@ fn landlock() -> Result<String, String> {
         )
     };
     if abi > 0 {
-        Ok(format!("ABI {abi} (not used yet)"))
+        Ok(abi)
     } else {
-        Err(format!(
-            "not available: {}",
-            std::io::Error::last_os_error()
-        ))
+        Err(std::io::Error::last_os_error())
     }
 }
 
-fn a_box() -> Result<String, String> {
+fn landlock() -> Result<String, String> {
+    match landlock_abi() {
+        Ok(abi) => Ok(format!(
+            "ABI {abi}: {} in every box",
+            crate::landlock_enforcement()
+        )),
+        Err(e) => Err(format!("not available: {e}")),
+    }
+}
+
+fn a_box(launcher: Option<&Path>, walls: crate::FileWalls) -> Result<String, String> {
     let spec = CommandSpec {
         program: "/bin/true".into(),
         args: Vec::new(),
         env: Vec::new(),
         cwd: "/tmp".into(),
     };
-    let child = spawn_boxed(&spec, &Policy::default(), Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
+    let policy = Policy {
+        launcher: launcher.map(Path::to_path_buf),
+        file_walls: walls,
+        ..Policy::default()
+    };
+    let child = spawn_boxed(&spec, &policy, Duration::from_secs(10)).map_err(|e| e.to_string())?;
     let ended = child
         .finish(&mut |_| {}, &mut |_| {})
         .map_err(|e| e.to_string())?;
     match ended.exit {
-        Some(Exit::Code(0)) => {
-            Ok("bubblewrap, seccomp, rlimits and a cgroup ran /bin/true".to_string())
-        }
+        Some(Exit::Code(0)) => Ok(format!(
+            "{}, Landlock {}, seccomp, rlimits and a cgroup ran /bin/true",
+            match walls {
+                crate::FileWalls::Bubblewrap => "bubblewrap",
+                crate::FileWalls::LandlockOnly => "without bubblewrap",
+            },
+            policy.landlock()
+        )),
         other => Err(format!("/bin/true in a box ended with {other:?}")),
     }
 }

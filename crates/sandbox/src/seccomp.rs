@@ -4,6 +4,12 @@
 //!
 //! Two programs: the deny-list answering `EPERM`, and `clone3` answering `ENOSYS` (its flags
 //! are behind a pointer seccomp cannot read, and libcs fall back to `clone`, whose flags it can).
+//!
+//! Without bubblewrap ([`crate::FileWalls::LandlockOnly`]) the box has no network namespace and
+//! no mount namespace hiding the host's sockets, so the deny-list grows: every socket family but
+//! `AF_UNIX`, and every way to reach a Unix socket by address (`connect`, `sendto` with an
+//! address, `sendmsg` and `sendmmsg`, whose address is behind a pointer seccomp cannot read).
+//! Those programs are installed between `fork` and `exec` (see `child`), not by bubblewrap.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -70,20 +76,48 @@ const NAMESPACE_FLAGS: [i32; 8] = [
     0x80, // CLONE_NEWTIME
 ];
 
+/// Calls refused whatever their arguments without bubblewrap: every way to reach a Unix socket
+/// by its address.
+const DENIED_WITHOUT_NAMESPACES: &[libc::c_long] =
+    &[libc::SYS_connect, libc::SYS_sendmsg, libc::SYS_sendmmsg];
+
 /// The two programs as pipes holding their bytes, read ends returned (close-on-exec; the box's
 /// first process clears the flag on them).
 pub(crate) fn programs() -> io::Result<Vec<OwnedFd>> {
+    compiled(false)?.iter().map(in_pipe).collect()
+}
+
+/// The two programs; `without_namespaces` adds the rules of a box without bubblewrap.
+pub(crate) fn compiled(without_namespaces: bool) -> io::Result<Vec<BpfProgram>> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
     let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|&call| (call, Vec::new())).collect();
-    denied.insert(
-        libc::SYS_socket,
+    let sockets = if without_namespaces {
+        vec![rule(0, SeccompCmpOp::Ne, libc::AF_UNIX)?]
+    } else {
         FAMILIES
             .iter()
             .map(|&family| rule(0, SeccompCmpOp::Eq, family))
-            .collect::<io::Result<_>>()?,
-    );
+            .collect::<io::Result<_>>()?
+    };
+    denied.insert(libc::SYS_socket, sockets);
+    if without_namespaces {
+        for &call in DENIED_WITHOUT_NAMESPACES {
+            denied.insert(call, Vec::new());
+        }
+        // sendto with a destination address (its fifth argument); without one it is `send`.
+        denied.insert(
+            libc::SYS_sendto,
+            vec![
+                SeccompRule::new(vec![
+                    SeccompCondition::new(4, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+                        .map_err(|e| io::Error::other(format!("seccomp: {e}")))?,
+                ])
+                .map_err(|e| io::Error::other(format!("seccomp: {e}")))?,
+            ],
+        );
+    }
     denied.insert(
         libc::SYS_clone,
         NAMESPACE_FLAGS
@@ -97,7 +131,7 @@ pub(crate) fn programs() -> io::Result<Vec<OwnedFd>> {
         libc::ENOSYS,
         arch,
     )?;
-    Ok(vec![in_pipe(&deny)?, in_pipe(&clone3)?])
+    Ok(vec![deny, clone3])
 }
 
 fn rule(arg: u8, op: SeccompCmpOp, value: i32) -> io::Result<SeccompRule> {

@@ -13,7 +13,7 @@ use proto::{
 };
 
 use crate::args::{ArgsError, ToolArgs, ToolName, parse};
-use crate::policy::{Allowed, AskReason, Decision, Labels, decide};
+use crate::policy::{Allowed, AskReason, Decision, Labels};
 
 use super::approvals::{Request, Settled, Waiter};
 use super::journal::{Applied, WholeAnswer};
@@ -190,7 +190,8 @@ async fn answer_locked(
     };
     // Decided again after an approval, so the path is opened again before the run.
     let now = Timestamp::now();
-    let decision = decide(&args, &grants, labels, now, &broker.protected);
+    let walls = broker.runner.path_walls();
+    let decision = policy::decide::decide_in(&args, &grants, labels, now, &broker.protected, walls);
     if let Some(id) = approved {
         broker.approvals.take(id);
         let _ = pending.send(None);

@@ -19,6 +19,8 @@
 //! [sandbox]                   # the box each `shell` call runs in
 //! read_only = ["~/.cargo", "~/.rustup"]  # toolchain folders bound read-only
 //! file_walls = true           # false: run `shell` without the box (every header says so)
+//! bubblewrap = true           # false: boxes of Landlock, seccomp, rlimits and a cgroup alone,
+//!                             #   as where bubblewrap or user namespaces are missing
 //! tmp_mb = 64                 # the box's private /tmp
 //! processes = 256             # processes in one box
 //! memory_mb = 2048            # memory of one box
@@ -79,6 +81,10 @@ pub struct SandboxConfig {
     /// Whether `shell` runs in the box (the default). `false` is the explicit switch to run
     /// it without file walls, named in every result's header.
     pub file_walls: bool,
+    /// Whether boxes use bubblewrap where it works (the default). `false` builds them of
+    /// Landlock, seccomp, rlimits and the cgroup alone, as on a machine without bubblewrap or
+    /// user namespaces (every header says so).
+    pub bubblewrap: bool,
     /// The size of the box's private `/tmp`, in MiB.
     pub tmp_mb: u64,
     /// The most processes in one box.
@@ -92,6 +98,7 @@ impl Default for SandboxConfig {
         SandboxConfig {
             read_only: Vec::new(),
             file_walls: true,
+            bubblewrap: true,
             tmp_mb: 64,
             processes: 256,
             memory_mb: 2048,

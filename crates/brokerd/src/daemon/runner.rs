@@ -54,6 +54,12 @@ pub trait Runner: Send + Sync {
 
     /// The walls around a run, as `bx status` shows them.
     fn walls(&self) -> Vec<String>;
+
+    /// Whether a `shell` call's box keeps it to its grant's folders, for the decision (then a
+    /// redirection into a granted folder is covered). No box: the strict rules.
+    fn path_walls(&self) -> policy::shell::PathWalls {
+        policy::shell::PathWalls::Unenforced
+    }
 }
 
 /// Runs every tool in the broker's own process.

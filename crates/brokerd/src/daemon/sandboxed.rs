@@ -1,9 +1,11 @@
 //! The runner with the box: each `shell` call runs in a fresh bubblewrap box
 //! (`sandbox::spawn_boxed`) that binds the deciding grant's folders read-write, the
 //! `[sandbox] read_only` folders read-only, masks boxmaker's protected folders inside them, and
-//! has no network. Every other tool runs as the [`DirectRunner`] runs it (the in-process file
-//! tools on the grant's directory descriptor; `http_fetch` outside the box until granted hosts
-//! can reach one).
+//! has no network; inside it, launched through brokerd's own binary, Landlock over the same
+//! paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
+//! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. Every
+//! other tool runs as the [`DirectRunner`] runs it (the in-process file tools on the grant's
+//! directory descriptor; `http_fetch` outside the box until granted hosts can reach one).
 
 use std::path::{Path, PathBuf};
 
@@ -15,8 +17,18 @@ use super::worker::{self, FileCall, REQUEST, Request};
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
-/// What the header of a boxed `shell` result says of its walls.
-pub const BOXED: &str = "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; no network; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited";
+/// What the header of a boxed `shell` result says of its walls, for the box's file walls and
+/// its Landlock layer.
+pub fn boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+    match walls {
+        sandbox::FileWalls::Bubblewrap => format!(
+            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; no network; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
+        ),
+        sandbox::FileWalls::LandlockOnly => format!(
+            "landlock only (no bubblewrap): Landlock {landlock}: only the grant's folders (read-write) and a read-only system, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped; a scratch TMPDIR; processes, memory, CPU and file size limited; the host's processes are visible"
+        ),
+    }
+}
 
 /// What the header says when the owner switched the file walls off.
 pub const UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so the command sees every file the broker's user can";
@@ -28,6 +40,10 @@ pub struct SandboxedRunner {
     settings: SandboxConfig,
     /// `settings.read_only` with `~/` expanded.
     read_only: Vec<PathBuf>,
+    /// The walls this machine (or `[sandbox] bubblewrap = false`) gives a box.
+    file_walls: sandbox::FileWalls,
+    /// brokerd's own binary, the boxes' launcher (`main` starts with `sandbox::launch_if_asked`).
+    launcher: Option<PathBuf>,
 }
 
 impl SandboxedRunner {
@@ -41,10 +57,51 @@ impl SandboxedRunner {
                 Err(_) => p.clone(),
             })
             .collect();
+        let file_walls = if settings.bubblewrap {
+            sandbox::FileWalls::detect()
+        } else {
+            sandbox::FileWalls::LandlockOnly
+        };
         SandboxedRunner {
             direct,
             settings,
             read_only,
+            file_walls,
+            launcher: std::env::current_exe().ok(),
+        }
+    }
+
+    /// Whether a box here keeps a command to its paths: bubblewrap, or Landlock alone.
+    pub fn full_box(&self) -> bool {
+        self.settings.file_walls && self.file_walls == sandbox::FileWalls::Bubblewrap
+    }
+
+    /// How much of Landlock a box gets.
+    fn landlock(&self) -> sandbox::Enforcement {
+        if self.launcher.is_some() {
+            sandbox::landlock_enforcement()
+        } else {
+            sandbox::Enforcement::NotEnforced
+        }
+    }
+
+    /// Why no box can be built here, if none can.
+    fn unboxable(&self) -> Option<String> {
+        match self.file_walls {
+            sandbox::FileWalls::Bubblewrap if sandbox::find_bwrap().is_none() => {
+                Some(no_bubblewrap())
+            }
+            sandbox::FileWalls::LandlockOnly
+                if self.landlock() == sandbox::Enforcement::NotEnforced =>
+            {
+                Some(format!(
+                    "{}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls",
+                    sandbox::BoxError::NoFileWalls(
+                        "neither bubblewrap (or user namespaces) nor Landlock is available"
+                    )
+                ))
+            }
+            _ => None,
         }
     }
 
@@ -78,6 +135,8 @@ impl SandboxedRunner {
                 memory: self.settings.memory_mb.saturating_mul(1 << 20),
                 ..sandbox::Limits::default()
             },
+            launcher: self.launcher.clone(),
+            file_walls: self.file_walls,
         }
     }
 }
@@ -102,8 +161,10 @@ impl Runner for SandboxedRunner {
                 (_, outcome) => outcome,
             };
         };
-        if self.settings.file_walls && sandbox::find_bwrap().is_none() {
-            return Outcome::Failed(no_bubblewrap());
+        if self.settings.file_walls
+            && let Some(why) = self.unboxable()
+        {
+            return Outcome::Failed(why);
         }
         let mut options = tools::shell::ShellOptions {
             timeout: context.limit,
@@ -111,18 +172,26 @@ impl Runner for SandboxedRunner {
         };
         let walls = if self.settings.file_walls {
             options.policy = Some(self.policy(allowed, context));
-            BOXED
+            boxed(self.file_walls, self.landlock())
         } else {
-            UNBOXED
+            UNBOXED.to_string()
         };
         let mut extra = Map::new();
         extra.insert("sandbox".to_string(), Value::from(walls));
         shell(args, &options, extra)
     }
 
+    fn path_walls(&self) -> policy::shell::PathWalls {
+        if self.settings.file_walls && self.unboxable().is_none() {
+            policy::shell::PathWalls::Enforced
+        } else {
+            policy::shell::PathWalls::Unenforced
+        }
+    }
+
     fn walls(&self) -> Vec<String> {
         let mut walls = vec![if self.settings.file_walls {
-            format!("shell: {BOXED}")
+            format!("shell: {}", boxed(self.file_walls, self.landlock()))
         } else {
             format!("shell: {UNBOXED}")
         }];
@@ -144,7 +213,10 @@ impl Runner for SandboxedRunner {
                 .filter(|w| !w.starts_with("shell:") && !w.starts_with("no sandbox yet")),
         );
         walls.push(if self.settings.file_walls {
-            "read_file, write_file, edit_file: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file)".to_string()
+            format!(
+                "read_file, write_file, edit_file: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file): {}",
+                file_boxed(self.file_walls, self.landlock())
+            )
         } else {
             "read_file, write_file, edit_file: in the broker's process ([sandbox] file_walls = false)".to_string()
         });
@@ -213,6 +285,11 @@ impl SandboxedRunner {
         let child = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
             Ok(child) => child,
             Err(sandbox::BoxError::NoBubblewrap) => return Outcome::Failed(no_bubblewrap()),
+            Err(e @ sandbox::BoxError::NoFileWalls(_)) => {
+                return Outcome::Failed(format!(
+                    "{e}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls"
+                ));
+            }
             Err(e) => return Outcome::Failed(format!("cannot build the file tool's box: {e}")),
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -224,7 +301,10 @@ impl SandboxedRunner {
         };
         match worker::outcome(&out, &err, ended.exit) {
             Outcome::Ran { mut fields, body } => {
-                fields.insert("sandbox".to_string(), Value::from(FILE_BOXED));
+                fields.insert(
+                    "sandbox".to_string(),
+                    Value::from(file_boxed(self.file_walls, self.landlock())),
+                );
                 Outcome::Ran { fields, body }
             }
             other => other,
@@ -245,4 +325,13 @@ fn no_bubblewrap() -> String {
 }
 
 /// What the header of a boxed file tool's result says of its walls.
-pub const FILE_BOXED: &str = "bubblewrap: brokerd's worker sees only the granted folder (read-only to read_file), protected folders masked; no network; every capability dropped";
+pub fn file_boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+    match walls {
+        sandbox::FileWalls::Bubblewrap => format!(
+            "bubblewrap: brokerd's worker sees only the granted folder (read-only to read_file), protected folders masked; Landlock {landlock}; no network; every capability dropped"
+        ),
+        sandbox::FileWalls::LandlockOnly => format!(
+            "landlock only (no bubblewrap): Landlock {landlock}: brokerd's worker reaches only the granted folder (read-only to read_file), protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped"
+        ),
+    }
+}

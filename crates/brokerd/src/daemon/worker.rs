@@ -40,12 +40,21 @@ pub enum FileCall {
     EditFile(tools::fs::EditFileArgs),
 }
 
-/// Runs the request at [`REQUEST`] (in the box) and prints its outcome as one JSON object.
+/// Runs the request at [`REQUEST`] (in the box; in a box without bubblewrap, the same name in
+/// its scratch folder, `TMPDIR`) and prints its outcome as one JSON object.
 pub fn serve() -> Result<(), String> {
-    let text =
-        std::fs::read_to_string(REQUEST).map_err(|e| format!("cannot read {REQUEST}: {e}"))?;
+    let path = match std::env::var_os("TMPDIR") {
+        Some(dir) => Path::new(&dir).join(
+            Path::new(REQUEST)
+                .strip_prefix("/tmp")
+                .unwrap_or(Path::new(REQUEST)),
+        ),
+        None => PathBuf::from(REQUEST),
+    };
+    let shown = path.display();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let request: Request =
-        serde_json::from_str(&text).map_err(|e| format!("{REQUEST} is not a request: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| format!("{shown} is not a request: {e}"))?;
     let outcome = file_outcome(run(&request));
     let value = match outcome {
         Outcome::Ran { fields, body } => json!({ "fields": fields, "body": body }),

@@ -234,7 +234,15 @@ fn grants_check_names_file_and_line_and_preset_refuses_to_overwrite() {
     );
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     let written = fs::read_to_string(broker.config.join("grants/coding.toml")).unwrap();
-    assert!(!written.contains("tool = \"shell\""));
+    // This machine has the full box (bubblewrap), so the preset offers shell, and says which
+    // toolchain folders brokerd.toml should bind read-only for it.
+    assert!(written.contains("tool = \"shell\""), "{written}");
+    assert!(
+        ran.stdout
+            .contains("shell's box sees only the workspace and the system"),
+        "{}",
+        ran.stdout
+    );
     assert!(written.contains("on_untrusted = \"allow\""));
     let check = bx(&broker, &["grants", "check"]);
     assert_eq!(check.code, 0, "{}", check.stdout);

@@ -18,6 +18,9 @@ fn bx_demo_without_a_terminal_or_a_flag_finishes_explains_and_leaves_nothing() {
     );
     for step in [
         "Step 1 of 6",
+        // This machine has the full box, so shell joins the demo.
+        "Between steps 1 and 2, a command in the box",
+        "\"containment\":\"bubblewrap\",\"exit_code\":1",
         "Denied: no grant allows this call.",
         "Denied: this path belongs to boxmaker itself",
         "grant edit-notes says approval = \"ask\"",

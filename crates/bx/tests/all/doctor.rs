@@ -25,7 +25,17 @@ fn bx_doctor_finds_every_wall_and_builds_a_box_with_no_broker_running() {
         );
     }
     assert!(
+        ran.stdout.contains(
+            "bubblewrap, Landlock fully enforced, seccomp, rlimits and a cgroup ran /bin/true"
+        ),
+        "{}",
         ran.stdout
-            .contains("bubblewrap, seccomp, rlimits and a cgroup ran /bin/true")
+    );
+    assert!(
+        ran.stdout.contains(
+            "boxes: bubblewrap, Landlock fully enforced, seccomp, rlimits and a cgroup\n"
+        ),
+        "{}",
+        ran.stdout
     );
 }

@@ -78,7 +78,9 @@
 //!   `test -v`/`[ -v` (bash evaluates array subscripts there) and `wait -p`.
 //! - **Control flow** (`if`, `while`, `until`, `for`, `case`, `select`), `[[ … ]]`, `(( … ))`,
 //!   function definitions, assignments, any redirection (heredocs, here-strings, `2>&1`, `|&`),
-//!   process substitution and a background `&` are not covered.
+//!   process substitution and a background `&` are not covered; where the box enforces paths
+//!   ([`PathWalls::Enforced`]), a redirection to or from a named file and a descriptor's
+//!   duplication are covered, the file being one more place the decision checks.
 //! - `!` (negation) and, under bash's rules, `time` in front of a pipeline are understood and
 //!   allowed.
 //! - An empty prefix covers nothing.
@@ -133,7 +135,8 @@ pub enum NotCovered {
     Substitution(String),
     /// A variable assignment, before a command (`PATH=/tmp git`) or alone (`X=1`).
     Assignment(String),
-    /// A redirection, heredoc or here-string (refused until the sandbox enforces paths).
+    /// A redirection, heredoc or here-string (refused where the box does not enforce paths:
+    /// [`PathWalls::Unenforced`]; a heredoc or here-string always).
     Redirection(String),
     /// A command sent to the background with `&`.
     Background,
@@ -187,9 +190,13 @@ impl fmt::Display for NotCovered {
                 f,
                 "`{word}` assigns a shell variable, which could change what the commands do"
             ),
+            Self::Redirection(redirect) if redirect.starts_with("<<") => write!(
+                f,
+                "`{redirect}` is a heredoc or here-string, which the checker does not read"
+            ),
             Self::Redirection(redirect) => write!(
                 f,
-                "`{redirect}` redirects input or output, which is refused until the sandbox enforces paths"
+                "`{redirect}` redirects input or output, which is refused where the box does not enforce paths"
             ),
             Self::Background => write!(f, "a command is sent to the background with `&`"),
             Self::FunctionDefinition(name) => write!(
@@ -237,6 +244,20 @@ impl fmt::Display for NotCovered {
 
 impl std::error::Error for NotCovered {}
 
+/// Whether the box a script runs in keeps it to its grant's folders. Where it does, a
+/// redirection to or from a named file is covered, and its file is one more place the decision
+/// checks against the grant's folders and the protected ones ([`write_targets_in`]); where it
+/// does not, every redirection is refused. Heredocs, here-strings and process substitution are
+/// refused either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PathWalls {
+    /// No box enforces paths (`[sandbox] file_walls = false`): the strict rules.
+    #[default]
+    Unenforced,
+    /// The box binds only the grant's folders read-write.
+    Enforced,
+}
+
 /// Which shell's rules a script is read by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dialect {
@@ -263,7 +284,17 @@ pub fn covers_script_as(
     prefixes: &[Vec<String>],
     dialect: Dialect,
 ) -> Result<(), NotCovered> {
-    walk_script(script, prefixes, Mode::Cover, dialect).map(|_| ())
+    covers_script_in(script, prefixes, dialect, PathWalls::Unenforced)
+}
+
+/// [`covers_script_as`], with redirections covered where `walls` says the box enforces paths.
+pub fn covers_script_in(
+    script: &str,
+    prefixes: &[Vec<String>],
+    dialect: Dialect,
+    walls: PathWalls,
+) -> Result<(), NotCovered> {
+    walk_script(script, prefixes, Mode::Cover, dialect, walls).map(|_| ())
 }
 
 /// Whether some command of `script`, read as bash reads it, may run one of `prefixes`:
@@ -281,7 +312,18 @@ pub fn touches_script(script: &str, prefixes: &[Vec<String>]) -> bool {
 /// read touches every deny. The call's own script, when the checker cannot read it, touches
 /// nothing here; no allow grant covers it either, so it is refused all the same.
 pub fn touches_script_as(script: &str, prefixes: &[Vec<String>], dialect: Dialect) -> bool {
-    walk_script(script, prefixes, Mode::Touch, dialect).is_ok_and(|(hits, _)| hits > 0)
+    touches_script_in(script, prefixes, dialect, PathWalls::Unenforced)
+}
+
+/// [`touches_script_as`], reading redirections where `walls` says the box enforces paths (so a
+/// deny grant still sees a command that an allow grant covers with a redirection).
+pub fn touches_script_in(
+    script: &str,
+    prefixes: &[Vec<String>],
+    dialect: Dialect,
+    walls: PathWalls,
+) -> bool {
+    walk_script(script, prefixes, Mode::Touch, dialect, walls).is_ok_and(|(hits, _)| hits > 0)
 }
 
 /// Every place `script` (read by `dialect`'s rules, with its `sh -c` scripts) may write through
@@ -292,7 +334,17 @@ pub fn touches_script_as(script: &str, prefixes: &[Vec<String>], dialect: Dialec
 /// that run arbitrary code (interpreters, build tools) are not looked into: a grant on one
 /// covers whatever it writes.
 pub fn write_targets(script: &str, dialect: Dialect) -> Result<Vec<WriteTarget>, NotCovered> {
-    walk_script(script, &[], Mode::Writes, dialect).map(|(_, targets)| targets)
+    write_targets_in(script, dialect, PathWalls::Unenforced)
+}
+
+/// [`write_targets`]; where `walls` says the box enforces paths, the file of every redirection
+/// (written or read: `>`, `>>`, `>|`, `&>`, `<>`, `<`, `>&FILE`) is a place too.
+pub fn write_targets_in(
+    script: &str,
+    dialect: Dialect,
+    walls: PathWalls,
+) -> Result<Vec<WriteTarget>, NotCovered> {
+    walk_script(script, &[], Mode::Writes, dialect, walls).map(|(_, targets)| targets)
 }
 
 /// What the walk is for: every command covered, any command touched, or the writes of all.
@@ -310,10 +362,12 @@ fn walk_script(
     prefixes: &[Vec<String>],
     mode: Mode,
     dialect: Dialect,
+    walls: PathWalls,
 ) -> Result<(usize, Vec<WriteTarget>), NotCovered> {
     let mut ctx = Context {
         prefixes,
         mode,
+        walls,
         inner: VecDeque::new(),
         writes: writes::Writes::new(),
     };

@@ -8,7 +8,7 @@ use brush_parser::ast;
 use brush_parser::{ParserOptions, SourceInfo, Token};
 
 use super::show::show;
-use super::{Dialect, MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered};
+use super::{Dialect, MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered, PathWalls};
 
 /// At most this many `$(` and `${` in one script: brush's tokenizer recurses on each.
 const MAX_EXPANSION_MARKS: usize = 32;
@@ -27,7 +27,11 @@ fn parser_options() -> ParserOptions {
 /// bash and sh would read differently is refused first, on the raw text and on the tokens, so that
 /// what brush reads is what sh runs. Any panic inside brush is caught and reported as
 /// [`NotCovered::Unparsable`].
-pub(super) fn parse(script: &str, dialect: Dialect) -> Result<ast::Program, NotCovered> {
+pub(super) fn parse(
+    script: &str,
+    dialect: Dialect,
+    walls: PathWalls,
+) -> Result<ast::Program, NotCovered> {
     if script.len() > MAX_SCRIPT_BYTES {
         return Err(NotCovered::TooLong(script.len()));
     }
@@ -74,7 +78,7 @@ pub(super) fn parse(script: &str, dialect: Dialect) -> Result<ast::Program, NotC
             ));
         }
     };
-    screen_tokens(&tokens, dialect)?;
+    screen_tokens(&tokens, dialect, walls)?;
     let parsed = catch_unwind(AssertUnwindSafe(|| {
         brush_parser::parse_tokens(&tokens, &options, &SourceInfo::default())
     }));
@@ -109,12 +113,13 @@ const BASH_OPERATORS: &[&str] = &["&>", "&>>", "|&", "<<<", ";&", ";;&"];
 
 /// Checks on the token stream, before the parser runs: a background `&` anywhere; then, in
 /// source order, redirections and process substitution, reserved words that start control flow,
-/// `[[`, `function`, `((`, and nesting deeper than [`MAX_NESTING`]. Besides giving the precise
+/// `[[`, `function`, `((`, and nesting deeper than [`MAX_NESTING`] (redirections pass where
+/// `walls` is [`PathWalls::Enforced`], for the walk to read). Besides giving the precise
 /// reason, this keeps the parser away from the constructs on which it backtracks exponentially
 /// (nested `case`, `((`) and bounds its recursion. For [`Dialect::Posix`], bash's own operators,
 /// `((`, process substitution, `time` (a keyword in bash, a program for sh) and `! !` (sh refuses
 /// it) are refused as dialect differences first.
-fn screen_tokens(tokens: &[Token], dialect: Dialect) -> Result<(), NotCovered> {
+fn screen_tokens(tokens: &[Token], dialect: Dialect, walls: PathWalls) -> Result<(), NotCovered> {
     let posix = dialect == Dialect::Posix;
     if tokens
         .iter()
@@ -139,6 +144,13 @@ fn screen_tokens(tokens: &[Token], dialect: Dialect) -> Result<(), NotCovered> {
                         && matches!(next, Some(Token::Operator(o, _)) if o == "(")
                     {
                         return Err(NotCovered::Substitution(format!("{op}(…)")));
+                    }
+                    if walls == PathWalls::Enforced {
+                        // The walk reads its target; the word after it is not a command.
+                        command_position = op == "|&";
+                        after_time = false;
+                        after_bang = false;
+                        continue;
                     }
                     let mut shown = String::new();
                     if let Some(Token::Word(word, before)) =

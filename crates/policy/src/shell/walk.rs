@@ -14,7 +14,7 @@ use super::show::{render_words, show};
 use super::touch::command_touches;
 use super::words::{Literal, decode_word, looks_like_assignment};
 use super::writes::Writes;
-use super::{Dialect, MAX_NESTING, MAX_SHELL_DEPTH, Mode, NotCovered, git};
+use super::{Dialect, MAX_NESTING, MAX_SHELL_DEPTH, Mode, NotCovered, PathWalls, git};
 
 /// A script waiting to be read: its text, its `sh -c` depth and the shell that runs it.
 pub(super) type Pending = (String, usize, Dialect);
@@ -23,6 +23,8 @@ pub(super) type Pending = (String, usize, Dialect);
 pub(super) struct Context<'a> {
     pub(super) prefixes: &'a [Vec<String>],
     pub(super) mode: Mode,
+    /// Whether the box enforces paths (then redirections are read, not refused).
+    pub(super) walls: PathWalls,
     /// Scripts of `sh -c` waiting to be read.
     pub(super) inner: VecDeque<Pending>,
     /// What the commands write (in [`Mode::Writes`]).
@@ -40,7 +42,7 @@ pub(super) fn check_one(
     if depth > MAX_SHELL_DEPTH {
         return Err(NotCovered::TooDeep);
     }
-    let program = parse(script, dialect)?;
+    let program = parse(script, dialect, ctx.walls)?;
     let mut walker = Walker {
         ctx,
         nesting: 0,
@@ -118,8 +120,8 @@ impl Walker<'_, '_> {
         match command {
             ast::Command::Simple(simple) => self.simple(simple),
             ast::Command::Compound(compound, redirects) => {
-                if let Some(redirect) = redirects.as_ref().and_then(|r| r.0.first()) {
-                    return Err(NotCovered::Redirection(show(&redirect.to_string())));
+                for redirect in redirects.iter().flat_map(|r| &r.0) {
+                    self.redirect(redirect)?;
                 }
                 match compound {
                     ast::CompoundCommand::BraceGroup(group) => self.nested(&group.list),
@@ -153,8 +155,11 @@ impl Walker<'_, '_> {
     }
 
     fn simple(&mut self, command: &ast::SimpleCommand) -> Result<(), NotCovered> {
-        if let Some(item) = command.prefix.as_ref().and_then(|p| p.0.first()) {
-            return Err(item_problem(item));
+        for item in command.prefix.iter().flat_map(|p| &p.0) {
+            match item {
+                ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => self.redirect(redirect)?,
+                other => return Err(item_problem(other)),
+            }
         }
         let Some(name) = &command.word_or_name else {
             return Err(NotCovered::Unparsable("a command without words".into()));
@@ -172,6 +177,9 @@ impl Walker<'_, '_> {
                             )));
                         }
                         raw.push(&word.value);
+                    }
+                    ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
+                        self.redirect(redirect)?;
                     }
                     other => return Err(item_problem(other)),
                 }
@@ -211,6 +219,45 @@ impl Walker<'_, '_> {
             }
             Mode::Writes => self.writes(&words),
         }
+    }
+
+    /// A redirection: refused where the box does not enforce paths; otherwise the file it names
+    /// is a place the call writes (read or written, checked the same way), and a descriptor's
+    /// duplication or closing is nothing to check. Heredocs, here-strings and process
+    /// substitution are refused.
+    fn redirect(&mut self, redirect: &ast::IoRedirect) -> Result<(), NotCovered> {
+        let refused = || NotCovered::Redirection(show(&redirect.to_string()));
+        if self.ctx.walls == PathWalls::Unenforced {
+            return Err(refused());
+        }
+        let file = match redirect {
+            ast::IoRedirect::File(_, _, ast::IoFileRedirectTarget::Filename(word)) => word,
+            ast::IoRedirect::File(_, _, ast::IoFileRedirectTarget::Fd(_)) => return Ok(()),
+            ast::IoRedirect::File(_, _, ast::IoFileRedirectTarget::Duplicate(word)) => {
+                let fd = word.value.strip_suffix('-').unwrap_or(&word.value);
+                if fd.bytes().all(|b| b.is_ascii_digit()) {
+                    // `>&2`, `2>&1`, `<&-`, `>&3-`: descriptors only.
+                    return Ok(());
+                }
+                // bash's `>&FILE` is `&>FILE`.
+                word
+            }
+            ast::IoRedirect::File(
+                _,
+                _,
+                ast::IoFileRedirectTarget::ProcessSubstitution(kind, _),
+            ) => return Err(NotCovered::Substitution(format!("{kind}(…)"))),
+            ast::IoRedirect::OutputAndError(word, _) => word,
+            ast::IoRedirect::HereDocument(..) | ast::IoRedirect::HereString(..) => {
+                return Err(refused());
+            }
+        };
+        let literal =
+            decode_word(&file.value).map_err(|problem| problem.not_covered(&file.value))?;
+        if self.ctx.mode == Mode::Writes {
+            self.ctx.writes.redirect(&literal)?;
+        }
+        Ok(())
     }
 
     /// An allow grant: the command must start with a granted prefix (git without the options

@@ -100,6 +100,18 @@ impl Writes {
         self.place(found)
     }
 
+    /// The file a redirection names, placed under the script's folders like a command's write.
+    pub(super) fn redirect(&mut self, file: &Literal) -> Result<(), NotCovered> {
+        // The box's own `/dev/null` (bubblewrap's `--dev`), nothing of the grant's.
+        if file.text == "/dev/null" {
+            return Ok(());
+        }
+        self.place(Found {
+            paths: vec![word_value(file)],
+            ..Found::default()
+        })
+    }
+
     /// `cd DIR` or `pushd DIR`: later relative paths may be under DIR too.
     fn change_dir(&mut self, args: &[Literal], pushd: bool) -> Result<(), NotCovered> {
         let mut operand = None;

@@ -41,6 +41,13 @@ fn a_shell_call_runs_in_the_box_and_sees_only_its_grants_folder() {
             .starts_with("bubblewrap:"),
         "{header}"
     );
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("Landlock fully enforced over the same paths"),
+        "{header}"
+    );
     assert_eq!(body, "inside\n");
     assert!(broker.work.join("made").exists());
     // The grants file is outside the granted folder: unsandboxed, `cat` would print it.
@@ -138,4 +145,99 @@ fn read_file_and_write_file_run_in_brokerds_worker_in_a_box() {
         fs::read_to_string(broker.work.join("b.txt")).unwrap(),
         "written in a box\n"
     );
+}
+
+#[test]
+fn without_bubblewrap_a_shell_call_runs_in_a_box_of_landlock_alone_and_says_so() {
+    let config = format!("{FAST}[sandbox]\nbubblewrap = false\n");
+    let broker = BrokerProcess::start(SHELL_IN_WORK, &config);
+    fs::write(broker.work.join("a.txt"), "inside\n").unwrap();
+    let (header, body) = shell(&broker, 1, "cat a.txt && touch made");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(header["containment"], "cgroup");
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("landlock only (no bubblewrap): Landlock fully enforced"),
+        "{header}"
+    );
+    assert_eq!(body, "inside\n");
+    assert!(broker.work.join("made").exists());
+    // The grants file is outside the granted folder: Landlock refuses it.
+    let grants = broker.config.join("grants/grants.toml");
+    let (header, body) = shell(&broker, 2, &format!("cat {}", grants.display()));
+    assert_eq!(header["exit_code"], 1, "{body}");
+    assert!(body.contains("Permission denied"), "{body}");
+    assert!(!body.contains("cat-work"), "{body}");
+    // `bx status` shows what the running broker enforces.
+    let mut owner = testkit::OwnerClient::open(&broker.owner_socket());
+    let status = match owner.send(&proto::OwnerRequest::Status {}) {
+        Some(proto::OwnerReply::Status { status }) => status,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        status.walls.iter().any(|w| w
+            .starts_with("shell: landlock only (no bubblewrap): Landlock fully enforced")),
+        "{:?}",
+        status.walls
+    );
+}
+
+#[test]
+fn without_bubblewrap_read_file_runs_in_brokerds_worker_under_landlock() {
+    let config = format!("{FAST}[sandbox]\nbubblewrap = false\n");
+    let broker = BrokerProcess::start(super::WORK, &config);
+    fs::write(broker.work.join("a.txt"), "hello\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let read = client
+        .call(
+            1,
+            "read_file",
+            &super::path_args(&broker.work.join("a.txt")),
+        )
+        .unwrap();
+    let text = content(&read).to_string();
+    let (header, body) = text.split_once('\n').unwrap();
+    let header: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(body, "hello\n", "{text}");
+    assert!(
+        header["sandbox"].as_str().unwrap().starts_with(
+            "landlock only (no bubblewrap): Landlock fully enforced: brokerd's worker"
+        ),
+        "{header}"
+    );
+}
+
+#[test]
+fn with_the_box_a_redirection_into_the_grants_folder_runs_and_without_it_is_refused() {
+    let broker = BrokerProcess::start(SHELL_IN_WORK, FAST);
+    fs::write(broker.work.join("a.txt"), "inside\n").unwrap();
+    let (header, body) = shell(&broker, 1, "cat a.txt > copy.txt 2>&1");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(
+        fs::read_to_string(broker.work.join("copy.txt")).unwrap(),
+        "inside\n"
+    );
+    // Into boxmaker's own folders: refused before anything runs.
+    let grants = broker.config.join("grants/planted.toml");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({
+        "command": format!("cat a.txt > {}", grants.display()),
+        "cwd": broker.work,
+    })
+    .to_string();
+    let response = client.call(2, "shell", &args).unwrap();
+    assert_eq!(super::denied(&response), proto::DenyReason::ProtectedPath);
+    assert!(!grants.exists());
+    // Without the box the strict rules stay: no redirection is covered.
+    let config = format!("{FAST}[sandbox]\nfile_walls = false\n");
+    let unboxed = BrokerProcess::start(SHELL_IN_WORK, &config);
+    fs::write(unboxed.work.join("a.txt"), "inside\n").unwrap();
+    let mut client = AgentClient::open(&unboxed.socket(), None);
+    let args =
+        serde_json::json!({ "command": "cat a.txt > copy.txt", "cwd": unboxed.work }).to_string();
+    let response = client.call(1, "shell", &args).unwrap();
+    assert_eq!(super::denied(&response), proto::DenyReason::NoGrant);
+    assert!(!unboxed.work.join("copy.txt").exists());
 }

@@ -224,3 +224,90 @@ fn a_write_the_checker_cannot_know_is_covered_by_no_grant() {
     };
     assert_eq!(denied.reason, DenyReason::NoGrant);
 }
+
+// ---- shell: redirections, by whether the box enforces paths ----
+
+fn shell_call_in(
+    tree: &Tree,
+    grants: &[Grant],
+    command: &str,
+    walls: policy::shell::PathWalls,
+) -> Decision {
+    let arguments = serde_json::json!({"command": command, "cwd": tree.path("work")}).to_string();
+    let args = parse(ToolName::Shell, &arguments).unwrap();
+    policy::decide::decide_in(
+        &args,
+        grants,
+        Labels::default(),
+        now(),
+        &tree.protected(),
+        walls,
+    )
+}
+
+const LS_IN_WORK: &str = "[[grant]]\nid=\"ls\"\ntool=\"shell\"\ncommands=[\"ls\", \"grep\"]\npaths=[\"{root}/work\"]\non_untrusted=\"allow\"\n";
+
+#[test]
+fn with_the_box_enforcing_paths_a_redirection_into_the_grant_is_covered() {
+    use policy::shell::PathWalls::Enforced;
+    let tree = Tree::new();
+    let grants = tree.grants(LS_IN_WORK);
+    for command in [
+        "ls > listing.txt",
+        "ls 2>&1 | grep x >> found",
+        "grep x < listing.txt",
+        "ls 2>/dev/null",
+    ] {
+        assert_eq!(
+            allowed_grant(&shell_call_in(&tree, &grants, command, Enforced)),
+            Some("ls"),
+            "{command}"
+        );
+    }
+}
+
+#[test]
+fn with_the_box_enforcing_paths_a_redirection_outside_the_grant_or_into_boxmaker_is_refused() {
+    use policy::shell::PathWalls::Enforced;
+    let tree = Tree::new();
+    let grants = tree.grants(LS_IN_WORK);
+    let outside = format!("ls > {}", tree.path("notes/x"));
+    assert_eq!(
+        reason(&shell_call_in(&tree, &grants, &outside, Enforced)),
+        Some(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        reason(&shell_call_in(&tree, &grants, "ls > ../notes/x", Enforced)),
+        Some(DenyReason::NoGrant)
+    );
+    let planted = format!("ls > {}", tree.path("boxmaker/grants/planted.toml"));
+    assert_eq!(
+        reason(&shell_call_in(&tree, &grants, &planted, Enforced)),
+        Some(DenyReason::ProtectedPath)
+    );
+    let read = format!("grep x < {}", tree.path("boxmaker/grants/g.toml"));
+    assert_eq!(
+        reason(&shell_call_in(&tree, &grants, &read, Enforced)),
+        Some(DenyReason::ProtectedPath)
+    );
+}
+
+#[test]
+fn without_the_box_enforcing_paths_every_redirection_is_refused() {
+    use policy::shell::PathWalls::Unenforced;
+    let tree = Tree::new();
+    let grants = tree.grants(LS_IN_WORK);
+    for command in ["ls > listing.txt", "ls 2>&1", "ls 2>/dev/null"] {
+        assert_eq!(
+            reason(&shell_call_in(&tree, &grants, command, Unenforced)),
+            Some(DenyReason::NoGrant),
+            "{command}"
+        );
+        // `decide` itself keeps the strict rules.
+        assert_eq!(
+            reason(&shell_call(&tree, &grants, command, "work")),
+            Some(DenyReason::NoGrant),
+            "{command}"
+        );
+    }
+}

@@ -4,13 +4,13 @@
 use super::scene;
 
 /// A Perl one-liner making one system call: prints `made <result>` when it succeeds.
-fn syscall(setup: &str, call: &str) -> String {
+pub(super) fn syscall(setup: &str, call: &str) -> String {
     format!(
         "perl -e '{setup} my $r = syscall({call}); die \"refused: $!\\n\" if $r < 0; print \"made $r\\n\"'"
     )
 }
 
-const EPERM: &str = "refused: Operation not permitted";
+pub(super) const EPERM: &str = "refused: Operation not permitted";
 
 #[test]
 fn keyctl_is_refused() {
@@ -72,4 +72,59 @@ fn a_new_mount_namespace_cannot_be_made() {
         "made",
         "unshare failed: Operation not permitted",
     );
+}
+
+#[test]
+fn perf_event_open_is_refused() {
+    // perf_event_open({PERF_TYPE_SOFTWARE, size 128, PERF_COUNT_SW_CPU_CLOCK}, self, any CPU)
+    let setup = "my $a = pack(\"LLQ\", 1, 128, 0) . (\"\\0\" x 112);";
+    scene().attempt(&syscall(setup, "298, $a, 0, -1, -1, 0"), "made", EPERM);
+}
+
+#[test]
+fn process_vm_readv_of_a_sibling_is_refused() {
+    // A forked sibling holds the same string at the same address; reading it back through
+    // process_vm_readv(sibling, {out, 22}, 1, {string, 22}, 1, 0) prints it.
+    let script = r#"perl -e '
+        my $secret = "sibling-memory-5e11ff"; my $out = "x" x 22;
+        my $pid = fork; if (!$pid) { sleep 30; exit 0 }
+        my $local = pack("QQ", unpack("Q", pack("p", $out)), 22);
+        my $remote = pack("QQ", unpack("Q", pack("p", $secret)), 22);
+        my $r = syscall(310, $pid, $local, 1, $remote, 1, 0);
+        kill 9, $pid; waitpid $pid, 0;
+        die "refused: $!\n" if $r < 0; print "made $out\n"'"#;
+    scene().attempt(script, "made sibling-memory-5e11ff", EPERM);
+}
+
+#[test]
+fn loading_a_module_from_a_descriptor_is_refused() {
+    // finit_module(-1, "", 0): on the host the call reaches the kernel, which finds no file
+    // behind the descriptor (or, built without modules like this one, answers ENOSYS); in the
+    // box seccomp refuses it first.
+    let s = scene();
+    let script = syscall("my $e = \"\";", "313, -1, $e, 0");
+    reaches_the_kernel(&s, &script, "refused: Bad file descriptor");
+    s.refused_in_box(&script, &[], "made", EPERM);
+}
+
+#[test]
+fn loading_a_module_from_memory_is_refused() {
+    // init_module(NULL, 0, ""): on the host the kernel finds no ELF header in zero bytes (or
+    // has no modules at all).
+    let s = scene();
+    let script = syscall("my $e = \"\";", "175, 0, 0, $e");
+    reaches_the_kernel(&s, &script, "refused: Exec format error");
+    s.refused_in_box(&script, &[], "made", EPERM);
+}
+
+/// Unsandboxed, the call meets the kernel's own answer: `answer`, or `ENOSYS` from a kernel
+/// built without module support; never seccomp's `EPERM`.
+fn reaches_the_kernel(s: &super::Scene, script: &str, answer: &str) {
+    let host = s.host(script, &[]);
+    assert!(
+        host.stderr.contains(answer) || host.stderr.contains("refused: Function not implemented"),
+        "{}",
+        host.stderr
+    );
+    assert!(!host.stderr.contains(EPERM), "{}", host.stderr);
 }

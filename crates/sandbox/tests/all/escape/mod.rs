@@ -4,17 +4,27 @@
 //!
 //! The scene of each test: `<root>/grant` (granted read-write, with a protected folder
 //! `<root>/grant/.boxmaker` masked), `<root>/outside/secret` beside it, under `/var/tmp` so
-//! that it is neither in the box's private `/tmp` nor granted.
+//! that it is neither in the box's private `/tmp` nor granted. Every box is launched through
+//! `sandbox-launcher`, so it has the Landlock layer; `landlock.rs` widens bubblewrap's binds to
+//! show what Landlock alone stops, and `without_bubblewrap.rs` runs attempts in the box of
+//! Landlock, seccomp, rlimits and the cgroup alone.
 
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use sandbox::{CommandSpec, Ended, Exit, Limits, Policy, spawn_boxed};
+use sandbox::{CommandSpec, Ended, Exit, FileWalls, Limits, Policy, spawn_boxed};
 
 mod kernel;
+mod landlock;
 mod process;
+mod without_bubblewrap;
+
+/// The box's launcher: this crate's `sandbox-launcher`.
+pub(super) fn launcher() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sandbox-launcher"))
+}
 
 const SECRET: &str = "outside-secret-7f3a";
 const PROTECTED_SECRET: &str = "protected-secret-91c2";
@@ -25,6 +35,7 @@ struct Scene {
     grant: PathBuf,
     outside: PathBuf,
     protected: PathBuf,
+    walls: FileWalls,
 }
 
 struct Ran {
@@ -34,11 +45,16 @@ struct Ran {
 }
 
 fn scene() -> Scene {
+    scene_with(FileWalls::Bubblewrap)
+}
+
+fn scene_with(walls: FileWalls) -> Scene {
     let root = tempfile::tempdir_in("/var/tmp").unwrap();
     let grant = root.path().join("grant");
     let outside = root.path().join("outside");
     let protected = grant.join(".boxmaker");
     fs::create_dir_all(&protected).unwrap();
+    fs::create_dir_all(grant.join("sub")).unwrap();
     fs::create_dir_all(&outside).unwrap();
     fs::write(outside.join("secret"), SECRET).unwrap();
     fs::write(protected.join("secret"), PROTECTED_SECRET).unwrap();
@@ -47,6 +63,7 @@ fn scene() -> Scene {
         grant,
         outside,
         protected,
+        walls,
     }
 }
 
@@ -77,7 +94,10 @@ impl Scene {
                 open_files: 256,
                 processes: 32,
                 memory: 256 << 20,
+                output_bytes: 8 << 20,
             },
+            launcher: Some(launcher()),
+            file_walls: self.walls,
         }
     }
 
@@ -439,6 +459,44 @@ fn udp_to_a_listener_on_the_hosts_loopback_never_arrives() {
     );
 }
 
+/// A resolver on the host's loopback answering one query (its id and the response bit set).
+fn resolver() -> (String, std::thread::JoinHandle<usize>) {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let port = socket.local_addr().unwrap().port().to_string();
+    let answering = std::thread::spawn(move || {
+        let mut answered = 0;
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let mut reply = buf[..n].to_vec();
+            reply[2] |= 0x80;
+            socket.send_to(&reply, from).unwrap();
+            answered += 1;
+            if answered == 1 {
+                socket
+                    .set_read_timeout(Some(Duration::from_secs(3)))
+                    .unwrap();
+            }
+        }
+        answered
+    });
+    (port, answering)
+}
+
+const DNS_QUERY: &str = r#"/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5); s.sendto(bytes.fromhex("123401000001000000000000076578616d706c6503636f6d0000010001"), ("127.0.0.1", int(sys.argv[1]))); print("answered", s.recv(512)[:3].hex())' "$PORT""#;
+
+#[test]
+fn a_dns_query_to_a_resolver_on_the_hosts_loopback_is_refused() {
+    let s = scene();
+    let (port, answering) = resolver();
+    s.escapes_on_host(DNS_QUERY, &[("PORT", port.clone())], "answered 123481");
+    s.refused_in_box(DNS_QUERY, &[("PORT", port)], "answered", "PermissionError");
+    // Only the unsandboxed query reached the resolver.
+    assert_eq!(answering.join().unwrap(), 1);
+}
+
 const UNIX_CONNECT: &str = "/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"connected\")' \"$ADDR\"";
 
 #[test]
@@ -505,6 +563,21 @@ fn a_disk_filler_fills_only_the_boxs_small_tmp() {
 }
 
 #[test]
+fn an_output_flood_is_cut_at_the_boxs_output_limit() {
+    let s = scene();
+    // 32 MiB of output, then a word: unsandboxed all of it arrives.
+    let script = "head -c 33554432 /dev/zero && echo flood-done";
+    let host = s.host(script, &[]);
+    assert_eq!(host.code, Some(0));
+    assert!(host.stdout.ends_with("flood-done\n"));
+    let (ended, ran) = s.boxed_with(script, &[], &s.policy(), Duration::from_secs(20));
+    assert!(ended.output_exceeded, "{ended:?}");
+    assert!(!ended.timed_out, "{ended:?}");
+    assert_eq!(ran.stdout.len(), 8 << 20);
+    assert!(!ran.stdout.contains("flood-done"));
+}
+
+#[test]
 fn a_file_past_the_size_limit_cannot_be_written_in_the_grant() {
     let s = scene();
     let script = "head -c 4194304 /dev/zero > \"$GRANT/big\" && echo filled";
@@ -530,7 +603,10 @@ pub(super) fn alive(marker: &str) -> Vec<i32> {
 }
 
 fn outlives(script: &str, marker: &str) {
-    let s = scene();
+    outlives_in(&scene(), script, marker);
+}
+
+fn outlives_in(s: &Scene, script: &str, marker: &str) {
     s.escapes_on_host(script, &[], "started");
     // The shell may answer before its background child has exec'd the marked command.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);

@@ -1,0 +1,301 @@
+//! The box's inner layer: a launcher that runs as the box's first program, after bubblewrap has
+//! built the mounts (Landlock forbids mounting, so it cannot come earlier), restricts itself
+//! with Landlock over the same paths as the binds, and then `exec`s the command.
+//!
+//! The launcher is the caller's own binary: its `main` starts with [`launch_if_asked`], and
+//! the caller names that binary in [`crate::Policy::launcher`]. The parent decides the rules
+//! (every path resolved, read or read-write, the enforcement it expects) and passes them on the
+//! launcher's command line; the launcher creates the ruleset inside the box, where only the
+//! bound paths exist, and restricts itself. Landlock's rules attach to inodes, so a rule on a
+//! bound folder is a rule on the host's folder.
+//!
+//! The ruleset handles every file-system right of ABI 6, TCP `bind` and `connect` (no port is
+//! allowed: no network in a box) and scopes abstract Unix sockets and signals to the box. Where
+//! bubblewrap is missing ([`crate::FileWalls::LandlockOnly`]) the seccomp programs are
+//! installed between `fork` and `exec` of the launcher instead of by bubblewrap.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+/// The first argument that makes [`launch_if_asked`] take over the process.
+pub const LAUNCH: &str = "--boxmaker-box-launch";
+
+/// The exit code of a launcher that could not apply its rules or start the command.
+pub const LAUNCH_FAILED: i32 = 125;
+
+/// The newest Landlock ABI whose rights the box asks for: file-system rights up to
+/// `ioctl_dev` (5), TCP bind and connect (4), scoping of abstract sockets and signals (6).
+const WANTED: ABI = ABI::V6;
+
+/// How much of the Landlock layer the running kernel enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Enforcement {
+    /// No Landlock (a kernel without it, or a box without a launcher).
+    NotEnforced,
+    /// Some of the rights the box asks for (a kernel with an older ABI than 6).
+    Partial,
+    /// Every right the box asks for.
+    Full,
+}
+
+impl Enforcement {
+    /// `fully enforced`, `partially enforced` or `not enforced`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Full => "fully enforced",
+            Enforcement::Partial => "partially enforced",
+            Enforcement::NotEnforced => "not enforced",
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Enforcement::Full => "full",
+            Enforcement::Partial => "partial",
+            Enforcement::NotEnforced => "none",
+        }
+    }
+
+    fn from_word(word: &str) -> Option<Enforcement> {
+        match word {
+            "full" => Some(Enforcement::Full),
+            "partial" => Some(Enforcement::Partial),
+            "none" => Some(Enforcement::NotEnforced),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Enforcement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How much of the Landlock layer this kernel enforces (from its Landlock ABI version).
+pub fn landlock_enforcement() -> Enforcement {
+    match crate::probe::landlock_abi() {
+        Ok(abi) if abi >= WANTED as i64 => Enforcement::Full,
+        Ok(abi) if abi > 0 => Enforcement::Partial,
+        _ => Enforcement::NotEnforced,
+    }
+}
+
+/// What the parent tells the launcher.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Rules {
+    /// Read and execute beneath these.
+    pub(crate) read: Vec<PathBuf>,
+    /// Every right beneath these.
+    pub(crate) write: Vec<PathBuf>,
+    /// The least enforcement the launcher accepts; less is an error, not a weaker box.
+    pub(crate) expect: Option<Enforcement>,
+}
+
+impl Rules {
+    /// The launcher's arguments (after the launcher's path) to run `program` with `args`.
+    pub(crate) fn to_args(&self, program: &std::path::Path, args: &[OsString]) -> Vec<OsString> {
+        let mut out = vec![OsString::from(LAUNCH)];
+        for (flag, paths) in [("--read", &self.read), ("--write", &self.write)] {
+            for path in paths {
+                out.push(flag.into());
+                out.push(path.as_os_str().to_owned());
+            }
+        }
+        if let Some(expect) = self.expect {
+            out.push("--expect".into());
+            out.push(expect.word().into());
+        }
+        out.push("--".into());
+        out.push(program.as_os_str().to_owned());
+        out.extend(args.iter().cloned());
+        out
+    }
+
+    /// The rules and the command (program first) in the launcher's arguments.
+    fn parse(args: &[OsString]) -> Result<(Rules, Vec<OsString>), String> {
+        let mut rules = Rules::default();
+        let mut rest = args.iter();
+        while let Some(flag) = rest.next() {
+            if flag == "--" {
+                let command: Vec<OsString> = rest.cloned().collect();
+                if command.is_empty() {
+                    return Err("no command after --".to_string());
+                }
+                return Ok((rules, command));
+            }
+            let value = rest
+                .next()
+                .ok_or_else(|| format!("{} needs a value", flag.to_string_lossy()))?;
+            match flag.to_str() {
+                Some("--read") => rules.read.push(PathBuf::from(value)),
+                Some("--write") => rules.write.push(PathBuf::from(value)),
+                Some("--expect") => {
+                    rules.expect = Some(
+                        value
+                            .to_str()
+                            .and_then(Enforcement::from_word)
+                            .ok_or_else(|| {
+                                format!(
+                                    "--expect {} is not full, partial or none",
+                                    value.to_string_lossy()
+                                )
+                            })?,
+                    );
+                }
+                _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
+            }
+        }
+        Err("no -- before the command".to_string())
+    }
+}
+
+/// When this process was started as a box's launcher (its first argument is [`LAUNCH`]):
+/// applies the rules its arguments name and `exec`s the command; on failure it says why on
+/// standard error and exits with [`LAUNCH_FAILED`]. When the command is this very binary (a
+/// worker in the box, as `brokerd box-file` is), it is not `exec`ed again: this returns the
+/// command's arguments (its program first), restricted as the command would be, for `main` to
+/// go on with instead of its own. Otherwise (not a launcher) it returns `None` at once.
+///
+/// A binary named in [`crate::Policy::launcher`] calls this first thing in `main`, before it
+/// starts threads or reads its own arguments.
+pub fn launch_if_asked() -> Option<Vec<OsString>> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_none_or(|a| a != LAUNCH) {
+        return None;
+    }
+    match launch(args.get(2..).unwrap_or_default()) {
+        Ok(command) => Some(command),
+        Err(error) => {
+            eprintln!("boxmaker box: {error}");
+            std::process::exit(LAUNCH_FAILED);
+        }
+    }
+}
+
+/// Applies the rules; `exec`s the command, or returns it when it is this binary itself.
+fn launch(args: &[OsString]) -> Result<Vec<OsString>, String> {
+    let (rules, command) = Rules::parse(args)?;
+    let status = restrict(&rules)?;
+    let got = match status {
+        RulesetStatus::FullyEnforced => Enforcement::Full,
+        RulesetStatus::PartiallyEnforced => Enforcement::Partial,
+        RulesetStatus::NotEnforced => Enforcement::NotEnforced,
+    };
+    if let Some(expect) = rules.expect
+        && got < expect
+    {
+        return Err(format!(
+            "Landlock is {got} here, the box was built for {expect}"
+        ));
+    }
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| "no command".to_string())?;
+    // Measured: one `exec` of a large binary less for each in-process tool's box.
+    if is_this_binary(Path::new(program)) {
+        return Ok(command);
+    }
+    let error = std::process::Command::new(program).args(args).exec();
+    Err(format!("cannot run {}: {error}", program.to_string_lossy()))
+}
+
+/// Whether `program` is the running binary (the same file).
+fn is_this_binary(program: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(exe), Ok(other)) = (
+        std::fs::metadata("/proc/self/exe"),
+        std::fs::metadata(program),
+    ) else {
+        return false;
+    };
+    (exe.dev(), exe.ino()) == (other.dev(), other.ino())
+}
+
+/// Creates the ruleset and restricts this process with it.
+fn restrict(rules: &Rules) -> Result<RulesetStatus, String> {
+    let failed = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(WANTED))
+        .map_err(failed)?
+        .handle_access(AccessNet::from_all(WANTED))
+        .map_err(failed)?
+        .scope(Scope::from_all(WANTED))
+        .map_err(failed)?
+        .create()
+        .map_err(failed)?;
+    for (paths, access) in [
+        (&rules.read, AccessFs::from_read(WANTED)),
+        (&rules.write, AccessFs::from_all(WANTED)),
+    ] {
+        for path in paths {
+            let fd = PathFd::new(path)
+                .map_err(|e| format!("Landlock cannot open {}: {e}", path.display()))?;
+            // Rights that make sense only on folders are refused on a file's rule.
+            let access = if path.is_dir() {
+                access
+            } else {
+                access & AccessFs::from_file(WANTED)
+            };
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(failed)?;
+        }
+    }
+    Ok(ruleset.restrict_self().map_err(failed)?.ruleset)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use super::{Enforcement, LAUNCH, Rules};
+
+    #[test]
+    fn the_rules_survive_the_launchers_command_line() {
+        let rules = Rules {
+            read: vec![PathBuf::from("/usr"), PathBuf::from("/etc/passwd")],
+            write: vec![PathBuf::from("/work/a b")],
+            expect: Some(Enforcement::Full),
+        };
+        let args = rules.to_args(Path::new("/bin/sh"), &["-c".into(), "--read x".into()]);
+        assert_eq!(args.first().map(OsString::as_os_str), Some(LAUNCH.as_ref()));
+        let (parsed, command) = Rules::parse(&args[1..]).unwrap();
+        assert_eq!(parsed, rules);
+        assert_eq!(command, ["/bin/sh", "-c", "--read x"]);
+    }
+
+    #[test]
+    fn a_malformed_command_line_names_what_is_wrong() {
+        let parse = |words: &[&str]| {
+            let args: Vec<OsString> = words.iter().map(OsString::from).collect();
+            Rules::parse(&args).unwrap_err()
+        };
+        assert_eq!(parse(&["--read"]), "--read needs a value");
+        assert_eq!(parse(&["--read", "/usr"]), "no -- before the command");
+        assert_eq!(parse(&["--"]), "no command after --");
+        assert_eq!(
+            parse(&["--bogus", "x", "--", "a"]),
+            "unknown option --bogus"
+        );
+        assert_eq!(
+            parse(&["--expect", "most", "--", "a"]),
+            "--expect most is not full, partial or none"
+        );
+    }
+
+    #[test]
+    fn enforcement_levels_are_ordered_weakest_first() {
+        assert!(Enforcement::NotEnforced < Enforcement::Partial);
+        assert!(Enforcement::Partial < Enforcement::Full);
+        assert_eq!(Enforcement::Full.to_string(), "fully enforced");
+    }
+}
