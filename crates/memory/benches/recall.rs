@@ -91,7 +91,10 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let benching = std::env::args().any(|a| a == "--bench");
     let sizes: Vec<usize> = match std::env::var("BOXMAKER_BENCH_SIZES") {
-        Ok(text) => text.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+        Ok(text) => text
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect(),
         Err(_) if benching => vec![1_000, 100_000, 1_000_000],
         Err(_) => vec![1_000],
     };
@@ -125,7 +128,8 @@ fn main() {
                     .collect(),
             ),
         ];
-        let floor_sql = "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?1 ORDER BY rank LIMIT 10";
+        let floor_sql =
+            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?1 ORDER BY rank LIMIT 10";
         for (label, queries) in &classes {
             let mut ours = Vec::new();
             let mut floor = Vec::new();

@@ -69,12 +69,12 @@ mod tests {
         );
         assert_eq!(terms("!!! *** ((("), Vec::<String>::new());
         assert_eq!(terms("café naïve"), ["café", "naïve"]);
-        assert_eq!(
-            terms_expression("a (b").as_deref(),
-            Some("\"a\" OR \"b\"")
-        );
+        assert_eq!(terms_expression("a (b").as_deref(), Some("\"a\" OR \"b\""));
         assert_eq!(terms_expression("()"), None);
-        let many = (0..200).map(|n| format!("w{n}")).collect::<Vec<_>>().join(" ");
+        let many = (0..200)
+            .map(|n| format!("w{n}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         assert_eq!(terms(&many).len(), MAX_TERMS);
     }
 }

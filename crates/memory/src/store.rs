@@ -38,7 +38,9 @@ pub enum MemoryError {
         source: rusqlite::Error,
     },
     /// The file was written by a newer boxmaker.
-    #[error("the memory store {path} has schema version {found}; this boxmaker knows up to {known}")]
+    #[error(
+        "the memory store {path} has schema version {found}; this boxmaker knows up to {known}"
+    )]
     TooNew {
         /// The database file.
         path: String,
@@ -150,7 +152,8 @@ pub struct Store {
     path: String,
 }
 
-const COLUMNS: &str = "e.id, e.text, e.tags, e.at_ms, e.session, e.class, e.untrusted, e.forgotten_ms";
+const COLUMNS: &str =
+    "e.id, e.text, e.tags, e.at_ms, e.session, e.class, e.untrusted, e.forgotten_ms";
 
 impl Store {
     /// Opens (or creates) the store at `path`, making its folder (mode 0700) if needed: WAL,
@@ -479,7 +482,8 @@ fn insert(tx: &rusqlite::Transaction<'_>, entry: &NewEntry<'_>) -> rusqlite::Res
     let id = tx.last_insert_rowid();
     tx.prepare_cached("INSERT INTO entries_fts (rowid, text) VALUES (?1, ?2)")?
         .execute(params![id, entry.text])?;
-    let mut tag_row = tx.prepare_cached("INSERT OR IGNORE INTO entry_tags (tag, entry) VALUES (?1, ?2)")?;
+    let mut tag_row =
+        tx.prepare_cached("INSERT OR IGNORE INTO entry_tags (tag, entry) VALUES (?1, ?2)")?;
     for tag in entry.tags {
         tag_row.execute(params![tag, id])?;
     }

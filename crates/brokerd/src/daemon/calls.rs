@@ -521,14 +521,7 @@ async fn run(
     let cap = broker.config.result_cap;
     let (answer, response, labels_after, detail) = match outcome {
         Outcome::Ran { fields, body } => {
-            let rendered = render(
-                &call.tool,
-                class,
-                untrusted,
-                fields,
-                &body,
-                cap,
-            );
+            let rendered = render(&call.tool, class, untrusted, fields, &body, cap);
             let answer = Answer::Result {
                 text: Field::of(&rendered.text),
                 class,

@@ -151,7 +151,12 @@ fn scope_of(allowed: &Allowed) -> Scope<'_> {
     }
 }
 
-fn run(service: &MemoryService, session: &SessionId, allowed: &Allowed, context: &RunContext) -> Routed {
+fn run(
+    service: &MemoryService,
+    session: &SessionId,
+    allowed: &Allowed,
+    context: &RunContext,
+) -> Routed {
     let scope = scope_of(allowed);
     match &allowed.args {
         ToolArgs::Memory(args) => match args.action() {
@@ -292,7 +297,10 @@ fn show_hit(hit: &Hit) -> String {
     if e.text.len() <= WHOLE_TEXT {
         out.push_str(&format!("  text: {}\n", e.text));
     } else {
-        out.push_str(&format!("  text: {} bytes; the snippet is its best part\n", e.text.len()));
+        out.push_str(&format!(
+            "  text: {} bytes; the snippet is its best part\n",
+            e.text.len()
+        ));
     }
     out
 }
@@ -327,7 +335,10 @@ fn ask(client: &ConsultClient, question: &str, hits: &[Hit], context: &RunContex
             Decision::Allow(allowed) => {
                 let line = format!("[{}] {}\n", entry.id, entry.text);
                 if prompt.len() + line.len() > QUESTION_CAP {
-                    withheld.push(format!("entry {}: longer than the question may be", entry.id));
+                    withheld.push(format!(
+                        "entry {}: longer than the question may be",
+                        entry.id
+                    ));
                     continue;
                 }
                 prompt.push_str(&line);
@@ -448,7 +459,12 @@ async fn audit(
 }
 
 /// The store cannot be used: recorded too, then said.
-async fn unavailable(broker: &Broker, command: &str, entry: Option<u64>, message: String) -> OwnerReply {
+async fn unavailable(
+    broker: &Broker,
+    command: &str,
+    entry: Option<u64>,
+    message: String,
+) -> OwnerReply {
     if let Err(reply) = audit(broker, command, entry, 0, &message).await {
         return reply;
     }
@@ -474,10 +490,7 @@ pub async fn owner_list(broker: &Broker, limit: u64) -> OwnerReply {
 
 /// `bx memory show ID`, recorded.
 pub async fn owner_show(broker: &Broker, id: u64) -> OwnerReply {
-    let shown = blocking(&broker.memory, move |s| {
-        Ok((s.show(id)?, s.list(0)?.1))
-    })
-    .await;
+    let shown = blocking(&broker.memory, move |s| Ok((s.show(id)?, s.list(0)?.1))).await;
     let (entry, total) = match shown {
         Ok(shown) => shown,
         Err(message) => return unavailable(broker, "show", Some(id), message).await,
@@ -521,7 +534,9 @@ pub async fn owner_forget(broker: &Broker, id: u64) -> OwnerReply {
             format!("no entry {id} to forget"),
             OwnerReply::Error {
                 code: OwnerErrorCode::UnknownEntry,
-                message: format!("there is no memory entry {id} to forget (absent, purged or already forgotten)"),
+                message: format!(
+                    "there is no memory entry {id} to forget (absent, purged or already forgotten)"
+                ),
             },
         ),
         Err(message) => return unavailable(broker, "forget", Some(id), message).await,

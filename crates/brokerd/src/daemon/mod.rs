@@ -31,11 +31,11 @@ use proto::{OwnerEvent, SessionId};
 use crate::grants::{Grant, Problem};
 use crate::policy::Protected;
 
+use self::memory::MemoryService;
 use approvals::Approvals;
 use config::Config;
 use journal::Journal;
 use memo::SessionMemo;
-use self::memory::MemoryService;
 use runner::Runner;
 
 pub use startup::{StartError, StartOptions, start};

@@ -164,16 +164,18 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     };
     let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home);
     let grants = grants_watch::load(&dirs.grants(), &home);
-    let broker = Arc::new(Broker::new(
-        config,
-        dirs.clone(),
-        grants,
-        protected,
-        journal,
-        ledger,
-        Arc::new(runner),
-    )?
-    .with_memory(memory));
+    let broker = Arc::new(
+        Broker::new(
+            config,
+            dirs.clone(),
+            grants,
+            protected,
+            journal,
+            ledger,
+            Arc::new(runner),
+        )?
+        .with_memory(memory),
+    );
     let waiting = broker.approvals.load(&broker)?;
     if waiting > 0 {
         tracing::info!(

@@ -64,7 +64,11 @@ fn the_owner_lists_shows_forgets_purges_and_exports_the_memory_and_each_command_
     );
     // Model-controlled text reaches the terminal escaped.
     assert!(!listed.stdout.contains('\u{1b}'), "{}", listed.stdout);
-    assert!(listed.stdout.contains("2 of 2 entries"), "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains("2 of 2 entries"),
+        "{}",
+        listed.stdout
+    );
 
     let json = bx(&broker, &["memory", "list", "--json"]);
     let entries: Vec<MemoryEntry> = serde_json::from_str(&json.stdout).unwrap();
@@ -138,8 +142,7 @@ fn the_owner_lists_shows_forgets_purges_and_exports_the_memory_and_each_command_
     assert_eq!(
         commands,
         [
-            "list", "list", "show", "show", "forget", "forget", "list", "export", "purge",
-            "export"
+            "list", "list", "show", "show", "forget", "forget", "list", "export", "purge", "export"
         ]
     );
     assert_eq!(owner[4]["event"]["entry"], secret);

@@ -31,7 +31,9 @@ fn text_of(n: u64) -> String {
 fn a_hundred_thousand_entries_recall_the_right_ones_and_a_forgotten_one_is_gone_at_once() {
     let (_dir, _path, mut store) = fresh();
     let texts: Vec<String> = (0..ENTRIES).map(text_of).collect();
-    let tags: Vec<Vec<String>> = (0..ENTRIES).map(|n| vec![format!("t{}", n % 100)]).collect();
+    let tags: Vec<Vec<String>> = (0..ENTRIES)
+        .map(|n| vec![format!("t{}", n % 100)])
+        .collect();
     let at = Timestamp::from_millis(1_700_000_000_000).unwrap();
     let ids = store
         .add_all((0..ENTRIES as usize).map(|n| NewEntry {
@@ -63,7 +65,10 @@ fn a_hundred_thousand_entries_recall_the_right_ones_and_a_forgotten_one_is_gone_
     }
 
     // `zebra` is in exactly ten entries: all of them, and nothing else.
-    let zebras: Vec<u64> = (0..ENTRIES).filter(|n| n % 10_000 == 7).map(id_of).collect();
+    let zebras: Vec<u64> = (0..ENTRIES)
+        .filter(|n| n % 10_000 == 7)
+        .map(id_of)
+        .collect();
     let wide = Recall {
         limit: 50,
         ..query("zebra")
@@ -81,10 +86,7 @@ fn a_hundred_thousand_entries_recall_the_right_ones_and_a_forgotten_one_is_gone_
     // Tags and scopes on the whole store.
     let t7 = vec!["t7".to_string()];
     let t8 = vec!["t8".to_string()];
-    let tagged = Recall {
-        tags: &t7,
-        ..wide
-    };
+    let tagged = Recall { tags: &t7, ..wide };
     assert_eq!(store.recall(&tagged).unwrap().hits.len(), 10);
     let elsewhere = Recall {
         scope: Scope::Tags(&t8),

@@ -166,32 +166,44 @@ fn tags_filter_a_recall_and_a_scope_limits_reads_and_forgets() {
     // `tags`: every tag named.
     let filter = tags(&["proj", "home"]);
     assert_eq!(
-        ids(&store, &Recall {
-            tags: &proj,
-            ..query("kettle")
-        }),
+        ids(
+            &store,
+            &Recall {
+                tags: &proj,
+                ..query("kettle")
+            }
+        ),
         [a, b]
     );
     assert_eq!(
-        ids(&store, &Recall {
-            tags: &filter,
-            ..query("kettle")
-        }),
+        ids(
+            &store,
+            &Recall {
+                tags: &filter,
+                ..query("kettle")
+            }
+        ),
         [b]
     );
     // A scope: any of its tags.
     assert_eq!(
-        ids(&store, &Recall {
-            scope: Scope::Tags(&proj),
-            ..query("kettle")
-        }),
+        ids(
+            &store,
+            &Recall {
+                scope: Scope::Tags(&proj),
+                ..query("kettle")
+            }
+        ),
         [a, b]
     );
     assert!(
-        ids(&store, &Recall {
-            scope: Scope::Tags(&[]),
-            ..query("kettle")
-        })
+        ids(
+            &store,
+            &Recall {
+                scope: Scope::Tags(&[]),
+                ..query("kettle")
+            }
+        )
         .is_empty()
     );
     // A scoped forget reaches only entries whose every tag is in scope.
@@ -217,7 +229,10 @@ fn tags_filter_a_recall_and_a_scope_limits_reads_and_forgets() {
         store.forget(999, Scope::All, now).unwrap(),
         Forgot::NotFound
     );
-    assert_eq!(store.forget(u64::MAX, Scope::All, now).unwrap(), Forgot::NotFound);
+    assert_eq!(
+        store.forget(u64::MAX, Scope::All, now).unwrap(),
+        Forgot::NotFound
+    );
     assert_eq!(ids(&store, &query("kettle")), [b, c, d]);
 }
 
@@ -276,7 +291,11 @@ fn a_damaged_file_gives_an_error_that_names_it() {
         .tempdir()
         .unwrap();
     let path = dir.path().join("memory.sqlite");
-    std::fs::write(&path, b"this is not a database, it is some bytes ".repeat(200)).unwrap();
+    std::fs::write(
+        &path,
+        b"this is not a database, it is some bytes ".repeat(200),
+    )
+    .unwrap();
     let error = Store::open(&path).unwrap_err();
     assert!(matches!(error, MemoryError::Sqlite { .. }), "{error:?}");
     let shown = error.to_string();

@@ -172,7 +172,8 @@ fn memory_tools_parse_strictly_and_ask_memory_has_side_effects_only_with_a_consu
         r#"{"text":"likes tea","tags":["home"]}"#
     );
     assert!(memory.has_side_effects());
-    let ToolArgs::AskMemory(mut ask) = parse(ToolName::AskMemory, r#"{"question":"tea?"}"#).unwrap()
+    let ToolArgs::AskMemory(mut ask) =
+        parse(ToolName::AskMemory, r#"{"question":"tea?"}"#).unwrap()
     else {
         panic!("not ask_memory");
     };

@@ -510,7 +510,8 @@ fn a_wrong_tool_list_is_named_with_its_line() {
 
 #[test]
 fn memory_grants_take_no_paths_hosts_or_commands_and_only_allow_grants_take_tags() {
-    let grant = one("[[grant]]\nid = \"mem\"\ntool = \"recall\"\ntags = [\"proj\", \"proj\", \"home\"]\n");
+    let grant =
+        one("[[grant]]\nid = \"mem\"\ntool = \"recall\"\ntags = [\"proj\", \"proj\", \"home\"]\n");
     assert_eq!(grant.tool, ToolName::Recall);
     assert_eq!(grant.tags, ["proj", "home"]);
     assert!(
@@ -532,7 +533,9 @@ fn memory_grants_take_no_paths_hosts_or_commands_and_only_allow_grants_take_tags
         ]
     );
     assert_eq!(
-        problems("[[grant]]\nid = \"r\"\ntool = \"read_file\"\npaths = [\"/tmp\"]\ntags = [\"x\"]\n"),
+        problems(
+            "[[grant]]\nid = \"r\"\ntool = \"read_file\"\npaths = [\"/tmp\"]\ntags = [\"x\"]\n"
+        ),
         ["5: read_file does not take tags"]
     );
     assert_eq!(
@@ -541,5 +544,8 @@ fn memory_grants_take_no_paths_hosts_or_commands_and_only_allow_grants_take_tags
     );
     let bad = problems("[[grant]]\nid = \"b\"\ntool = \"recall\"\ntags = [\"two words\"]\n");
     assert_eq!(bad.len(), 1);
-    assert!(bad[0].starts_with("4: tag \"two words\" must be"), "{bad:?}");
+    assert!(
+        bad[0].starts_with("4: tag \"two words\" must be"),
+        "{bad:?}"
+    );
 }

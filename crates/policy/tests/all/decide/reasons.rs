@@ -312,22 +312,33 @@ fn a_memory_grant_with_tags_covers_entries_within_them_and_scopes_reads_to_them(
         Labels::default(),
     );
     assert_eq!(reason(&outside), Some(DenyReason::NoGrant));
-    let Decision::Allow(read) =
-        tree.decide(&grants, ToolName::Recall, r#"{"query":"x"}"#, Labels::default())
-    else {
+    let Decision::Allow(read) = tree.decide(
+        &grants,
+        ToolName::Recall,
+        r#"{"query":"x"}"#,
+        Labels::default(),
+    ) else {
         panic!("recall not allowed");
     };
     assert_eq!(read.scope, scope);
     // A grant without tags covers the whole memory, like consult: no scope.
     let all = tree.grants("[[grant]]\nid = \"all\"\ntool = \"recall\"\n");
-    let Decision::Allow(read) =
-        tree.decide(&all, ToolName::Recall, r#"{"query":"x"}"#, Labels::default())
-    else {
+    let Decision::Allow(read) = tree.decide(
+        &all,
+        ToolName::Recall,
+        r#"{"query":"x"}"#,
+        Labels::default(),
+    ) else {
         panic!("recall not allowed");
     };
     assert_eq!(read.scope, None);
     assert_eq!(
-        reason(&tree.decide(&all, ToolName::AskMemory, r#"{"question":"x?"}"#, Labels::default())),
+        reason(&tree.decide(
+            &all,
+            ToolName::AskMemory,
+            r#"{"question":"x?"}"#,
+            Labels::default()
+        )),
         Some(DenyReason::NoGrant)
     );
 }
