@@ -69,22 +69,16 @@ impl MemoryService {
         f: impl FnOnce(&mut Store) -> Result<T, MemoryError>,
     ) -> Result<T, String> {
         let mut held = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        if held.is_none() {
-            *held = Some(Store::open(&self.path).map_err(unusable)?);
-        }
-        let Some(store) = held.as_mut() else {
-            return Err(unusable(MemoryError::Export(std::io::Error::other(
-                "the store is not open",
-            ))));
+        let mut store = match held.take() {
+            Some(store) => store,
+            None => Store::open(&self.path).map_err(unusable)?,
         };
-        match f(store) {
-            Ok(value) => Ok(value),
-            Err(error @ MemoryError::Sqlite { .. }) => {
-                *held = None;
-                Err(unusable(error))
-            }
-            Err(error) => Err(unusable(error)),
+        let result = f(&mut store);
+        // A store SQLite failed on is let go, and opened again at the next use.
+        if !matches!(result, Err(MemoryError::Sqlite { .. })) {
+            *held = Some(store);
         }
+        result.map_err(unusable)
     }
 }
 

@@ -145,7 +145,14 @@ pub fn status(broker: &Broker) -> StatusView {
         pending: broker.approvals.pending().len() as u64,
         grants,
         grant_problems,
-        walls: broker.runner.walls(),
+        walls: {
+            let mut walls = broker.runner.walls();
+            walls.push(format!(
+                "recall, memory, ask_memory: in the broker's memory store {}, never in a box; no other tool reaches its folder",
+                broker.memory.path().display()
+            ));
+            walls
+        },
     }
 }
 
