@@ -85,7 +85,7 @@ pub enum ConsultError {
 }
 
 /// The broker's `consult` client: configuration checked and key read once, at start.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ConsultClient {
     consult: Consult,
     endpoint: String,

@@ -8,6 +8,7 @@ mod commands;
 mod demo;
 mod doctor;
 mod grants;
+mod memory;
 mod owner;
 mod show;
 mod watch;
@@ -52,6 +53,8 @@ Examples:
   bx watch                                  # the live stream; at a terminal it asks you too
   bx grants preset coding --workspace ~/src/app && bx grants check
   bx audit verify
+  bx memory list                            # what sessions remembered, with each entry's labels
+  bx memory forget 12 && bx memory purge
 
 Owner power rests on the uid: any program running as your user that can run code can reach the
 owner socket and answer approvals. That is why no grant set offers `shell` until the sandbox
@@ -138,6 +141,12 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// The memory behind recall, memory and ask_memory: every entry with the labels of the
+    /// session that wrote it. Each command is recorded in the audit log.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
     /// The running broker: sockets, sessions, pending approvals, grants or their problems, and
     /// the walls around each tool run.
     Status {
@@ -175,6 +184,36 @@ enum Preset {
         #[arg(long, value_name = "DIR")]
         workspace: PathBuf,
     },
+}
+
+#[derive(Subcommand)]
+enum MemoryCommand {
+    /// The newest entries, forgotten ones marked (they stay until `bx memory purge`).
+    List {
+        /// The most entries to list.
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One entry, whole.
+    Show {
+        /// The entry's id.
+        id: u64,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget an entry: no session recalls it again; it is listed until `bx memory purge`.
+    Forget {
+        /// The entry's id.
+        id: u64,
+    },
+    /// Delete every forgotten entry for good.
+    Purge,
+    /// Every entry with its labels (class, untrusted), one JSON line each, to standard output.
+    Export,
 }
 
 #[derive(Subcommand)]
@@ -222,6 +261,13 @@ fn main() -> ExitCode {
             command: AuditCommand::Verify,
         } => commands::audit_verify(&dirs),
         Command::Status { json } => commands::status(&dirs, json),
+        Command::Memory { command } => match command {
+            MemoryCommand::List { limit, json } => memory::list(&dirs, limit, json),
+            MemoryCommand::Show { id, json } => memory::show(&dirs, id, json),
+            MemoryCommand::Forget { id } => memory::forget(&dirs, id),
+            MemoryCommand::Purge => memory::purge(&dirs),
+            MemoryCommand::Export => memory::export(&dirs),
+        },
         Command::Doctor => doctor::doctor(),
         Command::Demo(args) => demo::run(&args),
     };

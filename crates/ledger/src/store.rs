@@ -605,7 +605,10 @@ impl Ledger {
                 path,
                 sha256,
             } => self.record_read(session, path, sha256)?,
-            Event::Started { .. } | Event::Cut { .. } | Event::Segment { .. } => {}
+            Event::Started { .. }
+            | Event::Cut { .. }
+            | Event::Segment { .. }
+            | Event::MemoryOwner { .. } => {}
         }
         self.set_anchor(&Anchor {
             seq: record.seq,

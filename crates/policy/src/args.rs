@@ -11,10 +11,14 @@ use tools::web::HttpFetchArgs;
 use crate::ask::{AskArgs, parse_ask};
 use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
 use crate::hosts::https_host;
+use crate::memory::{
+    AskMemoryArgs, MemoryArgs, RecallArgs, parse_ask_memory, parse_memory, parse_recall,
+};
 use crate::paths::MAX_PATH_BYTES;
 
 /// The tools the broker can dispatch to: eight that run in a sandbox, the three memory tools
-/// (recognised, not yet runnable), `consult`, and `ask` (answered by the owner).
+/// (routed to the memory store, never to a runner), `consult`, and `ask` (answered by the
+/// owner).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ToolName {
     /// Read a text file.
@@ -33,11 +37,11 @@ pub enum ToolName {
     Shell,
     /// Fetch an https URL.
     HttpFetch,
-    /// Search the memory (not runnable yet).
+    /// Search the memory.
     Recall,
-    /// Write to the memory (not runnable yet).
+    /// Write to the memory, or forget an entry.
     Memory,
-    /// Ask the memory a question (not runnable yet).
+    /// Ask a question answered from the memory.
     AskMemory,
     /// Ask another model a question.
     Consult,
@@ -148,7 +152,8 @@ impl ToolName {
     }
 
     /// Whether a call changes something outside the session (a file, a process, a server, a
-    /// model's bill): the calls that `on_untrusted` governs.
+    /// model's bill, the memory): the calls that `on_untrusted` governs. `ask_memory` has
+    /// side effects only when the broker has a consult model ([`ToolArgs::has_side_effects`]).
     pub fn has_side_effects(self) -> bool {
         match self {
             ToolName::WriteFile
@@ -203,6 +208,12 @@ pub enum ToolArgs {
     },
     /// `ask`: a question for the owner.
     Ask(AskArgs),
+    /// `recall`.
+    Recall(RecallArgs),
+    /// `memory`.
+    Memory(MemoryArgs),
+    /// `ask_memory`.
+    AskMemory(AskMemoryArgs),
 }
 
 impl ToolArgs {
@@ -219,6 +230,18 @@ impl ToolArgs {
             ToolArgs::HttpFetch(_) => ToolName::HttpFetch,
             ToolArgs::Consult { .. } => ToolName::Consult,
             ToolArgs::Ask(_) => ToolName::Ask,
+            ToolArgs::Recall(_) => ToolName::Recall,
+            ToolArgs::Memory(_) => ToolName::Memory,
+            ToolArgs::AskMemory(_) => ToolName::AskMemory,
+        }
+    }
+
+    /// Whether this call has side effects: its tool's ([`ToolName::has_side_effects`]), and
+    /// `ask_memory` when the broker will send the entries to its consult model.
+    pub fn has_side_effects(&self) -> bool {
+        match self {
+            ToolArgs::AskMemory(args) => args.consults,
+            other => other.tool().has_side_effects(),
         }
     }
 
@@ -234,7 +257,10 @@ impl ToolArgs {
             ToolArgs::Shell(_)
             | ToolArgs::HttpFetch(_)
             | ToolArgs::Consult { .. }
-            | ToolArgs::Ask(_) => None,
+            | ToolArgs::Ask(_)
+            | ToolArgs::Recall(_)
+            | ToolArgs::Memory(_)
+            | ToolArgs::AskMemory(_) => None,
         }
     }
 
@@ -250,7 +276,10 @@ impl ToolArgs {
             ToolArgs::Shell(_)
             | ToolArgs::HttpFetch(_)
             | ToolArgs::Consult { .. }
-            | ToolArgs::Ask(_) => None,
+            | ToolArgs::Ask(_)
+            | ToolArgs::Recall(_)
+            | ToolArgs::Memory(_)
+            | ToolArgs::AskMemory(_) => None,
         }
     }
 
@@ -277,6 +306,9 @@ impl ToolArgs {
                 question: question.clone(),
             }),
             ToolArgs::Ask(args) => json(args),
+            ToolArgs::Recall(args) => json(args),
+            ToolArgs::Memory(args) => json(args),
+            ToolArgs::AskMemory(args) => json(args),
         }
     }
 }
@@ -377,9 +409,15 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
         ToolName::Ask => parse_ask(arguments)
             .map(ToolArgs::Ask)
             .map_err(ArgsError::Shape),
-        ToolName::Recall | ToolName::Memory | ToolName::AskMemory => {
-            Err(ArgsError::NotRunnable(tool.as_str()))
-        }
+        ToolName::Recall => parse_recall(arguments)
+            .map(ToolArgs::Recall)
+            .map_err(ArgsError::Shape),
+        ToolName::Memory => parse_memory(arguments)
+            .map(ToolArgs::Memory)
+            .map_err(ArgsError::Shape),
+        ToolName::AskMemory => parse_ask_memory(arguments)
+            .map(ToolArgs::AskMemory)
+            .map_err(ArgsError::Shape),
     }
 }
 

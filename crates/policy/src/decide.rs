@@ -15,6 +15,7 @@ use tools::shell::ShellArgs;
 use crate::args::{ToolArgs, ToolName};
 use crate::grants::{Approval, Grant, OnUntrusted};
 use crate::hosts::https_host;
+use crate::memory::MemoryAction;
 use crate::paths::resolve;
 use crate::{git, shell};
 
@@ -83,6 +84,9 @@ pub enum Scope {
     Paths(Vec<PathBuf>),
     /// The host and port the call reaches.
     Host(String, u16),
+    /// The memory tags the session's reads, writes and forgets are limited to (the grant's
+    /// `tags`); no scope at all is the whole memory.
+    Tags(Vec<String>),
 }
 
 /// A call as the grants meet it: its arguments with every path resolved, and each place it
@@ -114,7 +118,9 @@ pub struct Write {
 }
 
 /// Whether `grant` covers `call`: `None` if not; `Some(None)` for a tool without constraints
-/// (`consult`); `Some(Some(scope))` with what the covering paths or host are.
+/// (`consult`, and the memory tools like it when the grant names no `tags`);
+/// `Some(Some(scope))` with what the covering paths, host or tags are. A `memory` entry is
+/// covered when each of its tags is one of the grant's (an entry without tags gets them).
 pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
     if grant.tool != call.args.tool() {
         return None;
@@ -160,7 +166,21 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 .then_some(Some(Scope::Host(host, port)))
         }
         ToolArgs::Consult { .. } | ToolArgs::Ask(_) => Some(None),
+        ToolArgs::Recall(_) | ToolArgs::AskMemory(_) => Some(tags_scope(grant)),
+        ToolArgs::Memory(a) => match a.action() {
+            MemoryAction::Add { tags, .. }
+                if !grant.tags.is_empty() && !tags.iter().all(|t| grant.tags.contains(t)) =>
+            {
+                None
+            }
+            MemoryAction::Add { .. } | MemoryAction::Forget(_) => Some(tags_scope(grant)),
+        },
     }
+}
+
+/// The memory a grant reaches: its tags, or (none named) all of it.
+fn tags_scope(grant: &Grant) -> Option<Scope> {
+    (!grant.tags.is_empty()).then(|| Scope::Tags(grant.tags.clone()))
 }
 
 /// Whether an allow grant lets the call write `write`: one of its paths covers it, and when it
@@ -541,7 +561,7 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         args: call.args.clone(),
         scope: scope.clone(),
     };
-    if labels.untrusted && tool.has_side_effects() {
+    if labels.untrusted && call.args.has_side_effects() {
         if let Some((grant, _)) = live
             .iter()
             .find(|(g, _)| g.on_untrusted == OnUntrusted::Deny)

@@ -1,5 +1,5 @@
 //! boxmaker's decision on a tool call, as a library without sockets or state: the call's
-//! arguments parsed strictly ([`args`], [`consult`], [`ask`]), the owner's grant files ([`grants`]), and
+//! arguments parsed strictly ([`args`], [`consult`], [`ask`], [`memory`]), the owner's grant files ([`grants`]), and
 //! the decision itself ([`decide`]) with what it needs to read a `shell` script ([`shell`]) and
 //! to know which writes change what git runs ([`git`]).
 //!
@@ -14,5 +14,6 @@ pub mod decide;
 pub mod git;
 pub mod grants;
 pub mod hosts;
+pub mod memory;
 pub mod paths;
 pub mod shell;

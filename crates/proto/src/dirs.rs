@@ -209,6 +209,11 @@ impl Dirs {
     pub fn sessions(&self) -> PathBuf {
         self.state.join("sessions")
     }
+
+    /// The memory folder (the store behind `recall`, `memory` and `ask_memory`).
+    pub fn memory(&self) -> PathBuf {
+        self.state.join("memory")
+    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,26 @@ pub enum OwnerRequest {
     Status {},
     /// Streams every event from now on (after the pending approvals as they stand).
     Watch {},
+    /// The newest memory entries, forgotten ones included (until purged).
+    MemoryList {
+        /// The most entries to list.
+        limit: u64,
+    },
+    /// One memory entry, forgotten or not.
+    MemoryShow {
+        /// The entry's id.
+        id: u64,
+    },
+    /// Forgets a memory entry: no session recalls it again; the owner still lists it until
+    /// `memory_purge`.
+    MemoryForget {
+        /// The entry's id.
+        id: u64,
+    },
+    /// Deletes every forgotten memory entry for good.
+    MemoryPurge {},
+    /// Every memory entry with its labels, in id order, as `memory_chunk` replies.
+    MemoryExport {},
 }
 
 /// A frame from the broker to an owner's program.
@@ -69,6 +89,20 @@ pub enum OwnerReply {
     Status {
         /// The broker's state.
         status: StatusView,
+    },
+    /// The answer to `memory_list` and `memory_show`.
+    MemoryEntries {
+        /// The entries (newest first for a list).
+        entries: Vec<MemoryEntry>,
+        /// How many entries the store holds in all, forgotten ones included.
+        total: u64,
+    },
+    /// Part of the answer to `memory_export`; the last part has `last` set.
+    MemoryChunk {
+        /// The next entries, in id order.
+        entries: Vec<MemoryEntry>,
+        /// Whether this is the last part.
+        last: bool,
     },
     /// One event of a `watch` stream.
     Event {
@@ -100,6 +134,34 @@ pub enum OwnerErrorCode {
     Version,
     /// The answer could not be recorded (the audit log or the ledger failed).
     Internal,
+    /// No memory entry has this id.
+    UnknownEntry,
+    /// The memory store cannot be opened or read.
+    MemoryUnavailable,
+}
+
+/// One memory entry as the owner sees it, and as `bx memory export` writes it (one JSON line
+/// each): its text and tags, when and by which session it was written, and that session's
+/// labels at the time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryEntry {
+    /// Its id, from 1.
+    pub id: u64,
+    /// What was remembered (model-controlled: escape before printing).
+    pub text: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// When it was written.
+    pub at: Timestamp,
+    /// The session that wrote it (`owner` for none).
+    pub session: SessionId,
+    /// The writing session's taint when it wrote the entry: the class a recall of it carries.
+    pub class: Class,
+    /// Whether the writing session had received untrusted content.
+    pub untrusted: bool,
+    /// When it was forgotten, if it was (kept for the owner until purged).
+    pub forgotten: Option<Timestamp>,
 }
 
 /// Whether a pending item is a call waiting for approval or a question from `ask`.
@@ -305,6 +367,11 @@ mod tests {
             },
             OwnerRequest::Status {},
             OwnerRequest::Watch {},
+            OwnerRequest::MemoryList { limit: 5 },
+            OwnerRequest::MemoryShow { id: 1 },
+            OwnerRequest::MemoryForget { id: 1 },
+            OwnerRequest::MemoryPurge {},
+            OwnerRequest::MemoryExport {},
         ];
         for request in &owner {
             let json = serde_json::to_string(request).unwrap();

@@ -23,8 +23,6 @@ use super::runner::{Outcome, RunContext};
 use super::sessions::Refusal;
 use super::{Broker, GrantsState};
 
-/// What a memory tool answers until the memory store exists.
-pub const MEMORY_NOT_YET: &str = "memory tools are not available yet";
 /// Where a call tells its connection that it waits for the owner (`Some(PendingApproval)`, to
 /// be sent to the client) and that it no longer does (`None`: it runs).
 pub type PendingTx = tokio::sync::mpsc::UnboundedSender<Option<ToolResponse>>;
@@ -176,12 +174,18 @@ async fn answer_locked(
         return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
     };
     let args = match parse(tool, &request.arguments) {
+        // With a consult model, ask_memory sends entries out: it has side effects.
+        Ok(ToolArgs::AskMemory(mut ask)) => {
+            ask.consults = broker.memory.consults();
+            ToolArgs::AskMemory(ask)
+        }
         Ok(args) => args,
-        Err(ArgsError::NotRunnable(_)) => {
+        Err(error @ ArgsError::NotRunnable(_)) => {
+            let detail = error.detail();
             let answer = Answer::Failed {
-                message: Field::of(MEMORY_NOT_YET),
+                message: Field::of(&detail),
             };
-            return finish(broker, &call, None, answer, None, MEMORY_NOT_YET.into()).await;
+            return finish(broker, &call, None, answer, None, detail).await;
         }
         Err(error) => {
             let detail = error.detail();
@@ -491,7 +495,7 @@ async fn run(
     labels: Labels,
 ) -> Result<Answered, Refusal> {
     let grant = Some(GrantId::from(allowed.grant.as_str()));
-    if tool.has_side_effects() {
+    if allowed.args.has_side_effects() {
         let decided = Event::Decided {
             session: call.session.clone(),
             call_id: call.call_id,
@@ -504,70 +508,75 @@ async fn run(
             return Ok(Answered::unrecorded(unavailable()));
         }
     }
-    let limit = broker.config.time_limit(tool);
+    let mut limit = broker.config.time_limit(tool);
+    if allowed.args.has_side_effects() && tool == ToolName::AskMemory {
+        limit += broker.config.time_limit(ToolName::Consult);
+    }
     let context = RunContext {
         grants,
         labels,
         protected: Arc::clone(&broker.protected),
         limit,
     };
-    let runner = Arc::clone(&broker.runner);
-    let to_run = allowed.clone();
-    let session = call.session.clone();
-    // The tools keep their own limits; this one is the broker's backstop, a little later.
-    let backstop = limit + std::time::Duration::from_secs(2);
-    // The content a file tool saw is hashed on the same thread, right after the run.
-    let ran = tokio::time::timeout(
-        backstop,
-        tokio::task::spawn_blocking(move || {
-            let outcome = runner.run(&to_run, &context);
-            let seen = match outcome {
-                Outcome::Ran { .. } => super::reads::seen(&session, &to_run),
-                _ => None,
-            };
-            (outcome, seen)
-        }),
-    )
-    .await;
-    let (outcome, seen) = match ran {
-        Ok(Ok(ran)) => ran,
-        Ok(Err(join)) => (
-            Outcome::Failed(format!("the tool stopped unexpectedly: {join}")),
-            None,
-        ),
-        Err(_) => (
-            Outcome::Failed(format!(
-                "the tool did not finish within its limit of {} ms",
-                limit.as_millis()
-            )),
-            None,
-        ),
+    // The memory tools go to the store, never to a runner; their results carry the labels of
+    // the entries they hold, not the grant's.
+    let (outcome, class, untrusted, seen) = if tool.is_memory() {
+        let routed = super::memory::route(&broker.memory, &call.session, &allowed, context, limit);
+        let routed = routed.await;
+        (routed.outcome, routed.class, routed.untrusted, None)
+    } else {
+        let runner = Arc::clone(&broker.runner);
+        let to_run = allowed.clone();
+        let session = call.session.clone();
+        // The tools keep their own limits; this one is the broker's backstop, a little later.
+        let backstop = limit + std::time::Duration::from_secs(2);
+        // The content a file tool saw is hashed on the same thread, right after the run.
+        let ran = tokio::time::timeout(
+            backstop,
+            tokio::task::spawn_blocking(move || {
+                let outcome = runner.run(&to_run, &context);
+                let seen = match outcome {
+                    Outcome::Ran { .. } => super::reads::seen(&session, &to_run),
+                    _ => None,
+                };
+                (outcome, seen)
+            }),
+        )
+        .await;
+        let (outcome, seen) = match ran {
+            Ok(Ok(ran)) => ran,
+            Ok(Err(join)) => (
+                Outcome::Failed(format!("the tool stopped unexpectedly: {join}")),
+                None,
+            ),
+            Err(_) => (
+                Outcome::Failed(format!(
+                    "the tool did not finish within its limit of {} ms",
+                    limit.as_millis()
+                )),
+                None,
+            ),
+        };
+        (outcome, allowed.class, allowed.untrusted, seen)
     };
     let raised = ledger::Labels {
-        taint: labels.taint.max(allowed.class),
-        untrusted: labels.untrusted || allowed.untrusted,
+        taint: labels.taint.max(class),
+        untrusted: labels.untrusted || untrusted,
     };
     let cap = broker.config.result_cap;
     let (answer, response, labels, detail) = match outcome {
         Outcome::Ran { fields, body } => {
-            let rendered = render(
-                &call.tool,
-                allowed.class,
-                allowed.untrusted,
-                fields,
-                &body,
-                cap,
-            );
+            let rendered = render(&call.tool, class, untrusted, fields, &body, cap);
             let answer = Answer::Result {
                 text: Field::of(&rendered.text),
-                class: allowed.class,
-                untrusted: allowed.untrusted,
+                class,
+                untrusted,
                 truncated: rendered.truncated,
             };
             let response = ToolResponse::Result {
                 content: rendered.text,
-                class: allowed.class,
-                untrusted: allowed.untrusted,
+                class,
+                untrusted,
                 truncated: rendered.truncated,
             };
             (answer, response, Some(raised), String::new())
@@ -577,8 +586,8 @@ async fn run(
             // result, in the same envelope.
             let rendered = render(
                 &call.tool,
-                allowed.class,
-                allowed.untrusted,
+                class,
+                untrusted,
                 serde_json::Map::new(),
                 &message,
                 cap,

@@ -10,6 +10,7 @@ pub mod dirs;
 pub mod grants_watch;
 pub mod journal;
 pub mod memo;
+pub mod memory;
 pub mod owner;
 mod reads;
 pub mod render;
@@ -30,6 +31,7 @@ use proto::{OwnerEvent, SessionId};
 use crate::grants::{Grant, Problem};
 use crate::policy::Protected;
 
+use self::memory::MemoryService;
 use approvals::Approvals;
 use config::Config;
 use journal::Journal;
@@ -73,6 +75,8 @@ pub struct Broker {
     pub approvals: Approvals,
     /// The owner's live event stream (`bx watch`).
     pub events: tokio::sync::broadcast::Sender<OwnerEvent>,
+    /// The memory store behind `recall`, `memory` and `ask_memory` (and `bx memory`).
+    pub memory: Arc<MemoryService>,
     session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionMemo>>>>,
 }
 
@@ -89,6 +93,7 @@ impl Broker {
         runner: Arc<dyn Runner>,
     ) -> Result<Broker, ledger::LedgerError> {
         let reader = Ledger::open_read_only(&dirs.ledger())?;
+        let memory = MemoryService::new(dirs.memory().join(self::memory::STORE_FILE), None);
         Ok(Broker {
             config,
             dirs,
@@ -100,8 +105,16 @@ impl Broker {
             runner,
             approvals: Approvals::new(),
             events: tokio::sync::broadcast::channel(EVENT_BACKLOG).0,
+            memory: Arc::new(memory),
             session_locks: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The same broker with `memory` as its memory store (the one [`Broker::new`] makes has
+    /// no consult model for `ask_memory`).
+    pub fn with_memory(mut self, memory: MemoryService) -> Broker {
+        self.memory = Arc::new(memory);
+        self
     }
 
     /// The grants in force now.

@@ -17,6 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::approvals::{OwnerAnswer, OwnerRefusal};
+use super::memory;
 use super::server::{Closed, check_peer, read, write};
 use super::{Broker, GrantsState};
 
@@ -106,6 +107,14 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 status: status(&broker),
             },
             OwnerRequest::Watch {} => return watch(&broker, reader, writer, idle).await,
+            OwnerRequest::MemoryList { limit } => memory::owner_list(&broker, limit).await,
+            OwnerRequest::MemoryShow { id } => memory::owner_show(&broker, id).await,
+            OwnerRequest::MemoryForget { id } => memory::owner_forget(&broker, id).await,
+            OwnerRequest::MemoryPurge {} => memory::owner_purge(&broker).await,
+            OwnerRequest::MemoryExport {} => {
+                memory::owner_export(&broker, &mut writer, idle).await?;
+                continue;
+            }
         };
         write(&mut writer, &reply, idle).await?;
     }
@@ -136,7 +145,14 @@ pub fn status(broker: &Broker) -> StatusView {
         pending: broker.approvals.pending().len() as u64,
         grants,
         grant_problems,
-        walls: broker.runner.walls(),
+        walls: {
+            let mut walls = broker.runner.walls();
+            walls.push(format!(
+                "recall, memory, ask_memory: in the broker's memory store {}, never in a box; no other tool reaches its folder",
+                broker.memory.path().display()
+            ));
+            walls
+        },
     }
 }
 

@@ -98,6 +98,10 @@ impl Runner for DirectRunner {
             ToolArgs::Consult { .. } => self.consult(allowed),
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
+            // The router sends the memory tools to the store; one here is refused, never run.
+            ToolArgs::Recall(_) | ToolArgs::Memory(_) | ToolArgs::AskMemory(_) => {
+                Outcome::Failed(super::memory::IN_STORE.to_string())
+            }
         }
     }
 

@@ -194,8 +194,9 @@ fn schema_of(tool: ToolName) -> Option<ToolSchema> {
         ToolName::HttpFetch => Some(tools::web::http_fetch_schema()),
         ToolName::Consult => Some(crate::consult::consult_schema()),
         ToolName::Ask => Some(policy::ask::ask_schema()),
-        // Not offered until the memory store exists.
-        ToolName::Recall | ToolName::Memory | ToolName::AskMemory => None,
+        ToolName::Recall => Some(policy::memory::recall_schema()),
+        ToolName::Memory => Some(policy::memory::memory_schema()),
+        ToolName::AskMemory => Some(policy::memory::ask_memory_schema()),
     }
 }
 

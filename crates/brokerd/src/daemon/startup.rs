@@ -18,6 +18,7 @@ use crate::policy::{Protected, git};
 use super::config::Config;
 use super::dirs::{FolderError, Locks, check_runtime, lock, make_private_dir};
 use super::journal::Journal;
+use super::memory::{MemoryService, STORE_FILE};
 use super::runner::DirectRunner;
 use super::sandboxed::SandboxedRunner;
 use super::{Broker, grants_watch};
@@ -98,6 +99,9 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         dirs.state.clone(),
         dirs.runtime.clone(),
     ];
+    // The memory folder is inside the state folder; named too, so it stays protected wherever
+    // the state folder's protection is described.
+    folders.push(dirs.memory());
     folders.extend(config.protected.iter().cloned());
     let xdg_config = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
     let protected = Protected::new(&folders)
@@ -152,6 +156,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         ),
         None => None,
     };
+    let memory = MemoryService::new(dirs.memory().join(STORE_FILE), consult.clone());
     let direct = DirectRunner {
         consult,
         read_cap: tools::fs::READ_CAP,
@@ -159,15 +164,18 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     };
     let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home);
     let grants = grants_watch::load(&dirs.grants(), &home);
-    let broker = Arc::new(Broker::new(
-        config,
-        dirs.clone(),
-        grants,
-        protected,
-        journal,
-        ledger,
-        Arc::new(runner),
-    )?);
+    let broker = Arc::new(
+        Broker::new(
+            config,
+            dirs.clone(),
+            grants,
+            protected,
+            journal,
+            ledger,
+            Arc::new(runner),
+        )?
+        .with_memory(memory),
+    );
     let waiting = broker.approvals.load(&broker)?;
     if waiting > 0 {
         tracing::info!(

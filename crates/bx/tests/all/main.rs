@@ -5,6 +5,7 @@
 mod commands;
 mod demo;
 mod doctor;
+mod memory;
 mod watch;
 
 use std::path::Path;

@@ -248,6 +248,18 @@ pub enum Event {
         /// The SHA-256 of its content.
         sha256: String,
     },
+    /// The owner used the memory store through the owner socket (`bx memory list`, `show`,
+    /// `forget`, `purge`, `export`).
+    MemoryOwner {
+        /// `list`, `show`, `forget`, `purge` or `export`.
+        command: String,
+        /// The entry named (`show`, `forget`).
+        entry: Option<u64>,
+        /// How many entries it returned, forgot or purged.
+        entries: u64,
+        /// What happened, for a person (`entry 3 forgotten`, `no entry 9`).
+        outcome: String,
+    },
     /// At start, a call found running (the broker stopped during it) is marked as such; its
     /// id answers that it may have taken effect.
     Interrupted {

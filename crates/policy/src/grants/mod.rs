@@ -32,6 +32,7 @@ pub const KEYS: &[&str] = &[
     "on_untrusted",
     "expires",
     "deny",
+    "tags",
 ];
 
 /// Whether the owner is asked before a covered call runs.
@@ -91,6 +92,9 @@ pub struct Grant {
     pub expires: Option<Timestamp>,
     /// Whether it forbids what it covers.
     pub deny: bool,
+    /// The memory tools: the tags the session's reads, writes and forgets are limited to
+    /// (empty: the whole memory).
+    pub tags: Vec<String>,
     /// Where it was written.
     pub origin: Origin,
 }
@@ -112,6 +116,7 @@ impl Grant {
             on_untrusted: OnUntrusted::Ask,
             expires: None,
             deny: false,
+            tags: Vec::new(),
             origin: Origin {
                 file: PathBuf::from("grants.toml"),
                 line: 1,

@@ -184,11 +184,13 @@ impl GrantReader<'_> {
             })
             .unwrap_or(OnUntrusted::Ask);
         let expires = field("expires").and_then(|v| self.expires(v));
+        let tags = field("tags").map(|v| self.tags(v)).unwrap_or_default();
         let Some(tools) = tool else {
             return Vec::new();
         };
         for &tool in &tools {
             self.check_constraints(tool, deny, line, &paths, &hosts, &commands, &field);
+            self.check_tags(tool, deny, line, &tags, &field);
         }
         let Some(id) = id else {
             return Vec::new();
@@ -209,6 +211,7 @@ impl GrantReader<'_> {
             on_untrusted,
             expires,
             deny,
+            tags,
             origin: Origin {
                 file: self.file.to_path_buf(),
                 line,
@@ -273,6 +276,48 @@ impl GrantReader<'_> {
                 "http_fetch needs hosts: the hosts it may fetch from".to_string(),
             ),
             _ => {}
+        }
+    }
+
+    /// `tags` limit an allow grant of a memory tool; any other grant cannot take them.
+    fn check_tags<'v>(
+        &mut self,
+        tool: ToolName,
+        deny: bool,
+        line: usize,
+        tags: &[String],
+        field: &dyn Fn(&str) -> Option<&'v Value<'v>>,
+    ) {
+        if tags.is_empty() {
+            return;
+        }
+        let line = field("tags").map_or(line, |v| self.line_of(v));
+        if !tool.is_memory() {
+            self.say(line, format!("{} does not take tags", tool.as_str()));
+        } else if deny {
+            self.say(
+                line,
+                format!(
+                    "a deny grant forbids all of {}; tags only limit an allow grant",
+                    tool.as_str()
+                ),
+            );
+        }
+    }
+
+    fn tags(&mut self, value: &Value<'_>) -> Vec<String> {
+        let written: Vec<String> = self
+            .strings(value, "tags")
+            .into_iter()
+            .map(|(tag, _)| tag)
+            .collect();
+        match crate::memory::check_tags(&written) {
+            Ok(tags) => tags,
+            Err(message) => {
+                let line = self.line_of(value);
+                self.say(line, message);
+                Vec::new()
+            }
         }
     }
 

@@ -159,12 +159,31 @@ fn a_consult_question_is_capped_on_a_character_boundary() {
 }
 
 #[test]
-fn memory_tools_are_recognised_but_cannot_run_yet() {
+fn memory_tools_parse_strictly_and_ask_memory_has_side_effects_only_with_a_consult_model() {
     for tool in [ToolName::Recall, ToolName::Memory, ToolName::AskMemory] {
         let error = parse(tool, "{}").unwrap_err();
-        assert_eq!(error, ArgsError::NotRunnable(tool.as_str()));
-        assert!(error.detail().contains("cannot run yet"));
+        assert!(matches!(error, ArgsError::Shape(_)), "{tool:?}: {error:?}");
     }
+    let recall = parse(ToolName::Recall, r#"{"query":"tea","limit":3}"#).unwrap();
+    assert_eq!(recall.canonical_json(), r#"{"query":"tea","limit":3}"#);
+    let memory = parse(ToolName::Memory, r#"{"tags":["home"],"text":"likes tea"}"#).unwrap();
+    assert_eq!(
+        memory.canonical_json(),
+        r#"{"text":"likes tea","tags":["home"]}"#
+    );
+    assert!(memory.has_side_effects());
+    let ToolArgs::AskMemory(mut ask) =
+        parse(ToolName::AskMemory, r#"{"question":"tea?"}"#).unwrap()
+    else {
+        panic!("not ask_memory");
+    };
+    assert!(!ToolArgs::AskMemory(ask.clone()).has_side_effects());
+    ask.consults = true;
+    assert!(ToolArgs::AskMemory(ask.clone()).has_side_effects());
+    assert_eq!(
+        ToolArgs::AskMemory(ask).canonical_json(),
+        r#"{"question":"tea?"}"#
+    );
 }
 
 #[test]

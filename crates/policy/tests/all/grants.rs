@@ -168,7 +168,7 @@ fn unknown_keys_missing_keys_and_wrong_types_are_named_with_their_lines() {
             "3: paths must be a list of strings",
             "4: class is \"top\"; it must be one of public, private, secret",
             "5: untrusted must be true or false",
-            "6: unknown key \"maxtaint\" in a grant; the keys are id, tool, paths, hosts, commands, class, untrusted, approval, max_taint, on_untrusted, expires, deny",
+            "6: unknown key \"maxtaint\" in a grant; the keys are id, tool, paths, hosts, commands, class, untrusted, approval, max_taint, on_untrusted, expires, deny, tags",
             "7: approval is \"later\"; it must be one of auto, ask",
             "8: on_untrusted must be a string",
             "9: expires \"soon\" is not an RFC 3339 date and time with an offset, such as 2026-12-31T00:00:00Z",
@@ -505,5 +505,47 @@ fn a_wrong_tool_list_is_named_with_its_line() {
     assert_eq!(
         problems("[[grant]]\nid=\"a\"\ntool=[\"grep\"]\n"),
         ["1: grep needs paths: the files and folders it may open"]
+    );
+}
+
+#[test]
+fn memory_grants_take_no_paths_hosts_or_commands_and_only_allow_grants_take_tags() {
+    let grant =
+        one("[[grant]]\nid = \"mem\"\ntool = \"recall\"\ntags = [\"proj\", \"proj\", \"home\"]\n");
+    assert_eq!(grant.tool, ToolName::Recall);
+    assert_eq!(grant.tags, ["proj", "home"]);
+    assert!(
+        one("[[grant]]\nid = \"all\"\ntool = \"memory\"\n")
+            .tags
+            .is_empty()
+    );
+    assert_eq!(
+        problems(
+            "[[grant]]\nid = \"m\"\ntool = [\"memory\", \"ask_memory\"]\npaths = [\"/tmp\"]\nhosts = [\"docs.rs\"]\ncommands = [\"ls\"]\n"
+        ),
+        [
+            "4: memory does not take paths",
+            "4: ask_memory does not take paths",
+            "5: memory does not take hosts",
+            "5: ask_memory does not take hosts",
+            "6: memory does not take commands",
+            "6: ask_memory does not take commands",
+        ]
+    );
+    assert_eq!(
+        problems(
+            "[[grant]]\nid = \"r\"\ntool = \"read_file\"\npaths = [\"/tmp\"]\ntags = [\"x\"]\n"
+        ),
+        ["5: read_file does not take tags"]
+    );
+    assert_eq!(
+        problems("[[grant]]\nid = \"d\"\ntool = \"recall\"\ndeny = true\ntags = [\"x\"]\n"),
+        ["5: a deny grant forbids all of recall; tags only limit an allow grant"]
+    );
+    let bad = problems("[[grant]]\nid = \"b\"\ntool = \"recall\"\ntags = [\"two words\"]\n");
+    assert_eq!(bad.len(), 1);
+    assert!(
+        bad[0].starts_with("4: tag \"two words\" must be"),
+        "{bad:?}"
     );
 }

@@ -284,3 +284,61 @@ fn any_covering_grant_that_refuses_after_untrusted_input_refuses() {
     assert_eq!(denied.grant.as_deref(), Some("careful"));
     assert_eq!(allowed_grant(&write("work/x")), Some("broad"));
 }
+
+#[test]
+fn a_memory_grant_with_tags_covers_entries_within_them_and_scopes_reads_to_them() {
+    let tree = Tree::new();
+    let grants = tree.grants(
+        "[[grant]]\nid = \"proj\"\ntool = [\"memory\", \"recall\"]\ntags = [\"proj\", \"db\"]\n",
+    );
+    let scope = Some(Scope::Tags(vec!["proj".to_string(), "db".to_string()]));
+    for arguments in [
+        r#"{"text":"x","tags":["proj"]}"#,
+        r#"{"text":"x","tags":["db","proj"]}"#,
+        r#"{"text":"x"}"#,
+        r#"{"forget":3}"#,
+    ] {
+        let Decision::Allow(allowed) =
+            tree.decide(&grants, ToolName::Memory, arguments, Labels::default())
+        else {
+            panic!("{arguments}: not allowed");
+        };
+        assert_eq!(allowed.scope, scope, "{arguments}");
+    }
+    let outside = tree.decide(
+        &grants,
+        ToolName::Memory,
+        r#"{"text":"x","tags":["proj","home"]}"#,
+        Labels::default(),
+    );
+    assert_eq!(reason(&outside), Some(DenyReason::NoGrant));
+    let Decision::Allow(read) = tree.decide(
+        &grants,
+        ToolName::Recall,
+        r#"{"query":"x"}"#,
+        Labels::default(),
+    ) else {
+        panic!("recall not allowed");
+    };
+    assert_eq!(read.scope, scope);
+    // A grant without tags covers the whole memory, like consult: no scope.
+    let all = tree.grants("[[grant]]\nid = \"all\"\ntool = \"recall\"\n");
+    let Decision::Allow(read) = tree.decide(
+        &all,
+        ToolName::Recall,
+        r#"{"query":"x"}"#,
+        Labels::default(),
+    ) else {
+        panic!("recall not allowed");
+    };
+    assert_eq!(read.scope, None);
+    assert_eq!(
+        reason(&tree.decide(
+            &all,
+            ToolName::AskMemory,
+            r#"{"question":"x?"}"#,
+            Labels::default()
+        )),
+        Some(DenyReason::NoGrant)
+    );
+}
