@@ -118,7 +118,12 @@ on_untrusted = "allow"
             })
         })
         .collect();
-    thread::sleep(Duration::from_millis(1500));
+    // Killed once the clients are well under way (a count, not a time: a loaded machine
+    // answers fewer calls a second, never fewer calls in all).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while answered.lock().unwrap().len() < 48 && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
     broker.kill();
     let stopped: Vec<(proto::Resume, u64)> =
         workers.into_iter().map(|w| w.join().unwrap()).collect();
