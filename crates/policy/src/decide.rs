@@ -417,7 +417,15 @@ pub fn decide(
     let tool = args.tool();
     let call = match prepare(args, grants, now, protected) {
         Ok(call) => call,
-        Err(detail) => return deny(DenyReason::InvalidArguments, None, detail),
+        Err(detail) => {
+            // The rails hold even when a place the script names cannot be resolved.
+            if let ToolArgs::Shell(a) = args
+                && let Some(refused) = guard_rails(a, grants, protected)
+            {
+                return refused;
+            }
+            return deny(DenyReason::InvalidArguments, None, detail);
+        }
     };
     for path in named_paths(&call) {
         if let Some(folder) = protected.holding(path) {
@@ -431,6 +439,11 @@ pub fn decide(
                 ),
             );
         }
+    }
+    if let ToolArgs::Shell(a) = &call.args
+        && let Some(refused) = guard_rails(a, grants, protected)
+    {
+        return refused;
     }
     let covering: Vec<(&Grant, Option<Scope>)> = grants
         .iter()
@@ -560,4 +573,60 @@ fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) ->
             ),
         )
     })
+}
+
+/// The guard rails on a `shell` call, in seed 003's order, whatever a grant says: a
+/// catastrophic command (`CatastrophicCommand`), a command sent to the background
+/// (`BackgroundCommand`), and any literal word or redirection target of the script inside a
+/// protected folder (`ProtectedPath`).
+fn guard_rails(args: &ShellArgs, grants: &[Grant], protected: &Protected) -> Option<Decision> {
+    let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
+    let granted: Vec<PathBuf> = grants
+        .iter()
+        .filter(|g| g.tool == ToolName::Shell && !g.deny)
+        .flat_map(|g| g.paths.iter().map(|p| p.base()))
+        .collect();
+    let place = shell::Place {
+        cwd: &cwd,
+        home: protected.home.as_deref(),
+        granted: &granted,
+    };
+    if let Some(what) = shell::catastrophic(&args.command, &place) {
+        return Some(deny(DenyReason::CatastrophicCommand, None, what));
+    }
+    if shell::backgrounded(&args.command) {
+        return Some(deny(
+            DenyReason::BackgroundCommand,
+            None,
+            "the script sends a command to the background with `&`".into(),
+        ));
+    }
+    for word in shell::path_words(&args.command) {
+        let path = if word == "~" || word.starts_with("~/") {
+            match &protected.home {
+                Some(home) => home.join(word.trim_start_matches('~').trim_start_matches('/')),
+                None => continue,
+            }
+        } else if word.starts_with('~') {
+            continue;
+        } else {
+            cwd.join(&word)
+        };
+        // A word that does not resolve names no place the kernel could reach either.
+        let Ok(resolved) = resolve(&path) else {
+            continue;
+        };
+        if let Some(folder) = protected.holding(&resolved) {
+            return Some(deny(
+                DenyReason::ProtectedPath,
+                None,
+                format!(
+                    "the script names {}, inside boxmaker's folder {}",
+                    resolved.display(),
+                    folder.display()
+                ),
+            ));
+        }
+    }
+    None
 }

@@ -7,6 +7,7 @@ mod decide;
 mod grants;
 mod shell_coverage;
 mod shell_dialects;
+mod shell_rails;
 mod shell_git;
 mod shell_writes;
 
