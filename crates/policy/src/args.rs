@@ -364,11 +364,21 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             if let Some(cwd) = &args.cwd {
                 within_path_cap("cwd", cwd)?;
             }
+            if args.timeout_secs == Some(0) {
+                return Err(ArgsError::Shape(
+                    "timeout_secs is 0: give at least 1 second".into(),
+                ));
+            }
             Ok(ToolArgs::Shell(args))
         }
         ToolName::HttpFetch => {
             let args: HttpFetchArgs = shape(arguments)?;
             https_host(&args.url).map_err(|error| ArgsError::Shape(error.to_string()))?;
+            if args.max_length == Some(0) {
+                return Err(ArgsError::Shape(
+                    "max_length is 0: give at least 1 character".into(),
+                ));
+            }
             Ok(ToolArgs::HttpFetch(args))
         }
         ToolName::Consult => Ok(ToolArgs::Consult {
