@@ -20,6 +20,7 @@ pub mod address;
 mod content;
 mod fetch;
 mod resolve;
+pub mod web_search;
 
 use std::fmt;
 use std::net::IpAddr;

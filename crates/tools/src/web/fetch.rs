@@ -216,7 +216,7 @@ fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Cli
     })
 }
 
-fn parse_certificates(bytes: &[u8], index: usize) -> Result<Vec<reqwest::Certificate>, FetchError> {
+pub(super) fn parse_certificates(bytes: &[u8], index: usize) -> Result<Vec<reqwest::Certificate>, FetchError> {
     let setup = |reason: String| FetchError::Setup {
         reason: format!("root certificate {index}: {reason}"),
     };
@@ -399,7 +399,7 @@ fn find_tls_error<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a rustls:
 }
 
 /// An error and its sources, joined with ": ", without repeating a part already said.
-fn chain_message(error: &(dyn StdError + 'static)) -> String {
+pub(super) fn chain_message(error: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current: Option<&(dyn StdError + 'static)> = Some(error);
     while let Some(error) = current {

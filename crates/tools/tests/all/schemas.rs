@@ -122,6 +122,9 @@ fn the_brokers_http_fetch_schema_is_a_superset_of_the_seeds() {
 
 #[test]
 fn the_coding_tools_args_accept_exactly_their_schemas() {
+    accepts_exactly::<tools::web::web_search::WebSearchArgs>(
+        &tools::web::web_search::web_search_schema(),
+    );
     accepts_exactly::<tools::fs::EditFileArgs>(&tools::fs::edit_file_schema());
     accepts_exactly::<tools::search::ListFilesArgs>(&tools::search::list_files_schema());
     accepts_exactly::<tools::search::GlobArgs>(&tools::search::glob_schema());
