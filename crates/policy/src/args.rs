@@ -7,6 +7,7 @@ use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
 use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
+use tools::web::web_search::{MAX_RESULTS, WebSearchArgs};
 
 use crate::ask::{AskArgs, parse_ask};
 use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
@@ -43,6 +44,8 @@ pub enum ToolName {
     Consult,
     /// Ask the owner a question and wait for the answer.
     Ask,
+    /// Search the web with the provider the owner configured.
+    WebSearch,
 }
 
 impl ToolName {
@@ -70,7 +73,7 @@ impl ToolName {
     pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
 
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 13] = [
+    pub const KNOWN: [ToolName; 14] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::EditFile,
@@ -79,6 +82,7 @@ impl ToolName {
         ToolName::Grep,
         ToolName::Shell,
         ToolName::HttpFetch,
+        ToolName::WebSearch,
         ToolName::Consult,
         ToolName::Ask,
         ToolName::Recall,
@@ -102,6 +106,7 @@ impl ToolName {
             "ask_memory" => Some(ToolName::AskMemory),
             "consult" => Some(ToolName::Consult),
             "ask" => Some(ToolName::Ask),
+            "web_search" => Some(ToolName::WebSearch),
             _ => None,
         }
     }
@@ -122,6 +127,7 @@ impl ToolName {
             ToolName::AskMemory => "ask_memory",
             ToolName::Consult => "consult",
             ToolName::Ask => "ask",
+            ToolName::WebSearch => "web_search",
         }
     }
 
@@ -156,6 +162,7 @@ impl ToolName {
             | ToolName::Shell
             | ToolName::HttpFetch
             | ToolName::Consult
+            | ToolName::WebSearch
             | ToolName::Memory => true,
             ToolName::ReadFile
             | ToolName::ListFiles
@@ -203,6 +210,8 @@ pub enum ToolArgs {
     },
     /// `ask`: a question for the owner.
     Ask(AskArgs),
+    /// `web_search`.
+    WebSearch(WebSearchArgs),
 }
 
 impl ToolArgs {
@@ -219,6 +228,7 @@ impl ToolArgs {
             ToolArgs::HttpFetch(_) => ToolName::HttpFetch,
             ToolArgs::Consult { .. } => ToolName::Consult,
             ToolArgs::Ask(_) => ToolName::Ask,
+            ToolArgs::WebSearch(_) => ToolName::WebSearch,
         }
     }
 
@@ -234,7 +244,8 @@ impl ToolArgs {
             ToolArgs::Shell(_)
             | ToolArgs::HttpFetch(_)
             | ToolArgs::Consult { .. }
-            | ToolArgs::Ask(_) => None,
+            | ToolArgs::Ask(_)
+            | ToolArgs::WebSearch(_) => None,
         }
     }
 
@@ -250,7 +261,8 @@ impl ToolArgs {
             ToolArgs::Shell(_)
             | ToolArgs::HttpFetch(_)
             | ToolArgs::Consult { .. }
-            | ToolArgs::Ask(_) => None,
+            | ToolArgs::Ask(_)
+            | ToolArgs::WebSearch(_) => None,
         }
     }
 
@@ -277,6 +289,7 @@ impl ToolArgs {
                 question: question.clone(),
             }),
             ToolArgs::Ask(args) => json(args),
+            ToolArgs::WebSearch(args) => json(args),
         }
     }
 }
@@ -387,6 +400,21 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
         ToolName::Ask => parse_ask(arguments)
             .map(ToolArgs::Ask)
             .map_err(ArgsError::Shape),
+        ToolName::WebSearch => {
+            let args: WebSearchArgs = shape(arguments)?;
+            within_cap("query", &args.query)?;
+            if args.query.trim().is_empty() {
+                return Err(ArgsError::Shape("query is empty: say what to search for".into()));
+            }
+            if let Some(n) = args.max_results
+                && !(1..=MAX_RESULTS).contains(&n)
+            {
+                return Err(ArgsError::Shape(format!(
+                    "max_results is {n}: give 1 to {MAX_RESULTS}"
+                )));
+            }
+            Ok(ToolArgs::WebSearch(args))
+        }
         ToolName::Recall | ToolName::Memory | ToolName::AskMemory => {
             Err(ArgsError::NotRunnable(tool.as_str()))
         }

@@ -156,7 +156,7 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 .any(|rule| rule.covers(&host, port))
                 .then_some(Some(Scope::Host(host, port)))
         }
-        ToolArgs::Consult { .. } | ToolArgs::Ask(_) => Some(None),
+        ToolArgs::Consult { .. } | ToolArgs::Ask(_) | ToolArgs::WebSearch(_) => Some(None),
     }
 }
 
@@ -514,7 +514,8 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         .map(|(g, _)| g.class)
         .max()
         .unwrap_or(first.class);
-    let untrusted = live.iter().any(|(g, _)| g.untrusted);
+    // Search results are the web's text, whatever a grant says.
+    let untrusted = tool == ToolName::WebSearch || live.iter().any(|(g, _)| g.untrusted);
     let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
         grant: grant.id.clone(),
         class,

@@ -60,6 +60,8 @@ pub trait Runner: Send + Sync {
 pub struct DirectRunner {
     /// The `consult` client, when a consult server is configured.
     pub consult: Option<ConsultClient>,
+    /// The provider `web_search` asks, when `brokerd.toml` names one.
+    pub web_search: Option<super::search::SearchSettings>,
     /// `read_file`'s cap, in bytes.
     pub read_cap: usize,
     /// Extra trusted roots for `http_fetch` (tests use a local CA).
@@ -90,6 +92,7 @@ impl Runner for DirectRunner {
             }
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
+            ToolArgs::WebSearch(args) => self.search(args, context),
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
         }
@@ -280,6 +283,44 @@ impl DirectRunner {
             }
             Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
                 Outcome::Denied(DenyReason::NoGrant, error.to_string())
+            }
+            Err(error) => Outcome::Failed(error.to_string()),
+        }
+    }
+
+    fn search(&self, args: &tools::web::web_search::WebSearchArgs, context: &RunContext) -> Outcome {
+        use tools::web::web_search::{SearchOptions, web_search};
+        let mut options = SearchOptions::new(self.web_search.as_ref().map(|s| s.provider.clone()));
+        options.timeout = context.limit;
+        if let Some(settings) = &self.web_search {
+            options.retries = settings.retries;
+            options.backoff = settings.backoff;
+        }
+        options.root_certificates = self.root_certificates.clone();
+        match web_search(args, &options) {
+            Ok(found) => {
+                let mut body = String::new();
+                for (index, hit) in found.results.iter().enumerate() {
+                    body.push_str(&format!(
+                        "{}. {}\n   {}\n   {}\n",
+                        index + 1,
+                        hit.title,
+                        hit.url,
+                        hit.snippet
+                    ));
+                }
+                if found.results.is_empty() {
+                    body.push_str("No results.\n");
+                }
+                Outcome::Ran {
+                    fields: fields(json!({
+                        "provider": found.provider,
+                        "query": args.query,
+                        "results": found.results.len(),
+                        "attempts": found.attempts,
+                    })),
+                    body,
+                }
             }
             Err(error) => Outcome::Failed(error.to_string()),
         }

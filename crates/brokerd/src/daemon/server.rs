@@ -194,6 +194,7 @@ fn schema_of(tool: ToolName) -> Option<ToolSchema> {
         ToolName::HttpFetch => Some(tools::web::broker_http_fetch_schema()),
         ToolName::Consult => Some(crate::consult::consult_schema()),
         ToolName::Ask => Some(policy::ask::ask_schema()),
+        ToolName::WebSearch => Some(tools::web::web_search::web_search_schema()),
         // Not offered until the memory store exists.
         ToolName::Recall | ToolName::Memory | ToolName::AskMemory => None,
     }

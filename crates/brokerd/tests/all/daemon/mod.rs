@@ -11,6 +11,7 @@ mod frames;
 mod owner_socket;
 mod restart;
 mod sandbox;
+mod web_search;
 
 use std::time::Duration;
 
