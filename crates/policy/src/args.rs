@@ -404,7 +404,9 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             let args: WebSearchArgs = shape(arguments)?;
             within_cap("query", &args.query)?;
             if args.query.trim().is_empty() {
-                return Err(ArgsError::Shape("query is empty: say what to search for".into()));
+                return Err(ArgsError::Shape(
+                    "query is empty: say what to search for".into(),
+                ));
             }
             if let Some(n) = args.max_results
                 && !(1..=MAX_RESULTS).contains(&n)

@@ -274,7 +274,9 @@ pub enum FetchError {
     #[error("fetching {url} failed: {reason}")]
     Http { url: String, reason: String },
     /// The answer is of a binary type (an image, an archive, a PDF, …), which is not returned.
-    #[error("{url} answered {content_type} ({size}), a binary type: http_fetch returns only HTML and text")]
+    #[error(
+        "{url} answered {content_type} ({size}), a binary type: http_fetch returns only HTML and text"
+    )]
     Binary {
         url: String,
         content_type: String,

@@ -288,7 +288,11 @@ impl DirectRunner {
         }
     }
 
-    fn search(&self, args: &tools::web::web_search::WebSearchArgs, context: &RunContext) -> Outcome {
+    fn search(
+        &self,
+        args: &tools::web::web_search::WebSearchArgs,
+        context: &RunContext,
+    ) -> Outcome {
         use tools::web::web_search::{SearchOptions, web_search};
         let mut options = SearchOptions::new(self.web_search.as_ref().map(|s| s.provider.clone()));
         options.timeout = context.limit;

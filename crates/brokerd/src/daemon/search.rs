@@ -71,10 +71,7 @@ pub struct SearchSettings {
 impl WebSearchConfig {
     /// The provider with its key and engine id read through `env`; Err names the missing
     /// setting or variable.
-    pub fn settings(
-        &self,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<SearchSettings, String> {
+    pub fn settings(&self, env: impl Fn(&str) -> Option<String>) -> Result<SearchSettings, String> {
         let read = |configured: &Option<String>, default: &str| {
             let name = configured.as_deref().unwrap_or(default);
             env(name)

@@ -7,8 +7,8 @@ mod decide;
 mod grants;
 mod shell_coverage;
 mod shell_dialects;
-mod shell_rails;
 mod shell_git;
+mod shell_rails;
 mod shell_writes;
 
 use std::mem::discriminant;

@@ -93,12 +93,28 @@ const REFUSED: &[(&str, At, &str)] = &[
     ("rm -rf `pwd`/x", At::Sub, "only known when it runs"),
     ("$RM -rf /", At::Sub, "the root folder"),
     ("rm $FLAGS /", At::Sub, "the root folder"),
-    ("find . -name '*.o' | xargs rm -rf", At::Sub, "another program adds"),
+    (
+        "find . -name '*.o' | xargs rm -rf",
+        At::Sub,
+        "another program adds",
+    ),
     ("xargs -0 rm -r < list", At::Sub, "another program adds"),
-    ("find . -type d -exec rm -rf {} +", At::Sub, "another program adds"),
+    (
+        "find . -type d -exec rm -rf {} +",
+        At::Sub,
+        "another program adds",
+    ),
     ("find . -exec rm -r {} \\;", At::Sub, "another program adds"),
-    ("find . -exec sh -c 'rm -rf {}' \\;", At::Sub, "only known when it runs"),
-    ("xargs sh -c 'rm -rf \"$@\"'", At::Sub, "only known when it runs"),
+    (
+        "find . -exec sh -c 'rm -rf {}' \\;",
+        At::Sub,
+        "only known when it runs",
+    ),
+    (
+        "xargs sh -c 'rm -rf \"$@\"'",
+        At::Sub,
+        "only known when it runs",
+    ),
     ("find / -delete", At::Sub, "`find -delete` from `/`"),
     ("find ~ -name '*.tmp' -delete", At::Sub, "the home folder"),
     ("find -L / -name core -delete", At::Sub, "the root folder"),
@@ -109,12 +125,28 @@ const REFUSED: &[(&str, At, &str)] = &[
     ("mkfs.ext4 /dev/sda1", At::Sub, "makes a file system"),
     ("mkfs -t ext4 /dev/sdb", At::Sub, "makes a file system"),
     ("wipefs -a /dev/sda", At::Sub, "wipes a file system"),
-    ("dd if=/dev/zero of=/dev/sda bs=1M", At::Sub, "the device /dev/sda"),
-    ("dd of=/dev/nvme0n1 if=disk.img", At::Sub, "the device /dev/nvme0n1"),
-    ("cat image > /dev/sda", At::Sub, "a redirection writes to the device /dev/sda"),
+    (
+        "dd if=/dev/zero of=/dev/sda bs=1M",
+        At::Sub,
+        "the device /dev/sda",
+    ),
+    (
+        "dd of=/dev/nvme0n1 if=disk.img",
+        At::Sub,
+        "the device /dev/nvme0n1",
+    ),
+    (
+        "cat image > /dev/sda",
+        At::Sub,
+        "a redirection writes to the device /dev/sda",
+    ),
     ("echo x >> /dev/sdb1", At::Sub, "the device /dev/sdb1"),
     ("cat x &> /dev/sda", At::Sub, "the device /dev/sda"),
-    ("echo hi | tee /dev/sda", At::Sub, "`tee` writes to the device"),
+    (
+        "echo hi | tee /dev/sda",
+        At::Sub,
+        "`tee` writes to the device",
+    ),
     ("shred /dev/sda", At::Sub, "`shred` writes to the device"),
     ("chmod -R 777 /", At::Sub, "a recursive `chmod` of `/`"),
     ("chown -R nobody /", At::Sub, "a recursive `chown`"),
@@ -135,7 +167,11 @@ const REFUSED: &[(&str, At, &str)] = &[
     ("bash -lc \"rm -rf ~\"", At::Sub, "the home folder"),
     ("bash -c -- 'rm -rf /'", At::Sub, "the root folder"),
     ("sh -c \"sh -c 'rm -rf /'\"", At::Sub, "the root folder"),
-    ("bash -c 'bash -c \"sh -c \\\"rm -rf /\\\"\"'", At::Sub, "the root folder"),
+    (
+        "bash -c 'bash -c \"sh -c \\\"rm -rf /\\\"\"'",
+        At::Sub,
+        "the root folder",
+    ),
     ("/bin/dash -ec 'reboot'", At::Sub, "stops the machine"),
     ("env rm -rf /", At::Sub, "the root folder"),
     ("env -i PATH=/bin rm -rf /", At::Sub, "the root folder"),
@@ -157,7 +193,11 @@ const REFUSED: &[(&str, At, &str)] = &[
     ("(cd /tmp && rm -rf /)", At::Sub, "the root folder"),
     ("{ rm -rf /; }", At::Sub, "the root folder"),
     ("if true; then rm -rf /; fi", At::Sub, "the root folder"),
-    ("for d in a b; do rm -rf ~; done", At::Sub, "the home folder"),
+    (
+        "for d in a b; do rm -rf ~; done",
+        At::Sub,
+        "the home folder",
+    ),
     ("while true; do reboot; done", At::Sub, "stops the machine"),
     ("cat <(rm -rf /)", At::Sub, "the root folder"),
     ("X=1 rm -rf /", At::Sub, "the root folder"),
@@ -230,7 +270,9 @@ fn the_catastrophic_rail_refuses_every_row_of_its_table_with_its_reason() {
         .iter()
         .filter_map(|&(script, at, part)| match found(script, at) {
             Some(reason) if reason.contains(part) => None,
-            other => Some(format!("{script:?} at {at:?}: want {part:?}, got {other:?}")),
+            other => Some(format!(
+                "{script:?} at {at:?}: want {part:?}, got {other:?}"
+            )),
         })
         .collect();
     assert!(
@@ -264,7 +306,12 @@ fn the_table_holds_at_least_eighty_scripts() {
 
 #[test]
 fn a_script_the_rail_cannot_read_is_left_to_coverage() {
-    for script in ["rm -rf / <<EOF\nx\nEOF", "((x)) && rm -rf /", "rm -rf '/", ""] {
+    for script in [
+        "rm -rf / <<EOF\nx\nEOF",
+        "((x)) && rm -rf /",
+        "rm -rf '/",
+        "",
+    ] {
         assert_eq!(found(script, At::Sub), None, "{script:?}");
     }
 }

@@ -161,7 +161,10 @@ pub(super) fn page(text: &str, start: usize, max: usize) -> (String, usize, Opti
         .nth(start)
         .map_or(text.len(), |(at, _)| at);
     let rest = &text[from..];
-    let to = rest.char_indices().nth(max).map_or(rest.len(), |(at, _)| at);
+    let to = rest
+        .char_indices()
+        .nth(max)
+        .map_or(rest.len(), |(at, _)| at);
     let end = start.saturating_add(max);
     (rest[..to].to_owned(), total, (end < total).then_some(end))
 }
@@ -193,7 +196,10 @@ mod tests {
         )
         .unwrap();
         assert!(md.starts_with("# Title"), "{md}");
-        assert!(md.contains("Some **bold** and a [link](https://x.test/)."), "{md}");
+        assert!(
+            md.contains("Some **bold** and a [link](https://x.test/)."),
+            "{md}"
+        );
         assert!(md.contains("one") && md.contains("two"), "{md}");
         assert!(!md.contains("alert") && !md.contains("p{}"), "{md}");
     }

@@ -216,7 +216,10 @@ fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Cli
     })
 }
 
-pub(super) fn parse_certificates(bytes: &[u8], index: usize) -> Result<Vec<reqwest::Certificate>, FetchError> {
+pub(super) fn parse_certificates(
+    bytes: &[u8],
+    index: usize,
+) -> Result<Vec<reqwest::Certificate>, FetchError> {
     let setup = |reason: String| FetchError::Setup {
         reason: format!("root certificate {index}: {reason}"),
     };

@@ -16,8 +16,8 @@ use reqwest::redirect::Policy;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::fetch::{chain_message, parse_certificates};
 use super::USER_AGENT;
+use super::fetch::{chain_message, parse_certificates};
 
 /// The tool's name, as the model calls it.
 pub const WEB_SEARCH: &str = "web_search";
@@ -182,27 +182,47 @@ pub struct SearchResult {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SearchError {
     /// `brokerd.toml` names no provider.
-    #[error("web_search has no search provider: the owner sets one in brokerd.toml ([web_search] provider = \"serper\", \"google\" or \"searxng\")")]
+    #[error(
+        "web_search has no search provider: the owner sets one in brokerd.toml ([web_search] provider = \"serper\", \"google\" or \"searxng\")"
+    )]
     NoProvider,
     /// The query is empty.
     #[error("the query is empty")]
     EmptyQuery,
     /// The provider's URL cannot be used.
     #[error("the {provider} URL {url} cannot be used: {reason}")]
-    BadUrl { provider: &'static str, url: String, reason: String },
+    BadUrl {
+        provider: &'static str,
+        url: String,
+        reason: String,
+    },
     /// The provider kept failing in a way that may pass.
     #[error("{provider} failed {attempts} times; the last time: {reason}")]
-    Unavailable { provider: &'static str, attempts: u32, reason: String },
+    Unavailable {
+        provider: &'static str,
+        attempts: u32,
+        reason: String,
+    },
     /// The provider refused the request (a bad key, a quota, a bad request).
     #[error("{provider} answered HTTP {status}: {detail}")]
-    Refused { provider: &'static str, status: u16, detail: String },
+    Refused {
+        provider: &'static str,
+        status: u16,
+        detail: String,
+    },
     /// The answer is not what the provider's API returns.
     #[error("{provider}'s answer cannot be read: {reason}")]
-    BadAnswer { provider: &'static str, reason: String },
+    BadAnswer {
+        provider: &'static str,
+        reason: String,
+    },
 }
 
 /// Runs `args` against the configured provider.
-pub fn web_search(args: &WebSearchArgs, options: &SearchOptions) -> Result<SearchResult, SearchError> {
+pub fn web_search(
+    args: &WebSearchArgs,
+    options: &SearchOptions,
+) -> Result<SearchResult, SearchError> {
     let Some(provider) = &options.provider else {
         return Err(SearchError::NoProvider);
     };
@@ -274,7 +294,9 @@ fn check_url(provider: &Provider) -> Result<(), SearchError> {
             if loopback {
                 Ok(())
             } else {
-                Err(bad("http:// is allowed only for a SearXNG instance on loopback"))
+                Err(bad(
+                    "http:// is allowed only for a SearXNG instance on loopback",
+                ))
             }
         }
         _ => Err(bad("it must be an https:// URL")),

@@ -58,10 +58,7 @@ fn options(fixture: &Fixture, granted: &[&str], explicit: &[&str]) -> FetchOptio
 }
 
 fn fetch(url: &str, options: &FetchOptions) -> Result<FetchResult, FetchError> {
-    http_fetch(
-        &HttpFetchArgs::new(url),
-        options,
-    )
+    http_fetch(&HttpFetchArgs::new(url), options)
 }
 
 #[test]
@@ -678,7 +675,12 @@ fn the_grant_check_sees_each_hops_host_and_port() {
 /// with its navigation, scripts and styles).
 const RUSTDOC_PAGE: &str = include_str!("../fixtures/what-is-rustdoc.html");
 
-fn fetch_page(f: &Fixture, path: &str, max_length: Option<usize>, start: Option<usize>) -> FetchResult {
+fn fetch_page(
+    f: &Fixture,
+    path: &str,
+    max_length: Option<usize>,
+    start: Option<usize>,
+) -> FetchResult {
     let args = HttpFetchArgs {
         url: f.server.url("fetch.test", path),
         max_length,
@@ -697,10 +699,16 @@ fn a_real_html_page_comes_back_as_markdown_without_scripts_or_styles() {
     let result = fetch_page(&f, "/rustdoc", Some(1_000_000), None);
     assert_eq!(result.format, "markdown");
     assert_eq!(result.status, 200);
-    assert_eq!(result.content_type.as_deref(), Some("text/html; charset=utf-8"));
+    assert_eq!(
+        result.content_type.as_deref(),
+        Some("text/html; charset=utf-8")
+    );
     assert_eq!(result.bytes, RUSTDOC_PAGE.len());
     let md = &result.body;
-    assert!(md.contains("# [What is rustdoc?](#what-is-rustdoc)"), "{md}");
+    assert!(
+        md.contains("# [What is rustdoc?](#what-is-rustdoc)"),
+        "{md}"
+    );
     assert!(md.contains("## [Basic usage](#basic-usage)"), "{md}");
     assert!(md.contains("```"), "code blocks are fenced: {md}");
     for gone in ["<script", "<div", "<style", "window.", "var path_to_root"] {
@@ -715,7 +723,8 @@ fn a_real_html_page_comes_back_as_markdown_without_scripts_or_styles() {
 fn a_long_text_is_read_page_by_page_with_start_index() {
     let f = fixture();
     let text: String = (0..2000).map(|i| format!("line {i} é\n")).collect();
-    f.server.route("/long", TlsResponse::ok("text/plain", text.clone()));
+    f.server
+        .route("/long", TlsResponse::ok("text/plain", text.clone()));
     let total = text.chars().count();
     let first = fetch_page(&f, "/long", Some(100), None);
     assert_eq!(first.format, "text");
@@ -740,10 +749,13 @@ fn a_long_text_is_read_page_by_page_with_start_index() {
 #[test]
 fn a_binary_type_is_refused_with_its_type_and_size() {
     let f = fixture();
-    f.server.route("/logo.png", TlsResponse::ok("image/png", vec![0x89u8; 4321]));
+    f.server.route(
+        "/logo.png",
+        TlsResponse::ok("image/png", vec![0x89u8; 4321]),
+    );
     let args = HttpFetchArgs::new(f.server.url("fetch.test", "/logo.png"));
-    let error = http_fetch(&args, &options(&f, &["fetch.test"], &["fetch.test"]))
-        .expect_err("refused");
+    let error =
+        http_fetch(&args, &options(&f, &["fetch.test"], &["fetch.test"])).expect_err("refused");
     assert_eq!(
         error,
         FetchError::Binary {
@@ -752,22 +764,34 @@ fn a_binary_type_is_refused_with_its_type_and_size() {
             size: "4321 bytes".to_string(),
         }
     );
-    assert!(error.to_string().contains("image/png (4321 bytes)"), "{error}");
+    assert!(
+        error.to_string().contains("image/png (4321 bytes)"),
+        "{error}"
+    );
     // Without a Content-Type, bytes that are not text are refused the same way.
     f.server.route(
         "/blob",
         TlsResponse::status(200, b"\x00\x01\x02binary".to_vec()),
     );
     let args = HttpFetchArgs::new(f.server.url("fetch.test", "/blob"));
-    let error = http_fetch(&args, &options(&f, &["fetch.test"], &["fetch.test"]))
-        .expect_err("refused");
-    assert!(matches!(error, FetchError::Binary { ref size, .. } if size == "9 bytes"), "{error}");
+    let error =
+        http_fetch(&args, &options(&f, &["fetch.test"], &["fetch.test"])).expect_err("refused");
+    assert!(
+        matches!(error, FetchError::Binary { ref size, .. } if size == "9 bytes"),
+        "{error}"
+    );
 }
 
 #[test]
 fn json_is_text_as_it_is() {
     let f = fixture();
-    f.server.route("/api", TlsResponse::ok("application/json", "{\"a\": [1, 2]}"));
+    f.server.route(
+        "/api",
+        TlsResponse::ok("application/json", "{\"a\": [1, 2]}"),
+    );
     let result = fetch_page(&f, "/api", None, None);
-    assert_eq!((result.format.as_str(), result.body.as_str()), ("text", "{\"a\": [1, 2]}"));
+    assert_eq!(
+        (result.format.as_str(), result.body.as_str()),
+        ("text", "{\"a\": [1, 2]}")
+    );
 }

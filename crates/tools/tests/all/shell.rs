@@ -135,7 +135,10 @@ fn a_gigabyte_of_output_finishes_with_bounded_memory_and_truncated() {
     assert_eq!(report["truncated"], true);
     assert_eq!(report["exit_code"], 0);
     assert_eq!(report["timed_out"], false);
-    assert!(report["stdout_len"].as_u64().unwrap() < 300 * 1024, "{report}");
+    assert!(
+        report["stdout_len"].as_u64().unwrap() < 300 * 1024,
+        "{report}"
+    );
     let grew = report["after_kib"].as_u64().unwrap() - report["before_kib"].as_u64().unwrap();
     // Two streams of 256 KiB are kept; anything near the output's size would be a leak.
     assert!(grew < 32 * 1024, "the peak grew by {grew} KiB: {report}");
@@ -254,7 +257,15 @@ fn everything_a_command_started_is_killed_at_the_time_limit() {
         };
         let started = Instant::now();
         let command = format!("(sleep 1; touch {}) & sleep 30", marker.display());
-        let result = shell(&ShellArgs { command, cwd: None, timeout_secs: None }, &options).unwrap();
+        let result = shell(
+            &ShellArgs {
+                command,
+                cwd: None,
+                timeout_secs: None,
+            },
+            &options,
+        )
+        .unwrap();
         assert!(result.timed_out);
         assert_eq!(result.exit_code, None);
         assert_eq!(result.signal, Some(9));

@@ -59,7 +59,11 @@ fn serper_results_are_titles_urls_and_snippets_at_most_as_many_as_asked() {
     let f = fake();
     f.server
         .route("/search", TlsResponse::ok("application/json", organic(7)));
-    let result = web_search(&args("rust borrow checker", Some(3)), &options(&f, serper(&f))).unwrap();
+    let result = web_search(
+        &args("rust borrow checker", Some(3)),
+        &options(&f, serper(&f)),
+    )
+    .unwrap();
     assert_eq!(result.provider, "serper");
     assert_eq!(result.attempts, 1);
     assert_eq!(
@@ -235,11 +239,15 @@ fn a_refusal_such_as_a_bad_key_is_not_retried() {
 #[test]
 fn an_answer_that_is_not_the_apis_is_an_error_naming_the_provider() {
     let f = fake();
-    f.server
-        .route("/search", TlsResponse::ok("text/html", "<html>login</html>"));
+    f.server.route(
+        "/search",
+        TlsResponse::ok("text/html", "<html>login</html>"),
+    );
     let error = web_search(&args("x", None), &options(&f, serper(&f))).unwrap_err();
     assert!(
-        error.to_string().starts_with("serper's answer cannot be read"),
+        error
+            .to_string()
+            .starts_with("serper's answer cannot be read"),
         "{error}"
     );
 }

@@ -53,7 +53,8 @@ fn a_shell_call_runs_in_the_box_and_sees_only_its_grants_folder() {
     // The grants file is never even tried: the decision refuses a script that names it.
     let grants = broker.config.join("grants/grants.toml");
     let mut client = AgentClient::open(&broker.socket(), None);
-    let args = serde_json::json!({ "command": format!("cat {}", grants.display()), "cwd": broker.work });
+    let args =
+        serde_json::json!({ "command": format!("cat {}", grants.display()), "cwd": broker.work });
     let response = client.call(3, "shell", &args.to_string()).unwrap();
     assert_eq!(
         response,

@@ -44,9 +44,7 @@ fn searxng() -> String {
 fn without_a_provider_web_search_says_so() {
     let broker = BrokerProcess::start(SEARCH, FAST);
     let mut client = AgentClient::open(&broker.socket(), None);
-    let response = client
-        .call(1, "web_search", r#"{"query":"rust"}"#)
-        .unwrap();
+    let response = client.call(1, "web_search", r#"{"query":"rust"}"#).unwrap();
     let ToolResponse::Failed { message } = &response else {
         panic!("not a failure: {response:?}");
     };
@@ -64,17 +62,17 @@ fn a_searxng_search_comes_back_untrusted_as_title_url_and_snippet() {
     else {
         panic!("no tools frame")
     };
-    assert!(
-        tools.iter().any(|t| t.name == "web_search"),
-        "{tools:?}"
-    );
+    assert!(tools.iter().any(|t| t.name == "web_search"), "{tools:?}");
     let response = client
         .call(1, "web_search", r#"{"query":"rust docs","max_results":3}"#)
         .unwrap();
     let ToolResponse::Result { untrusted, .. } = &response else {
         panic!("not a result: {response:?}");
     };
-    assert!(untrusted, "search results are untrusted whatever the grant says");
+    assert!(
+        untrusted,
+        "search results are untrusted whatever the grant says"
+    );
     let text = content(&response);
     let (header, body) = text.split_once('\n').unwrap();
     let header: serde_json::Value = serde_json::from_str(header).unwrap();

@@ -176,10 +176,42 @@ fn script_at(script: &str, place: &Place<'_>, depth: usize) -> Option<String> {
 
 /// Programs that run the command given in their arguments.
 const WRAPPERS: &[&str] = &[
-    "env", "sudo", "doas", "nohup", "time", "nice", "ionice", "timeout", "command", "builtin",
-    "exec", "xargs", "parallel", "setsid", "stdbuf", "chrt", "taskset", "flock", "chroot",
-    "unshare", "nsenter", "runuser", "su", "setpriv", "strace", "ltrace", "watch", "script",
-    "systemd-run", "firejail", "busybox", "pkexec", "run0", "capsh", "entr", "caffeinate",
+    "env",
+    "sudo",
+    "doas",
+    "nohup",
+    "time",
+    "nice",
+    "ionice",
+    "timeout",
+    "command",
+    "builtin",
+    "exec",
+    "xargs",
+    "parallel",
+    "setsid",
+    "stdbuf",
+    "chrt",
+    "taskset",
+    "flock",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "runuser",
+    "su",
+    "setpriv",
+    "strace",
+    "ltrace",
+    "watch",
+    "script",
+    "systemd-run",
+    "firejail",
+    "busybox",
+    "pkexec",
+    "run0",
+    "capsh",
+    "entr",
+    "caffeinate",
 ];
 
 /// Wrappers that add arguments of their own to the command they run.
@@ -187,10 +219,39 @@ const ADDERS: &[&str] = &["xargs", "parallel"];
 
 /// Tests of `find` that narrow what `-delete` removes.
 const NARROWING: &[&str] = &[
-    "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
-    "-lname", "-ilname", "-newer", "-anewer", "-cnewer", "-newermt", "-mtime", "-mmin",
-    "-atime", "-amin", "-ctime", "-cmin", "-size", "-empty", "-inum", "-samefile", "-links",
-    "-perm", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-used",
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-lname",
+    "-ilname",
+    "-newer",
+    "-anewer",
+    "-cnewer",
+    "-newermt",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-size",
+    "-empty",
+    "-inum",
+    "-samefile",
+    "-links",
+    "-perm",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-nouser",
+    "-nogroup",
+    "-used",
 ];
 
 /// How far a command's damage reaches, which decides which folders are too wide for it.
@@ -375,7 +436,11 @@ impl Rail<'_, '_> {
             return Some("`find -delete` from starting points another program adds".into());
         }
         let dot = word(".");
-        let starts = if starts.is_empty() { vec![&dot] } else { starts };
+        let starts = if starts.is_empty() {
+            vec![&dot]
+        } else {
+            starts
+        };
         for start in starts {
             if !start.literal {
                 return Some(format!(
@@ -383,7 +448,11 @@ impl Rail<'_, '_> {
                     show(&start.text)
                 ));
             }
-            let reach = if narrowed { Reach::System } else { Reach::Delete };
+            let reach = if narrowed {
+                Reach::System
+            } else {
+                Reach::Delete
+            };
             if let Some(what) = self.too_wide(start, reach) {
                 return Some(format!("`find -delete` from {what}"));
             }
@@ -395,7 +464,9 @@ impl Rail<'_, '_> {
         let recursive = args.iter().any(|w| {
             w.literal
                 && (w.text == "--recursive"
-                    || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('R')))
+                    || (w.text.starts_with('-')
+                        && !w.text.starts_with("--")
+                        && w.text.contains('R')))
         });
         if !recursive {
             return None;
@@ -414,7 +485,10 @@ impl Rail<'_, '_> {
         let (folder, whole) = if w.glob {
             let rest = &w.text[text.rfind('/').map_or(0, |s| s + 1)..];
             let folder = text.rfind('/').map_or("", |s| &text[..=s]);
-            (folder.to_owned(), matches!(rest, "*" | ".*" | "**" | "*/" | ".*/"))
+            (
+                folder.to_owned(),
+                matches!(rest, "*" | ".*" | "**" | "*/" | ".*/"),
+            )
         } else {
             (text.clone(), true)
         };
@@ -436,7 +510,9 @@ impl Rail<'_, '_> {
                 }
             }
         } else {
-            self.place.cwd.join(if folder.is_empty() { "." } else { &folder })
+            self.place
+                .cwd
+                .join(if folder.is_empty() { "." } else { &folder })
         };
         let path = lexical(&path);
         let root = Path::new("/");
@@ -448,7 +524,11 @@ impl Rail<'_, '_> {
             return (in_root || at_home).then(|| {
                 format!(
                     "`{shown}`, entries of {}",
-                    if in_root { "the root folder" } else { "the home folder" }
+                    if in_root {
+                        "the root folder"
+                    } else {
+                        "the home folder"
+                    }
                 )
             });
         }

@@ -127,10 +127,10 @@ pub(super) fn word(raw: &str) -> Word {
     while let Some(&c) = chars.get(i) {
         match c {
             '\\' => {
-                if let Some(&next) = chars.get(i + 1) {
-                    if next != '\n' {
-                        push(&mut out, next);
-                    }
+                if let Some(&next) = chars.get(i + 1)
+                    && next != '\n'
+                {
+                    push(&mut out, next);
                 }
                 i += 2;
             }

@@ -29,7 +29,13 @@ fn a_catastrophic_command_is_refused_even_when_a_grant_covers_it() {
         allowed_grant(&shell(&tree, &grants, "rm -rf build", &work)),
         Some("any")
     );
-    for script in ["rm -rf .", "rm -rf *", "rm -rf /", "rm -rf ~", "cat x > /dev/sda"] {
+    for script in [
+        "rm -rf .",
+        "rm -rf *",
+        "rm -rf /",
+        "rm -rf ~",
+        "cat x > /dev/sda",
+    ] {
         let decision = shell(&tree, &grants, script, &work);
         assert_eq!(
             reason(&decision),
