@@ -317,6 +317,34 @@ fn a_script_the_rail_cannot_read_is_left_to_coverage() {
 }
 
 #[test]
+fn nesting_is_followed_to_the_bound_and_deeper_scripts_are_left_to_coverage() {
+    let nested = |depth: usize| {
+        format!(
+            "{}rm -rf /{}",
+            "if true; then ".repeat(depth),
+            "; fi".repeat(depth)
+        )
+    };
+    assert!(found(&nested(8), At::Sub).is_some());
+    assert_eq!(found(&nested(9), At::Sub), None);
+    let parens = |depth: usize| {
+        format!(
+            "{}rm -rf /{}",
+            "( true && ".repeat(depth),
+            " )".repeat(depth)
+        )
+    };
+    assert!(found(&parens(8), At::Sub).is_some());
+    assert_eq!(found(&parens(9), At::Sub), None);
+    let cases = "case a in a) case b in b) rm -rf / ;; esac ;; esac";
+    assert!(found(cases, At::Sub).is_some());
+    assert_eq!(
+        found(&format!("case c in c) {cases} ;; esac"), At::Sub),
+        None
+    );
+}
+
+#[test]
 fn a_background_ampersand_is_found_in_the_script_itself_only() {
     for script in [
         "sleep 10 &",
@@ -358,4 +386,63 @@ fn path_words_are_every_literal_word_value_and_redirection_target() {
         assert!(words.iter().any(|w| w == want), "{want} in {words:?}");
     }
     assert!(!words.iter().any(|w| w.contains("$X")), "{words:?}");
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::{At, found};
+    use policy::shell::{backgrounded, path_words};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn the_rails_return_on_any_string(script in any::<String>()) {
+            let _ = found(&script, At::Sub);
+            let _ = backgrounded(&script);
+            let _ = path_words(&script);
+        }
+
+        #[test]
+        fn the_rails_return_on_shell_like_text(
+            script in proptest::collection::vec(
+                prop_oneof![
+                    Just("rm"), Just(" -rf"), Just(" /"), Just(" ~"), Just(" $HOME"), Just(" *"),
+                    Just(" ."), Just("find"), Just(" -delete"), Just(" -exec "), Just(" {} +"),
+                    Just("xargs "), Just("sudo "), Just("env "), Just(" "), Just("\n"), Just(";"),
+                    Just("&&"), Just("||"), Just("|"), Just("&"), Just("("), Just(")"), Just("{"),
+                    Just("}"), Just("'"), Just("\""), Just("\\"), Just("$"), Just("`"), Just("$("),
+                    Just("${"), Just("<"), Just(">"), Just("#"), Just("f()"), Just(":"),
+                    Just("if "), Just("then "), Just("fi"), Just("case "), Just(" in "), Just("esac"),
+                    Just("for x in a; do "), Just("done"), Just("while "), Just("sh -c "),
+                    Just("bash -lc "), Just("> /dev/sda"),
+                ],
+                0..40,
+            )
+        ) {
+            let script: String = script.concat();
+            let _ = found(&script, At::Base);
+            let _ = backgrounded(&script);
+            let _ = path_words(&script);
+        }
+
+        /// Whatever wraps it, a recursive delete of the root is found.
+        #[test]
+        fn rm_rf_of_the_root_is_found_behind_any_wrappers(
+            wrappers in proptest::collection::vec(
+                prop_oneof![
+                    Just("sudo "), Just("env "), Just("nohup "), Just("time "), Just("nice -n 5 "),
+                    Just("timeout 10 "), Just("command "), Just("env A=1 "), Just("sudo -u root "),
+                ],
+                0..6,
+            ),
+            before in prop_oneof![Just(""), Just("true && "), Just("ls | "), Just("echo x; ")],
+        ) {
+            let script = format!("{before}{}rm -rf /", wrappers.concat());
+            prop_assert!(found(&script, At::Sub).is_some(), "{}", script);
+            let nested = format!("sh -c '{script}'");
+            prop_assert!(found(&nested, At::Sub).is_some(), "{}", nested);
+        }
+    }
 }
