@@ -121,8 +121,16 @@ const VOID: &[&str] = &[
     "track", "wbr",
 ];
 
-/// An upper estimate of how deeply `html`'s elements nest: every start tag that is not void or
-/// self-closed opens a level, every end tag closes one (never below zero).
+/// Elements whose end tag may be left out: the parser closes them when the next one starts, so
+/// they do not deepen the tree by themselves.
+const IMPLIED_END: &[&str] = &[
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot",
+    "colgroup", "rb", "rt", "rp", "rtc",
+];
+
+/// An estimate of how deeply `html`'s elements nest: every start tag that is not void,
+/// self-closed or of an element whose end is implied opens a level, every end tag closes one
+/// (never below zero); the text of `script` and `style` is skipped.
 fn nesting(html: &str) -> usize {
     let bytes = html.as_bytes();
     let (mut depth, mut deepest) = (0usize, 0usize);
@@ -144,12 +152,34 @@ fn nesting(html: &str) -> usize {
         let name = String::from_utf8_lossy(&rest[..name_len]).to_ascii_lowercase();
         let end = memchr::memchr(b'>', rest).unwrap_or(rest.len());
         let self_closed = end > 0 && rest.get(end - 1) == Some(&b'/');
-        if !VOID.contains(&name.as_str()) && !self_closed {
+        if matches!(name.as_str(), "script" | "style") && !self_closed {
+            // Their text is not markup: on to their end tag.
+            i = end_tag(bytes, i, name.as_bytes());
+            continue;
+        }
+        if !VOID.contains(&name.as_str()) && !IMPLIED_END.contains(&name.as_str()) && !self_closed {
             depth += 1;
             deepest = deepest.max(depth);
         }
     }
     deepest
+}
+
+/// Where the end tag `</name` (any case) starts at or after `from`, or the end.
+fn end_tag(bytes: &[u8], from: usize, name: &[u8]) -> usize {
+    let mut at = from;
+    while let Some(offset) = memchr::memchr(b'<', &bytes[at..]) {
+        at += offset;
+        let after = &bytes[at + 1..];
+        if after.first() == Some(&b'/')
+            && after.len() > name.len()
+            && after[1..=name.len()].eq_ignore_ascii_case(name)
+        {
+            return at;
+        }
+        at += 1;
+    }
+    bytes.len()
 }
 
 /// One page of `text`: up to `max` characters from character `start`; the whole text's length
@@ -208,7 +238,12 @@ mod tests {
     fn a_page_nested_too_deeply_is_not_converted() {
         let deep = "<div>".repeat(MAX_HTML_DEPTH + 1);
         assert_eq!(markdown(&deep), None);
-        assert_eq!(nesting("<p><br><img src=x/><b>a</b></p>"), 2);
+        assert_eq!(nesting("<div><br><img src=x/><b>a</b></div>"), 2);
+        let list: String = "<ul>".to_owned() + &"<li>item".repeat(2 * MAX_HTML_DEPTH) + "</ul>";
+        assert_eq!(nesting(&list), 1);
+        let script = "<script>for (i=0;i<n;i++) { if (a<b) {} }</script><div>x</div>";
+        assert_eq!(nesting(&script.repeat(600)), 1);
+        assert!(markdown(&list).is_some());
     }
 
     #[test]

@@ -352,7 +352,8 @@ fn try_once(client: &Client, provider: &Provider, query: &str, wanted: u32) -> R
     let response = request(client, provider, query, wanted)
         .header("Accept", "application/json")
         .send()
-        .map_err(|error| Try::Transient(chain_message(&error)))?;
+        // Without the URL: Google's carries the key.
+        .map_err(|error| Try::Transient(chain_message(&error.without_url())))?;
     let status = response.status();
     let mut body = Vec::new();
     response
