@@ -275,3 +275,23 @@ fn max_results_defaults_to_five_and_is_at_most_ten() {
         "Maximum results (default: 5, max: 10)"
     );
 }
+
+#[test]
+fn a_failure_to_reach_google_never_shows_the_key_from_its_url() {
+    let f = fake();
+    let provider = Provider::Google {
+        endpoint: "https://search.test:1/customsearch/v1".into(),
+        api_key: "secret-key".into(),
+        engine: "engine".into(),
+    };
+    let mut options = options(&f, provider);
+    options.retries = 1;
+    options.resolve = vec![("search.test".into(), "127.0.0.1:1".parse().unwrap())];
+    let error = web_search(&args("x", None), &options).unwrap_err();
+    assert!(
+        matches!(error, SearchError::Unavailable { attempts: 2, .. }),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("secret-key"), "{error}");
+    assert!(!format!("{options:?}").contains("secret-key"));
+}
