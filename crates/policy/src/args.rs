@@ -7,6 +7,7 @@ use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
 use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
+use tools::web::web_search::{MAX_RESULTS, WebSearchArgs};
 
 use crate::ask::{AskArgs, parse_ask};
 use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
@@ -47,6 +48,8 @@ pub enum ToolName {
     Consult,
     /// Ask the owner a question and wait for the answer.
     Ask,
+    /// Search the web with the provider the owner configured.
+    WebSearch,
 }
 
 impl ToolName {
@@ -74,7 +77,7 @@ impl ToolName {
     pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
 
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 13] = [
+    pub const KNOWN: [ToolName; 14] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::EditFile,
@@ -83,6 +86,7 @@ impl ToolName {
         ToolName::Grep,
         ToolName::Shell,
         ToolName::HttpFetch,
+        ToolName::WebSearch,
         ToolName::Consult,
         ToolName::Ask,
         ToolName::Recall,
@@ -106,6 +110,7 @@ impl ToolName {
             "ask_memory" => Some(ToolName::AskMemory),
             "consult" => Some(ToolName::Consult),
             "ask" => Some(ToolName::Ask),
+            "web_search" => Some(ToolName::WebSearch),
             _ => None,
         }
     }
@@ -126,6 +131,7 @@ impl ToolName {
             ToolName::AskMemory => "ask_memory",
             ToolName::Consult => "consult",
             ToolName::Ask => "ask",
+            ToolName::WebSearch => "web_search",
         }
     }
 
@@ -161,6 +167,7 @@ impl ToolName {
             | ToolName::Shell
             | ToolName::HttpFetch
             | ToolName::Consult
+            | ToolName::WebSearch
             | ToolName::Memory => true,
             ToolName::ReadFile
             | ToolName::ListFiles
@@ -214,6 +221,8 @@ pub enum ToolArgs {
     Memory(MemoryArgs),
     /// `ask_memory`.
     AskMemory(AskMemoryArgs),
+    /// `web_search`.
+    WebSearch(WebSearchArgs),
 }
 
 impl ToolArgs {
@@ -230,6 +239,7 @@ impl ToolArgs {
             ToolArgs::HttpFetch(_) => ToolName::HttpFetch,
             ToolArgs::Consult { .. } => ToolName::Consult,
             ToolArgs::Ask(_) => ToolName::Ask,
+            ToolArgs::WebSearch(_) => ToolName::WebSearch,
             ToolArgs::Recall(_) => ToolName::Recall,
             ToolArgs::Memory(_) => ToolName::Memory,
             ToolArgs::AskMemory(_) => ToolName::AskMemory,
@@ -260,7 +270,8 @@ impl ToolArgs {
             | ToolArgs::Ask(_)
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
-            | ToolArgs::AskMemory(_) => None,
+            | ToolArgs::AskMemory(_)
+            | ToolArgs::WebSearch(_) => None,
         }
     }
 
@@ -279,7 +290,8 @@ impl ToolArgs {
             | ToolArgs::Ask(_)
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
-            | ToolArgs::AskMemory(_) => None,
+            | ToolArgs::AskMemory(_)
+            | ToolArgs::WebSearch(_) => None,
         }
     }
 
@@ -309,6 +321,7 @@ impl ToolArgs {
             ToolArgs::Recall(args) => json(args),
             ToolArgs::Memory(args) => json(args),
             ToolArgs::AskMemory(args) => json(args),
+            ToolArgs::WebSearch(args) => json(args),
         }
     }
 }
@@ -320,9 +333,6 @@ pub enum ArgsError {
     /// JSON at all, or a value the tool cannot take).
     #[error("the arguments do not fit the tool: {0}")]
     Shape(String),
-    /// The tool is known but cannot run yet.
-    #[error("{0} cannot run yet")]
-    NotRunnable(&'static str),
 }
 
 impl ArgsError {
@@ -330,7 +340,6 @@ impl ArgsError {
     pub fn detail(&self) -> String {
         match self {
             ArgsError::Shape(detail) => detail.clone(),
-            ArgsError::NotRunnable(tool) => format!("{tool} cannot run yet"),
         }
     }
 }
@@ -396,11 +405,21 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             if let Some(cwd) = &args.cwd {
                 within_path_cap("cwd", cwd)?;
             }
+            if args.timeout_secs == Some(0) {
+                return Err(ArgsError::Shape(
+                    "timeout_secs is 0: give at least 1 second".into(),
+                ));
+            }
             Ok(ToolArgs::Shell(args))
         }
         ToolName::HttpFetch => {
             let args: HttpFetchArgs = shape(arguments)?;
             https_host(&args.url).map_err(|error| ArgsError::Shape(error.to_string()))?;
+            if args.max_length == Some(0) {
+                return Err(ArgsError::Shape(
+                    "max_length is 0: give at least 1 character".into(),
+                ));
+            }
             Ok(ToolArgs::HttpFetch(args))
         }
         ToolName::Consult => Ok(ToolArgs::Consult {
@@ -418,6 +437,23 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
         ToolName::AskMemory => parse_ask_memory(arguments)
             .map(ToolArgs::AskMemory)
             .map_err(ArgsError::Shape),
+        ToolName::WebSearch => {
+            let args: WebSearchArgs = shape(arguments)?;
+            within_cap("query", &args.query)?;
+            if args.query.trim().is_empty() {
+                return Err(ArgsError::Shape(
+                    "query is empty: say what to search for".into(),
+                ));
+            }
+            if let Some(n) = args.max_results
+                && !(1..=MAX_RESULTS).contains(&n)
+            {
+                return Err(ArgsError::Shape(format!(
+                    "max_results is {n}: give 1 to {MAX_RESULTS}"
+                )));
+            }
+            Ok(ToolArgs::WebSearch(args))
+        }
     }
 }
 

@@ -165,7 +165,7 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 .any(|rule| rule.covers(&host, port))
                 .then_some(Some(Scope::Host(host, port)))
         }
-        ToolArgs::Consult { .. } | ToolArgs::Ask(_) => Some(None),
+        ToolArgs::Consult { .. } | ToolArgs::Ask(_) | ToolArgs::WebSearch(_) => Some(None),
         ToolArgs::Recall(_) | ToolArgs::AskMemory(_) => Some(tags_scope(grant)),
         ToolArgs::Memory(a) => match a.action() {
             MemoryAction::Add { tags, .. }
@@ -469,7 +469,15 @@ pub fn decide_in(
     let tool = args.tool();
     let call = match prepare(args, grants, now, protected, walls) {
         Ok(call) => call,
-        Err(detail) => return deny(DenyReason::InvalidArguments, None, detail),
+        Err(detail) => {
+            // The rails hold even when a place the script names cannot be resolved.
+            if let ToolArgs::Shell(a) = args
+                && let Some(refused) = guard_rails(a, grants, protected)
+            {
+                return refused;
+            }
+            return deny(DenyReason::InvalidArguments, None, detail);
+        }
     };
     for path in named_paths(&call) {
         if let Some(folder) = protected.holding(path) {
@@ -483,6 +491,11 @@ pub fn decide_in(
                 ),
             );
         }
+    }
+    if let ToolArgs::Shell(a) = &call.args
+        && let Some(refused) = guard_rails(a, grants, protected)
+    {
+        return refused;
     }
     let covering: Vec<(&Grant, Option<Scope>)> = grants
         .iter()
@@ -553,7 +566,8 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         .map(|(g, _)| g.class)
         .max()
         .unwrap_or(first.class);
-    let untrusted = live.iter().any(|(g, _)| g.untrusted);
+    // Search results are the web's text, whatever a grant says.
+    let untrusted = tool == ToolName::WebSearch || live.iter().any(|(g, _)| g.untrusted);
     let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
         grant: grant.id.clone(),
         class,
@@ -612,4 +626,60 @@ fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) ->
             ),
         )
     })
+}
+
+/// The guard rails on a `shell` call, in seed 003's order, whatever a grant says: a
+/// catastrophic command (`CatastrophicCommand`), a command sent to the background
+/// (`BackgroundCommand`), and any literal word or redirection target of the script inside a
+/// protected folder (`ProtectedPath`).
+fn guard_rails(args: &ShellArgs, grants: &[Grant], protected: &Protected) -> Option<Decision> {
+    let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
+    let granted: Vec<PathBuf> = grants
+        .iter()
+        .filter(|g| g.tool == ToolName::Shell && !g.deny)
+        .flat_map(|g| g.paths.iter().map(|p| p.base()))
+        .collect();
+    let place = shell::Place {
+        cwd: &cwd,
+        home: protected.home.as_deref(),
+        granted: &granted,
+    };
+    if let Some(what) = shell::catastrophic(&args.command, &place) {
+        return Some(deny(DenyReason::CatastrophicCommand, None, what));
+    }
+    if shell::backgrounded(&args.command) {
+        return Some(deny(
+            DenyReason::BackgroundCommand,
+            None,
+            "the script sends a command to the background with `&`".into(),
+        ));
+    }
+    for word in shell::path_words(&args.command) {
+        let path = if word == "~" || word.starts_with("~/") {
+            match &protected.home {
+                Some(home) => home.join(word.trim_start_matches('~').trim_start_matches('/')),
+                None => continue,
+            }
+        } else if word.starts_with('~') {
+            continue;
+        } else {
+            cwd.join(&word)
+        };
+        // A word that does not resolve names no place the kernel could reach either.
+        let Ok(resolved) = resolve(&path) else {
+            continue;
+        };
+        if let Some(folder) = protected.holding(&resolved) {
+            return Some(deny(
+                DenyReason::ProtectedPath,
+                None,
+                format!(
+                    "the script names {}, inside boxmaker's folder {}",
+                    resolved.display(),
+                    folder.display()
+                ),
+            ));
+        }
+    }
+    None
 }

@@ -91,6 +91,11 @@ pub enum DenyReason {
     /// `write_file` or `edit_file` on an existing file this session has not read since it last
     /// changed.
     ReadBeforeWrite,
+    /// A `shell` command that could destroy the machine or the owner's files (a recursive
+    /// delete of a root, home or granted folder, a disk write, a fork bomb, a shutdown).
+    CatastrophicCommand,
+    /// A `shell` script that sends a command to the background with `&`.
+    BackgroundCommand,
 }
 
 impl DenyReason {
@@ -131,6 +136,12 @@ impl DenyReason {
             }
             DenyReason::ReadBeforeWrite => {
                 "Denied: this file exists and changed since this session last read it (or was never read); read it with read_file first, then write."
+            }
+            DenyReason::CatastrophicCommand => {
+                "Denied: this command could destroy the machine or the owner's files (a recursive delete of a root, home or granted folder, a write to a disk, a fork bomb or a shutdown); no grant can allow it."
+            }
+            DenyReason::BackgroundCommand => {
+                "Denied: `&` would leave a command running after this call ends; start it with bash_bg instead."
             }
         }
     }

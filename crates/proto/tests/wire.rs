@@ -83,6 +83,9 @@ fn every_deny_reason_has_its_snake_case_name() {
         (DenyReason::ProtectedPath, "protected_path"),
         (DenyReason::UnsafeAddress, "unsafe_address"),
         (DenyReason::UntrustedInput, "untrusted_input"),
+        (DenyReason::ReadBeforeWrite, "read_before_write"),
+        (DenyReason::CatastrophicCommand, "catastrophic_command"),
+        (DenyReason::BackgroundCommand, "background_command"),
     ];
     for (reason, name) in names {
         golden(&reason, &format!("\"{name}\""));
@@ -379,6 +382,9 @@ fn every_denial_reason_has_its_own_sentence() {
         ProtectedPath,
         UnsafeAddress,
         UntrustedInput,
+        ReadBeforeWrite,
+        CatastrophicCommand,
+        BackgroundCommand,
     ];
     let sentences: std::collections::BTreeSet<&str> = all.iter().map(|r| r.model_text()).collect();
     assert_eq!(sentences.len(), all.len());

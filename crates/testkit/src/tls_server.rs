@@ -184,11 +184,13 @@ pub struct TlsRequest {
     pub host: Option<String>,
     /// Every header, names lowercased, in order.
     pub headers: Vec<(String, String)>,
+    /// The body (as long as its `Content-Length` says; empty without one).
+    pub body: Vec<u8>,
 }
 
 struct Shared {
     config: Arc<ServerConfig>,
-    routes: Mutex<HashMap<String, TlsResponse>>,
+    routes: Mutex<HashMap<String, Vec<TlsResponse>>>,
     requests: Mutex<Vec<TlsRequest>>,
     connections: AtomicUsize,
     stop: AtomicBool,
@@ -236,7 +238,13 @@ impl TlsServer {
 
     /// Sets what `target` (a path with its query, e.g. `/` or `/a?b=c`) answers.
     pub fn route(&self, target: &str, response: TlsResponse) {
-        lock(&self.shared.routes).insert(target.to_string(), response);
+        self.route_sequence(target, vec![response]);
+    }
+
+    /// Sets what `target` answers request after request: each of `responses` once, in order,
+    /// and the last one from then on (a provider that fails twice, then answers).
+    pub fn route_sequence(&self, target: &str, responses: Vec<TlsResponse>) {
+        lock(&self.shared.routes).insert(target.to_string(), responses);
     }
 
     /// The server's address (127.0.0.1 and its port).
@@ -307,10 +315,17 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     };
     let target = request.target.clone();
     lock(&shared.requests).push(request);
-    let response = lock(&shared.routes)
-        .get(&target)
-        .cloned()
-        .unwrap_or_else(|| TlsResponse::status(404, "not found"));
+    let response = {
+        let mut routes = lock(&shared.routes);
+        match routes.get_mut(&target) {
+            Some(responses) if responses.len() > 1 => responses.remove(0),
+            Some(responses) => responses
+                .first()
+                .cloned()
+                .unwrap_or_else(|| TlsResponse::status(404, "not found")),
+            None => TlsResponse::status(404, "not found"),
+        }
+    };
     match response.behaviour {
         Behaviour::Whole => {
             let mut bytes = head(&response, Some(response.body.len()));
@@ -404,10 +419,27 @@ fn read_request(tls: &mut impl Read) -> io::Result<Option<TlsRequest>> {
         .iter()
         .find(|(name, _)| name == "host")
         .map(|(_, value)| value.clone());
+    let length: usize = headers
+        .iter()
+        .find(|(name, _)| name == "content-length")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0)
+        .min(1024 * 1024);
+    let mut body = bytes[end + 4..].to_vec();
+    while body.len() < length {
+        match tls.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => body.extend_from_slice(&buffer[..read]),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    body.truncate(length);
     Ok(Some(TlsRequest {
         method,
         target,
         host,
         headers,
+        body,
     }))
 }

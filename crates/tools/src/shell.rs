@@ -86,6 +86,36 @@ pub struct ShellArgs {
     /// The absolute path of the directory to run it in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The longest the command may run, in seconds (default [`DEFAULT_TIMEOUT_SECS`], at most
+    /// [`MAX_TIMEOUT_SECS`], and never past the broker's own limit for `shell`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// A command's time limit when the call names none (seed 002).
+pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+/// The longest time limit a call may ask for (seed 002).
+pub const MAX_TIMEOUT_SECS: u64 = 300;
+
+impl ShellArgs {
+    /// The call's `command` alone, in the folder the broker chooses, with the default time.
+    pub fn new(command: impl Into<String>) -> ShellArgs {
+        ShellArgs {
+            command: command.into(),
+            cwd: None,
+            timeout_secs: None,
+        }
+    }
+
+    /// The time the command gets: the smallest of `timeout_secs` (or
+    /// [`DEFAULT_TIMEOUT_SECS`]), [`MAX_TIMEOUT_SECS`] and `limit` (the broker's limit).
+    pub fn effective_timeout(&self, limit: Duration) -> Duration {
+        let asked = self
+            .timeout_secs
+            .unwrap_or(DEFAULT_TIMEOUT_SECS)
+            .min(MAX_TIMEOUT_SECS);
+        Duration::from_secs(asked).min(limit)
+    }
 }
 
 /// `shell`'s schema, with the texts of seed M3a/16.
@@ -104,10 +134,24 @@ pub fn shell_schema() -> ToolSchema {
     }
 }
 
+/// `shell`'s schema as the broker lists it: the seed's (same description, same `command` and
+/// `cwd`) with the optional `timeout_secs` of seed 002.
+pub fn broker_shell_schema() -> ToolSchema {
+    let mut schema = shell_schema();
+    if let Some(properties) = schema.parameters["properties"].as_object_mut() {
+        properties.insert(
+            "timeout_secs".to_string(),
+            json!({ "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": "Timeout in seconds (default: 60, max: 300)." }),
+        );
+    }
+    schema
+}
+
 /// How `shell` runs commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellOptions {
-    /// The longest a command may run; then every process it started is killed.
+    /// The longest a command may run (the broker's limit; a call's `timeout_secs` may ask for
+    /// less, [`ShellArgs::effective_timeout`]); then every process it started is killed.
     pub timeout: Duration,
     /// The directory used when the call names none.
     pub default_cwd: PathBuf,
@@ -147,13 +191,14 @@ pub struct ShellResult {
     pub signal: Option<i32>,
     /// Whether it was killed at the time limit.
     pub timed_out: bool,
-    /// Standard output (head and tail when long, with a marker between).
+    /// Standard output (head and tail when long, with a marker between), cleaned for the
+    /// model ([`clean_output`]: no terminal escape sequences, no carriage-return redraws).
     pub stdout: String,
     /// Standard error, the same way.
     pub stderr: String,
-    /// Bytes written to standard output in all.
+    /// Bytes written to standard output in all, before any cut or cleaning.
     pub stdout_bytes: u64,
-    /// Bytes written to standard error in all.
+    /// Bytes written to standard error in all, before any cut or cleaning.
     pub stderr_bytes: u64,
     /// Whether either stream was cut.
     pub truncated: bool,
@@ -205,6 +250,7 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
         Some(dir) => return Err(ShellError::BadCwd(dir.clone())),
         None => options.default_cwd.clone(),
     };
+    let timeout = args.effective_timeout(options.timeout);
     let shell = find_shell();
     let spec = CommandSpec {
         program: shell.clone(),
@@ -213,7 +259,7 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
         cwd,
     };
     let contain = ContainOptions {
-        timeout: options.timeout,
+        timeout,
         containment: if options.contain {
             Containment::PidNamespace
         } else {
@@ -222,7 +268,7 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
     };
     let started = Instant::now();
     let child = match &options.policy {
-        Some(policy) => sandbox::spawn_boxed(&spec, policy, options.timeout)?,
+        Some(policy) => sandbox::spawn_boxed(&spec, policy, timeout)?,
         None => spawn_contained(&spec, &contain).map_err(|source| ShellError::Spawn {
             shell: shell.display().to_string(),
             source,
@@ -323,14 +369,55 @@ impl Captured {
         self.total - self.head.len() as u64 - self.tail.len() as u64
     }
 
+    /// The head and the tail, each cleaned ([`clean_output`]), with a marker between when
+    /// bytes were cut.
     fn text(&self) -> String {
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        let mut text = clean_output(&self.head);
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         if self.cut() > 0 {
             text.push_str(&format!("\n[... {} bytes cut ...]\n", self.cut()));
         }
-        text.push_str(&String::from_utf8_lossy(&tail));
+        text.push_str(&clean_output(&tail));
         text
+    }
+}
+
+/// A command's output as the model reads it (seed 003's cleaning): terminal escape sequences
+/// (colours, cursor moves, window titles, device controls) removed by `vte`'s parser (the
+/// VT500 state machine terminals use), other control characters but `\n`, `\t` and `\r`
+/// dropped, and of each line redrawn with carriage returns (progress bars, spinners) only what
+/// was drawn last; a `\r\n` line end becomes `\n`. Invalid UTF-8 becomes U+FFFD. The command
+/// itself is never changed: only what it printed is cleaned.
+pub fn clean_output(bytes: &[u8]) -> String {
+    let mut text = Printed(String::with_capacity(bytes.len()));
+    vte::Parser::new().advance(&mut text, bytes);
+    let text = text.0;
+    if !text.contains('\r') {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    for (index, line) in text.split('\n').enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        let line = line.trim_end_matches('\r');
+        out.push_str(line.rsplit('\r').next().unwrap_or(line));
+    }
+    out
+}
+
+/// What a terminal would print, without its controls.
+struct Printed(String);
+
+impl vte::Perform for Printed {
+    fn print(&mut self, c: char) {
+        self.0.push(c);
+    }
+
+    fn execute(&mut self, byte: u8) {
+        if matches!(byte, b'\n' | b'\t' | b'\r') {
+            self.0.push(char::from(byte));
+        }
     }
 }
 
@@ -354,6 +441,44 @@ mod tests {
         c.push(b"abcde");
         assert_eq!(c.text(), "abcde");
         assert_eq!(c.cut(), 0);
+    }
+
+    #[test]
+    fn colours_cursor_moves_and_titles_are_removed_from_what_the_model_sees() {
+        let raw = b"\x1b[1;31merror\x1b[0m: \x1b]0;title\x07bad\x1b[2K\x1b[1Ghere\n";
+        assert_eq!(super::clean_output(raw), "error: badhere\n");
+    }
+
+    #[test]
+    fn a_line_redrawn_with_carriage_returns_keeps_what_was_drawn_last() {
+        let raw = b"start\n 10%\r 50%\r100%\ndone\r\nnext\r";
+        assert_eq!(super::clean_output(raw), "start\n100%\ndone\nnext");
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_and_plain_text_is_kept_as_it_is() {
+        assert_eq!(super::clean_output(b"a\xffb\tc\n"), "a\u{fffd}b\tc\n");
+    }
+
+    #[test]
+    fn the_time_limit_is_the_smallest_of_the_call_the_seed_and_the_broker() {
+        use std::time::Duration;
+        let mut args = super::ShellArgs::new("true");
+        let broker = Duration::from_secs(120);
+        assert_eq!(args.effective_timeout(broker), Duration::from_secs(60));
+        args.timeout_secs = Some(5);
+        assert_eq!(args.effective_timeout(broker), Duration::from_secs(5));
+        args.timeout_secs = Some(200);
+        assert_eq!(args.effective_timeout(broker), Duration::from_secs(120));
+        args.timeout_secs = Some(10_000);
+        assert_eq!(
+            args.effective_timeout(Duration::from_secs(1_000)),
+            Duration::from_secs(300)
+        );
+        assert_eq!(
+            args.effective_timeout(Duration::from_millis(50)),
+            Duration::from_millis(50)
+        );
     }
 
     #[test]

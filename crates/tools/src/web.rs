@@ -17,8 +17,10 @@
 //! through a limit of `max_bytes + 1` bytes, so an endless body costs at most that much.
 
 pub mod address;
+mod content;
 mod fetch;
 mod resolve;
+pub mod web_search;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 pub use address::{METADATA_ADDRESSES, UnsafeKind, classify, is_public};
+pub use content::MAX_HTML_DEPTH;
 pub use fetch::http_fetch;
 pub use resolve::{Resolve, SystemResolver};
 
@@ -44,6 +47,46 @@ pub const USER_AGENT: &str = concat!("boxmaker-http-fetch/", env!("CARGO_PKG_VER
 pub struct HttpFetchArgs {
     /// The URL; it must start with `https://`.
     pub url: String,
+    /// The most characters of the page's text to return (default [`DEFAULT_MAX_LENGTH`], at
+    /// most [`MAX_MAX_LENGTH`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
+    /// The character of the page's text to start at, for the next page (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_index: Option<usize>,
+}
+
+/// Characters of text returned when the call does not say.
+pub const DEFAULT_MAX_LENGTH: usize = 16_000;
+/// The most characters of text a call may ask for.
+pub const MAX_MAX_LENGTH: usize = 1_000_000;
+
+impl HttpFetchArgs {
+    /// A fetch of `url` from its start, with the default length.
+    pub fn new(url: impl Into<String>) -> HttpFetchArgs {
+        HttpFetchArgs {
+            url: url.into(),
+            max_length: None,
+            start_index: None,
+        }
+    }
+}
+
+/// `http_fetch`'s schema as the broker lists it: the seed's (same description, same `url`)
+/// with the optional `max_length` and `start_index` for paging.
+pub fn broker_http_fetch_schema() -> proto::ToolSchema {
+    let mut schema = http_fetch_schema();
+    if let Some(properties) = schema.parameters["properties"].as_object_mut() {
+        properties.insert(
+            "max_length".to_string(),
+            json!({ "type": "integer", "minimum": 1, "maximum": MAX_MAX_LENGTH, "description": "The most characters of the page's text to return (default: 16000). HTML comes back as Markdown." }),
+        );
+        properties.insert(
+            "start_index".to_string(),
+            json!({ "type": "integer", "minimum": 0, "description": "The character to start at, to read the next page (default: 0); the result's next_start_index gives it." }),
+        );
+    }
+    schema
 }
 
 /// The schema of `http_fetch`, with the seed's exact texts.
@@ -171,8 +214,18 @@ pub struct FetchResult {
     pub status: u16,
     /// The `Content-Type` header, if any.
     pub content_type: Option<String>,
-    /// The body kept, as UTF-8 (invalid sequences replaced by U+FFFD).
+    /// One page of the body's text: HTML as Markdown, other text as it is (as UTF-8, invalid
+    /// sequences replaced by U+FFFD), from `start_index`, at most `max_length` characters.
     pub body: String,
+    /// How the text was made: `markdown` (from HTML), `text`, or `html` (a page nested too
+    /// deeply to convert, given as it is).
+    pub format: String,
+    /// The whole text's length in characters, every page together.
+    pub total_chars: usize,
+    /// The character this page starts at.
+    pub start_index: usize,
+    /// Where the next page starts, when there is more text.
+    pub next_start_index: Option<usize>,
     /// How many body bytes were kept (before the UTF-8 replacement).
     pub bytes: usize,
     /// True when the body was longer than `max_bytes` and was cut.
@@ -220,6 +273,15 @@ pub enum FetchError {
     /// The HTTP exchange failed after connecting (a malformed answer, a reset, …).
     #[error("fetching {url} failed: {reason}")]
     Http { url: String, reason: String },
+    /// The answer is of a binary type (an image, an archive, a PDF, …), which is not returned.
+    #[error(
+        "{url} answered {content_type} ({size}), a binary type: http_fetch returns only HTML and text"
+    )]
+    Binary {
+        url: String,
+        content_type: String,
+        size: String,
+    },
     /// The options cannot be used (an unreadable root certificate, …).
     #[error("cannot set up the HTTP client: {reason}")]
     Setup { reason: String },

@@ -12,7 +12,7 @@ use proto::{
     ToolRequest, ToolResponse,
 };
 
-use crate::args::{ArgsError, ToolArgs, ToolName, parse};
+use crate::args::{ToolArgs, ToolName, parse};
 use crate::policy::{Allowed, AskReason, Decision, Labels};
 
 use super::approvals::{Request, Settled, Waiter};
@@ -180,13 +180,6 @@ async fn answer_locked(
             ToolArgs::AskMemory(ask)
         }
         Ok(args) => args,
-        Err(error @ ArgsError::NotRunnable(_)) => {
-            let detail = error.detail();
-            let answer = Answer::Failed {
-                message: Field::of(&detail),
-            };
-            return finish(broker, &call, None, answer, None, detail).await;
-        }
         Err(error) => {
             let detail = error.detail();
             return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;

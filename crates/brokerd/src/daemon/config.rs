@@ -6,6 +6,7 @@
 //! write_file_ms = 10000
 //! shell_ms = 60000
 //! http_fetch_ms = 30000
+//! web_search_ms = 30000       # the whole search, retries included
 //! consult_ms = 120000         # its own limit: a local model needs more than read_file_ms
 //! memory_ms = 10000           # recall, memory, ask_memory
 //! result_cap = 32768          # bytes of a rendered answer
@@ -16,6 +17,9 @@
 //! protected = ["/srv/keys"]   # more folders no tool may name
 //! [consult]                   # the model `consult` asks (optional)
 //! url = "http://127.0.0.1:8081/v1"
+//! [web_search]                # the provider `web_search` asks (optional; see daemon::search)
+//! provider = "searxng"
+//! url = "http://127.0.0.1:8888"
 //! [sandbox]                   # the box each `shell` call runs in
 //! read_only = ["~/.cargo", "~/.rustup"]  # toolchain folders bound read-only
 //! file_walls = true           # false: run `shell` without the box (every header says so)
@@ -46,6 +50,8 @@ pub struct Config {
     pub shell_ms: u64,
     /// `http_fetch`'s time limit.
     pub http_fetch_ms: u64,
+    /// `web_search`'s time limit, retries included.
+    pub web_search_ms: u64,
     /// `consult`'s time limit.
     pub consult_ms: u64,
     /// The memory tools' time limit.
@@ -67,6 +73,8 @@ pub struct Config {
     pub protected: Vec<PathBuf>,
     /// The model `consult` asks.
     pub consult: Option<Consult>,
+    /// The provider `web_search` asks.
+    pub web_search: Option<super::search::WebSearchConfig>,
     /// The box commands run in.
     pub sandbox: SandboxConfig,
 }
@@ -113,6 +121,7 @@ impl Default for Config {
             write_file_ms: 10_000,
             shell_ms: 60_000,
             http_fetch_ms: 30_000,
+            web_search_ms: 30_000,
             consult_ms: 120_000,
             memory_ms: 10_000,
             result_cap: 32 * 1024,
@@ -123,6 +132,7 @@ impl Default for Config {
             pending_grace_ms: 60_000,
             protected: Vec::new(),
             consult: None,
+            web_search: None,
             sandbox: SandboxConfig::default(),
         }
     }
@@ -185,6 +195,7 @@ impl Config {
             ToolName::WriteFile | ToolName::EditFile => self.write_file_ms,
             ToolName::Shell => self.shell_ms,
             ToolName::HttpFetch => self.http_fetch_ms,
+            ToolName::WebSearch => self.web_search_ms,
             ToolName::Consult => self.consult_ms,
             ToolName::Recall | ToolName::Memory | ToolName::AskMemory => self.memory_ms,
             ToolName::Ask => self.approval_ms,

@@ -16,6 +16,7 @@ mod reads;
 pub mod render;
 pub mod runner;
 pub mod sandboxed;
+pub mod search;
 pub mod server;
 pub mod sessions;
 pub mod startup;

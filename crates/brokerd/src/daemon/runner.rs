@@ -66,6 +66,8 @@ pub trait Runner: Send + Sync {
 pub struct DirectRunner {
     /// The `consult` client, when a consult server is configured.
     pub consult: Option<ConsultClient>,
+    /// The provider `web_search` asks, when `brokerd.toml` names one.
+    pub web_search: Option<super::search::SearchSettings>,
     /// `read_file`'s cap, in bytes.
     pub read_cap: usize,
     /// Extra trusted roots for `http_fetch` (tests use a local CA).
@@ -96,6 +98,7 @@ impl Runner for DirectRunner {
             }
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
+            ToolArgs::WebSearch(args) => self.search(args, context),
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
             // The router sends the memory tools to the store; one here is refused, never run.
@@ -275,8 +278,12 @@ impl DirectRunner {
                     "url": fetched.url,
                     "status": fetched.status,
                     "content_type": fetched.content_type,
+                    "format": fetched.format,
                     "bytes": fetched.bytes,
                     "truncated": fetched.truncated,
+                    "total_chars": fetched.total_chars,
+                    "start_index": fetched.start_index,
+                    "next_start_index": fetched.next_start_index,
                     "redirects": fetched.redirects,
                 })),
                 body: fetched.body,
@@ -286,6 +293,48 @@ impl DirectRunner {
             }
             Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
                 Outcome::Denied(DenyReason::NoGrant, error.to_string())
+            }
+            Err(error) => Outcome::Failed(error.to_string()),
+        }
+    }
+
+    fn search(
+        &self,
+        args: &tools::web::web_search::WebSearchArgs,
+        context: &RunContext,
+    ) -> Outcome {
+        use tools::web::web_search::{SearchOptions, web_search};
+        let mut options = SearchOptions::new(self.web_search.as_ref().map(|s| s.provider.clone()));
+        options.timeout = context.limit;
+        if let Some(settings) = &self.web_search {
+            options.retries = settings.retries;
+            options.backoff = settings.backoff;
+        }
+        options.root_certificates = self.root_certificates.clone();
+        match web_search(args, &options) {
+            Ok(found) => {
+                let mut body = String::new();
+                for (index, hit) in found.results.iter().enumerate() {
+                    body.push_str(&format!(
+                        "{}. {}\n   {}\n   {}\n",
+                        index + 1,
+                        hit.title,
+                        hit.url,
+                        hit.snippet
+                    ));
+                }
+                if found.results.is_empty() {
+                    body.push_str("No results.\n");
+                }
+                Outcome::Ran {
+                    fields: fields(json!({
+                        "provider": found.provider,
+                        "query": args.query,
+                        "results": found.results.len(),
+                        "attempts": found.attempts,
+                    })),
+                    body,
+                }
             }
             Err(error) => Outcome::Failed(error.to_string()),
         }

@@ -190,13 +190,14 @@ fn schema_of(tool: ToolName) -> Option<ToolSchema> {
         ToolName::ListFiles => Some(tools::search::list_files_schema()),
         ToolName::Glob => Some(tools::search::glob_schema()),
         ToolName::Grep => Some(tools::search::grep_schema()),
-        ToolName::Shell => Some(tools::shell::shell_schema()),
-        ToolName::HttpFetch => Some(tools::web::http_fetch_schema()),
+        ToolName::Shell => Some(tools::shell::broker_shell_schema()),
+        ToolName::HttpFetch => Some(tools::web::broker_http_fetch_schema()),
         ToolName::Consult => Some(crate::consult::consult_schema()),
         ToolName::Ask => Some(policy::ask::ask_schema()),
         ToolName::Recall => Some(policy::memory::recall_schema()),
         ToolName::Memory => Some(policy::memory::memory_schema()),
         ToolName::AskMemory => Some(policy::memory::ask_memory_schema()),
+        ToolName::WebSearch => Some(tools::web::web_search::web_search_schema()),
     }
 }
 

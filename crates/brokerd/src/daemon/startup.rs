@@ -157,8 +157,17 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         None => None,
     };
     let memory = MemoryService::new(dirs.memory().join(STORE_FILE), consult.clone());
+    let web_search = match &config.web_search {
+        Some(settings) => Some(
+            settings
+                .settings(|name| std::env::var(name).ok())
+                .map_err(StartError::Config)?,
+        ),
+        None => None,
+    };
     let direct = DirectRunner {
         consult,
+        web_search,
         read_cap: tools::fs::READ_CAP,
         root_certificates: test_roots()?,
     };

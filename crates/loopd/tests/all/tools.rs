@@ -551,6 +551,14 @@ fn each_denial_has_its_sentence_and_the_ten_seed_ones_are_exact() {
             DenyReason::UntrustedInput,
             "Denied: this session has received untrusted content, and the grant forbids this call after that.",
         ),
+        (
+            DenyReason::CatastrophicCommand,
+            "Denied: this command could destroy the machine or the owner's files (a recursive delete of a root, home or granted folder, a write to a disk, a fork bomb or a shutdown); no grant can allow it.",
+        ),
+        (
+            DenyReason::BackgroundCommand,
+            "Denied: `&` would leave a command running after this call ends; start it with bash_bg instead.",
+        ),
     ];
     for (reason, sentence) in sentences {
         assert_eq!(denial_text(reason), sentence);

@@ -96,6 +96,7 @@ mod builtins;
 mod git;
 mod gitconfig;
 mod gitwrites;
+mod rails;
 mod runners;
 mod screen;
 mod sed;
@@ -110,6 +111,7 @@ mod writes;
 use std::collections::VecDeque;
 use std::fmt;
 
+pub use rails::{Place, backgrounded, catastrophic, path_words};
 pub use warnings::prefix_warning;
 pub use words::prefix_words;
 pub use writes::{GitConfigScope, WriteTarget};

@@ -14,7 +14,7 @@ use super::{Dialect, MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered, PathWalls};
 const MAX_EXPANSION_MARKS: usize = 32;
 
 /// Options for brush: bash syntax, no extended globbing (as in `bash -c`).
-fn parser_options() -> ParserOptions {
+pub(super) fn parser_options() -> ParserOptions {
     ParserOptions {
         enable_extended_globbing: false,
         posix_mode: false,

@@ -8,6 +8,7 @@ mod grants;
 mod shell_coverage;
 mod shell_dialects;
 mod shell_git;
+mod shell_rails;
 mod shell_redirections;
 mod shell_writes;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::resolve::{PinnedResolver, Resolved, resolve_within};
-use super::{FetchError, FetchOptions, FetchResult, HttpFetchArgs, USER_AGENT, address};
+use super::{FetchError, FetchOptions, FetchResult, HttpFetchArgs, USER_AGENT, address, content};
 use reqwest::Url;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
@@ -46,7 +46,7 @@ pub fn http_fetch(args: &HttpFetchArgs, options: &FetchOptions) -> Result<FetchR
             url = next;
             continue;
         }
-        return read_result(response, &url, redirects, options, &deadline);
+        return read_result(response, &url, redirects, (args, options), &deadline);
     }
 }
 
@@ -216,7 +216,10 @@ fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Cli
     })
 }
 
-fn parse_certificates(bytes: &[u8], index: usize) -> Result<Vec<reqwest::Certificate>, FetchError> {
+pub(super) fn parse_certificates(
+    bytes: &[u8],
+    index: usize,
+) -> Result<Vec<reqwest::Certificate>, FetchError> {
     let setup = |reason: String| FetchError::Setup {
         reason: format!("root certificate {index}: {reason}"),
     };
@@ -255,7 +258,7 @@ fn read_result(
     response: Response,
     url: &Url,
     redirects: Vec<String>,
-    options: &FetchOptions,
+    (args, options): (&HttpFetchArgs, &FetchOptions),
     deadline: &Deadline,
 ) -> Result<FetchResult, FetchError> {
     let status = response.status().as_u16();
@@ -264,27 +267,81 @@ fn read_result(
         .get(CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
+    let declared = response.content_length();
     let limit = u64::try_from(options.max_bytes)
         .unwrap_or(u64::MAX)
         .saturating_add(1);
-    let mut body = Vec::new();
-    if let Err(error) = response.take(limit).read_to_end(&mut body) {
-        return Err(if deadline.passed() || io_is_timeout(&error) {
+    let read_error = |error: io::Error| {
+        if deadline.passed() || io_is_timeout(&error) {
             deadline.error(url)
         } else {
             FetchError::Http {
                 url: url.to_string(),
                 reason: format!("reading the body: {}", chain_message(&error)),
             }
+        }
+    };
+    let mut reader = response.take(limit);
+    if let (Some(declared_type), content::Kind::Binary) =
+        (&content_type, content::kind(content_type.as_deref(), b""))
+    {
+        // Counted, never kept.
+        let size = match declared {
+            Some(length) => format!("{length} bytes"),
+            None => {
+                let read = io::copy(&mut reader, &mut io::sink()).map_err(read_error)?;
+                if read >= limit {
+                    format!("more than {} bytes", options.max_bytes)
+                } else {
+                    format!("{read} bytes")
+                }
+            }
+        };
+        return Err(FetchError::Binary {
+            url: url.to_string(),
+            content_type: declared_type.clone(),
+            size,
         });
     }
+    let mut body = Vec::new();
+    reader.read_to_end(&mut body).map_err(read_error)?;
     let truncated = body.len() > options.max_bytes;
     body.truncate(options.max_bytes);
+    let kind = content::kind(content_type.as_deref(), &body);
+    if kind == content::Kind::Binary {
+        return Err(FetchError::Binary {
+            url: url.to_string(),
+            content_type: content_type.unwrap_or_else(|| "no Content-Type".to_string()),
+            size: if truncated {
+                format!("more than {} bytes", options.max_bytes)
+            } else {
+                format!("{} bytes", body.len())
+            },
+        });
+    }
+    let text = String::from_utf8_lossy(&body);
+    let (text, format) = match kind {
+        content::Kind::Html => match content::markdown(&text) {
+            Some(markdown) => (markdown, "markdown"),
+            None => (text.into_owned(), "html"),
+        },
+        _ => (text.into_owned(), "text"),
+    };
+    let start = args.start_index.unwrap_or(0);
+    let max = args
+        .max_length
+        .unwrap_or(super::DEFAULT_MAX_LENGTH)
+        .min(super::MAX_MAX_LENGTH);
+    let (page, total_chars, next_start_index) = content::page(&text, start, max);
     Ok(FetchResult {
         url: url.to_string(),
         status,
         content_type,
-        body: String::from_utf8_lossy(&body).into_owned(),
+        body: page,
+        format: format.to_string(),
+        total_chars,
+        start_index: start,
+        next_start_index,
         bytes: body.len(),
         truncated,
         redirects,
@@ -345,7 +402,7 @@ fn find_tls_error<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a rustls:
 }
 
 /// An error and its sources, joined with ": ", without repeating a part already said.
-fn chain_message(error: &(dyn StdError + 'static)) -> String {
+pub(super) fn chain_message(error: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current: Option<&(dyn StdError + 'static)> = Some(error);
     while let Some(error) = current {

@@ -58,12 +58,7 @@ fn options(fixture: &Fixture, granted: &[&str], explicit: &[&str]) -> FetchOptio
 }
 
 fn fetch(url: &str, options: &FetchOptions) -> Result<FetchResult, FetchError> {
-    http_fetch(
-        &HttpFetchArgs {
-            url: url.to_string(),
-        },
-        options,
-    )
+    http_fetch(&HttpFetchArgs::new(url), options)
 }
 
 #[test]
@@ -82,6 +77,10 @@ fn a_host_named_explicitly_that_resolves_to_loopback_is_fetched() {
             status: 200,
             content_type: Some("text/plain; charset=utf-8".to_string()),
             body: "hello, fetch".to_string(),
+            format: "text".to_string(),
+            total_chars: 12,
+            start_index: 0,
+            next_start_index: None,
             bytes: 12,
             truncated: false,
             redirects: Vec::new(),
@@ -162,7 +161,9 @@ fn a_redirect_to_a_granted_host_is_followed_and_recorded() {
     .expect("fetched");
     assert_eq!(result.url, target);
     assert_eq!(result.redirects, vec![target.clone()]);
-    assert_eq!(result.body, "<p>other</p>");
+    // HTML comes back as Markdown.
+    assert_eq!(result.body, "other");
+    assert_eq!(result.format, "markdown");
     let hosts: Vec<Option<String>> = f.server.requests().into_iter().map(|r| r.host).collect();
     assert_eq!(
         hosts,
@@ -352,7 +353,7 @@ fn invalid_utf8_is_replaced_and_counted_as_bytes_kept() {
     let f = fixture();
     f.server.route(
         "/bin",
-        TlsResponse::ok("application/octet-stream", vec![0xff, b'o', b'k']),
+        TlsResponse::ok("text/plain", vec![0xff, b'o', b'k']),
     );
     let result = fetch(
         &f.server.url("fetch.test", "/bin"),
@@ -665,5 +666,132 @@ fn the_grant_check_sees_each_hops_host_and_port() {
             ("other.test".to_string(), port),
             ("other.test".to_string(), 443),
         ]
+    );
+}
+
+// ---- what the model reads: Markdown, text, paging, binary types ----
+
+/// A real page, saved in the repository: the rustdoc book's "What is rustdoc?" (mdBook HTML,
+/// with its navigation, scripts and styles).
+const RUSTDOC_PAGE: &str = include_str!("../fixtures/what-is-rustdoc.html");
+
+fn fetch_page(
+    f: &Fixture,
+    path: &str,
+    max_length: Option<usize>,
+    start: Option<usize>,
+) -> FetchResult {
+    let args = HttpFetchArgs {
+        url: f.server.url("fetch.test", path),
+        max_length,
+        start_index: start,
+    };
+    http_fetch(&args, &options(f, &["fetch.test"], &["fetch.test"])).expect("fetched")
+}
+
+#[test]
+fn a_real_html_page_comes_back_as_markdown_without_scripts_or_styles() {
+    let f = fixture();
+    f.server.route(
+        "/rustdoc",
+        TlsResponse::ok("text/html; charset=utf-8", RUSTDOC_PAGE),
+    );
+    let result = fetch_page(&f, "/rustdoc", Some(1_000_000), None);
+    assert_eq!(result.format, "markdown");
+    assert_eq!(result.status, 200);
+    assert_eq!(
+        result.content_type.as_deref(),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(result.bytes, RUSTDOC_PAGE.len());
+    let md = &result.body;
+    assert!(
+        md.contains("# [What is rustdoc?](#what-is-rustdoc)"),
+        "{md}"
+    );
+    assert!(md.contains("## [Basic usage](#basic-usage)"), "{md}");
+    assert!(md.contains("```"), "code blocks are fenced: {md}");
+    for gone in ["<script", "<div", "<style", "window.", "var path_to_root"] {
+        assert!(!md.contains(gone), "{gone} left in {md}");
+    }
+    assert_eq!(result.total_chars, md.chars().count());
+    assert_eq!(result.next_start_index, None);
+    assert!(md.len() < RUSTDOC_PAGE.len() / 2, "{} bytes", md.len());
+}
+
+#[test]
+fn a_long_text_is_read_page_by_page_with_start_index() {
+    let f = fixture();
+    let text: String = (0..2000).map(|i| format!("line {i} é\n")).collect();
+    f.server
+        .route("/long", TlsResponse::ok("text/plain", text.clone()));
+    let total = text.chars().count();
+    let first = fetch_page(&f, "/long", Some(100), None);
+    assert_eq!(first.format, "text");
+    assert_eq!(first.body.chars().count(), 100);
+    assert_eq!(first.total_chars, total);
+    assert_eq!(first.next_start_index, Some(100));
+    let mut pages = first.body.clone();
+    let mut next = first.next_start_index;
+    while let Some(start) = next {
+        let page = fetch_page(&f, "/long", Some(4000), Some(start));
+        assert_eq!(page.start_index, start);
+        pages.push_str(&page.body);
+        next = page.next_start_index;
+    }
+    assert_eq!(pages, text);
+    let past = fetch_page(&f, "/long", None, Some(total + 5));
+    assert_eq!((past.body.as_str(), past.next_start_index), ("", None));
+    let default = fetch_page(&f, "/long", None, None);
+    assert_eq!(default.body.chars().count(), tools::web::DEFAULT_MAX_LENGTH);
+}
+
+#[test]
+fn a_binary_type_is_refused_with_its_type_and_size() {
+    let f = fixture();
+    f.server.route(
+        "/logo.png",
+        TlsResponse::ok("image/png", vec![0x89u8; 4321]),
+    );
+    let args = HttpFetchArgs::new(f.server.url("fetch.test", "/logo.png"));
+    let error =
+        http_fetch(&args, &options(&f, &["fetch.test"], &["fetch.test"])).expect_err("refused");
+    assert_eq!(
+        error,
+        FetchError::Binary {
+            url: f.server.url("fetch.test", "/logo.png"),
+            content_type: "image/png".to_string(),
+            size: "4321 bytes".to_string(),
+        }
+    );
+    assert!(
+        error.to_string().contains("image/png (4321 bytes)"),
+        "{error}"
+    );
+    // Without a Content-Type, bytes that are not text are refused the same way.
+    f.server.route(
+        "/blob",
+        TlsResponse::status(200, b"\x00\x01\x02binary".to_vec()),
+    );
+    let args = HttpFetchArgs::new(f.server.url("fetch.test", "/blob"));
+    let error =
+        http_fetch(&args, &options(&f, &["fetch.test"], &["fetch.test"])).expect_err("refused");
+    assert!(
+        matches!(error, FetchError::Binary { ref size, .. } if size == "9 bytes"),
+        "{error}"
+    );
+}
+
+#[test]
+fn json_is_text_as_it_is() {
+    let f = fixture();
+    f.server.route(
+        "/api",
+        TlsResponse::ok("application/json", "{\"a\": [1, 2]}"),
+    );
+    let result = fetch_page(&f, "/api", None, None);
+    assert_eq!(
+        (result.format.as_str(), result.body.as_str()),
+        ("text", "{\"a\": [1, 2]}")
     );
 }

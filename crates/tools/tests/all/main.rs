@@ -8,3 +8,4 @@ mod http_fetch;
 mod schemas;
 mod search;
 mod shell;
+mod web_search;

@@ -104,7 +104,27 @@ fn the_brokers_read_file_schema_is_a_superset_of_the_seeds() {
 }
 
 #[test]
+fn the_brokers_shell_schema_is_a_superset_of_the_seeds() {
+    let broker = tools::shell::broker_shell_schema();
+    assert!(is_superset(&broker, &loopd::tools::shell_schema()));
+    assert!(broker.parameters["properties"]["timeout_secs"].is_object());
+    accepts_exactly::<tools::shell::ShellArgs>(&broker);
+}
+
+#[test]
+fn the_brokers_http_fetch_schema_is_a_superset_of_the_seeds() {
+    let broker = tools::web::broker_http_fetch_schema();
+    assert!(is_superset(&broker, &loopd::tools::http_fetch_schema()));
+    assert!(broker.parameters["properties"]["max_length"].is_object());
+    assert!(broker.parameters["properties"]["start_index"].is_object());
+    accepts_exactly::<tools::web::HttpFetchArgs>(&broker);
+}
+
+#[test]
 fn the_coding_tools_args_accept_exactly_their_schemas() {
+    accepts_exactly::<tools::web::web_search::WebSearchArgs>(
+        &tools::web::web_search::web_search_schema(),
+    );
     accepts_exactly::<tools::fs::EditFileArgs>(&tools::fs::edit_file_schema());
     accepts_exactly::<tools::search::ListFilesArgs>(&tools::search::list_files_schema());
     accepts_exactly::<tools::search::GlobArgs>(&tools::search::glob_schema());

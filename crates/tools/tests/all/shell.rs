@@ -17,6 +17,7 @@ fn run_with(command: &str, options: &ShellOptions) -> ShellResult {
         &ShellArgs {
             command: command.into(),
             cwd: None,
+            timeout_secs: None,
         },
         options,
     )
@@ -93,8 +94,98 @@ fn child_entry() {
         "as_nobody" => report(&run(
             "id -u; cat /proc/self/uid_map; ls /proc | grep -c '^[0-9]'; grep -E '^(Cap|NoNewPrivs)' /proc/self/status",
         )),
+        // A gigabyte of output through `shell`, with this process's peak memory before and
+        // after (this process is the one that reads and keeps the output).
+        "gigabyte" => {
+            let before = peak_rss_kib();
+            let result = run("yes | head -c 1073741824");
+            let after = peak_rss_kib();
+            println!(
+                "@@{}",
+                serde_json::json!({
+                    "stdout_bytes": result.stdout_bytes,
+                    "stdout_len": result.stdout.len(),
+                    "truncated": result.truncated,
+                    "exit_code": result.exit_code,
+                    "timed_out": result.timed_out,
+                    "before_kib": before,
+                    "after_kib": after,
+                })
+            );
+        }
         other => panic!("unknown body {other}"),
     }
+}
+
+/// This process's peak resident memory so far (`VmHWM`), in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_gigabyte_of_output_finishes_with_bounded_memory_and_truncated() {
+    let reports = child_process("gigabyte", false, &[]);
+    let report = &reports[0];
+    assert_eq!(report["stdout_bytes"], 1u64 << 30, "{report}");
+    assert_eq!(report["truncated"], true);
+    assert_eq!(report["exit_code"], 0);
+    assert_eq!(report["timed_out"], false);
+    assert!(
+        report["stdout_len"].as_u64().unwrap() < 300 * 1024,
+        "{report}"
+    );
+    let grew = report["after_kib"].as_u64().unwrap() - report["before_kib"].as_u64().unwrap();
+    // Two streams of 256 KiB are kept; anything near the output's size would be a leak.
+    assert!(grew < 32 * 1024, "the peak grew by {grew} KiB: {report}");
+}
+
+#[test]
+fn yes_piped_to_head_ends_when_head_has_its_lines() {
+    let result = run("yes | head -n 3");
+    assert_eq!(result.stdout, "y\ny\ny\n");
+    assert_eq!(result.exit_code, Some(0));
+    assert!(!result.timed_out);
+}
+
+#[test]
+fn a_command_reading_its_closed_stdin_sees_the_end_at_once() {
+    let result = run("read line; echo \"read=$? line=$line\"; head -c 10; wc -c");
+    assert_eq!(result.stdout, "read=1 line=\n0\n");
+    assert!(!result.timed_out);
+}
+
+#[test]
+fn colours_and_redrawn_lines_are_cleaned_and_the_header_counts_raw_bytes() {
+    let raw = "\x1b[1;32mok\x1b[0m\n 10%\r 50%\r100%\r\n\x1b]0;title\x07end\n";
+    let result = run(&format!("printf '%s' '{raw}'"));
+    assert_eq!(result.stdout, "ok\n100%\nend\n");
+    assert_eq!(result.stdout_bytes, raw.len() as u64);
+}
+
+#[test]
+fn a_calls_timeout_secs_shortens_the_time_limit() {
+    let args = ShellArgs {
+        command: "sleep 5; echo slept".into(),
+        cwd: None,
+        timeout_secs: Some(1),
+    };
+    let result = shell(&args, &ShellOptions::default()).unwrap();
+    assert!(result.timed_out, "{result:?}");
+    assert_eq!(result.stdout, "");
+    let args = ShellArgs {
+        timeout_secs: Some(300),
+        ..args
+    };
+    let options = ShellOptions {
+        timeout: Duration::from_millis(500),
+        ..ShellOptions::default()
+    };
+    assert!(shell(&args, &options).unwrap().timed_out);
 }
 
 #[test]
@@ -119,6 +210,7 @@ fn cwd_is_used_and_must_be_an_absolute_directory() {
     let args = ShellArgs {
         command: "pwd".into(),
         cwd: Some(cwd.clone()),
+        timeout_secs: None,
     };
     let result = shell(&args, &ShellOptions::default()).unwrap();
     assert_eq!(result.stdout.trim_end(), cwd);
@@ -126,6 +218,7 @@ fn cwd_is_used_and_must_be_an_absolute_directory() {
         let args = ShellArgs {
             command: "pwd".into(),
             cwd: Some(bad.into()),
+            timeout_secs: None,
         };
         let error = shell(&args, &ShellOptions::default());
         assert!(
@@ -164,7 +257,15 @@ fn everything_a_command_started_is_killed_at_the_time_limit() {
         };
         let started = Instant::now();
         let command = format!("(sleep 1; touch {}) & sleep 30", marker.display());
-        let result = shell(&ShellArgs { command, cwd: None }, &options).unwrap();
+        let result = shell(
+            &ShellArgs {
+                command,
+                cwd: None,
+                timeout_secs: None,
+            },
+            &options,
+        )
+        .unwrap();
         assert!(result.timed_out);
         assert_eq!(result.exit_code, None);
         assert_eq!(result.signal, Some(9));
@@ -366,11 +467,13 @@ fn an_empty_command_or_a_nul_byte_is_refused() {
     let empty = ShellArgs {
         command: "  ".into(),
         cwd: None,
+        timeout_secs: None,
     };
     assert!(matches!(shell(&empty, &options), Err(ShellError::Empty)));
     let nul = ShellArgs {
         command: "a\0b".into(),
         cwd: None,
+        timeout_secs: None,
     };
     assert!(matches!(shell(&nul, &options), Err(ShellError::Nul)));
 }
@@ -427,6 +530,7 @@ fn a_repositorys_fsmonitor_does_not_run_on_git_status() {
     let args = ShellArgs {
         command: "git status --short".into(),
         cwd: Some(repo.display().to_string()),
+        timeout_secs: None,
     };
     let result = shell(&args, &ShellOptions::default()).unwrap();
     assert_eq!(result.exit_code, Some(0), "{}", result.stderr);
@@ -448,6 +552,7 @@ fn a_repositorys_hooks_do_not_run_on_git_commit() {
     let args = ShellArgs {
         command: "git add f && git commit -q -m one".into(),
         cwd: Some(repo.display().to_string()),
+        timeout_secs: None,
     };
     let result = shell(&args, &ShellOptions::default()).unwrap();
     assert_eq!(result.exit_code, Some(0), "{}", result.stderr);

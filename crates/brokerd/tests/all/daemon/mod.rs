@@ -12,6 +12,7 @@ mod memory;
 mod owner_socket;
 mod restart;
 mod sandbox;
+mod web_search;
 
 use std::time::Duration;
 

@@ -50,13 +50,25 @@ fn a_shell_call_runs_in_the_box_and_sees_only_its_grants_folder() {
     );
     assert_eq!(body, "inside\n");
     assert!(broker.work.join("made").exists());
-    // The grants file is outside the granted folder: unsandboxed, `cat` would print it.
-    let grants = broker.config.join("grants/grants.toml");
-    assert!(fs::read_to_string(&grants).unwrap().contains("cat-work"));
-    let (header, body) = shell(&broker, 2, &format!("cat {}", grants.display()));
+    // A file beside the granted folder: unsandboxed, `cat` would print it.
+    let beside = broker.work.parent().unwrap().join("beside.txt");
+    fs::write(&beside, "outside the grant\n").unwrap();
+    let (header, body) = shell(&broker, 2, &format!("cat {}", beside.display()));
     assert_eq!(header["exit_code"], 1, "{body}");
     assert!(body.contains("No such file or directory"), "{body}");
-    assert!(!body.contains("cat-work"), "{body}");
+    assert!(!body.contains("outside the grant"), "{body}");
+    // The grants file is never even tried: the decision refuses a script that names it.
+    let grants = broker.config.join("grants/grants.toml");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args =
+        serde_json::json!({ "command": format!("cat {}", grants.display()), "cwd": broker.work });
+    let response = client.call(3, "shell", &args.to_string()).unwrap();
+    assert_eq!(
+        response,
+        proto::ToolResponse::Denied {
+            reason: proto::DenyReason::ProtectedPath
+        }
+    );
 }
 
 #[test]
@@ -81,7 +93,7 @@ fn boxmakers_folders_are_masked_under_a_shell_grant_on_their_parent() {
 [[grant]]
 id = "cat-parent"
 tool = "shell"
-commands = ["cat"]
+commands = ["cat", "ls"]
 paths = ["{work}/.."]
 untrusted = false
 on_untrusted = "allow"
@@ -93,18 +105,26 @@ on_untrusted = "allow"
     // the grant, the box sees what the link names.
     std::os::unix::fs::symlink("config/grants/grants.toml", parent.join("link")).unwrap();
     let mut client = AgentClient::open(&broker.socket(), None);
-    let args = serde_json::json!({
-        "command": "cat note.txt link",
-        "cwd": parent,
-    })
-    .to_string();
-    let response = client.call(1, "shell", &args).unwrap();
+    let call = |client: &mut AgentClient, id: u64, command: &str| {
+        let args = serde_json::json!({ "command": command, "cwd": parent }).to_string();
+        client.call(id, "shell", &args).unwrap()
+    };
+    // The decision resolves the link and refuses the script before any box is built.
+    assert_eq!(
+        call(&mut client, 1, "cat note.txt link"),
+        proto::ToolResponse::Denied {
+            reason: proto::DenyReason::ProtectedPath
+        }
+    );
+    // A script that names no protected place still finds the folders masked in the box.
+    let response = call(&mut client, 2, "cat note.txt && ls -R");
     let text = content(&response).to_string();
     let (header, body) = text.split_once('\n').unwrap();
     let header: serde_json::Value = serde_json::from_str(header).unwrap();
     assert_eq!(header["containment"], "bubblewrap", "{text}");
     assert!(body.starts_with("granted\n"), "{body}");
-    assert!(body.contains("link: Permission denied"), "{body}");
+    assert!(body.contains("work"), "{body}");
+    assert!(!body.contains("grants.toml"), "{body}");
 }
 
 #[test]

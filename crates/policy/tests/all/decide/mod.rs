@@ -84,5 +84,6 @@ const NOTES: &str = "[[grant]]\nid = \"notes\"\ntool = \"read_file\"\npaths = [\
 mod coding;
 mod hosts_and_shell;
 mod paths;
+mod rails;
 mod reasons;
 mod writes;
