@@ -184,12 +184,14 @@ fn without_bubblewrap_a_shell_call_runs_in_a_box_of_landlock_alone_and_says_so()
     );
     assert_eq!(body, "inside\n");
     assert!(broker.work.join("made").exists());
-    // The grants file is outside the granted folder: Landlock refuses it.
-    let grants = broker.config.join("grants/grants.toml");
-    let (header, body) = shell(&broker, 2, &format!("cat {}", grants.display()));
+    // A file beside the granted folder (not one of boxmaker's, which the guard rail refuses
+    // before any box exists): Landlock refuses it.
+    let beside = broker.work.parent().unwrap().join("beside.txt");
+    fs::write(&beside, "outside the grant\n").unwrap();
+    let (header, body) = shell(&broker, 2, &format!("cat {}", beside.display()));
     assert_eq!(header["exit_code"], 1, "{body}");
     assert!(body.contains("Permission denied"), "{body}");
-    assert!(!body.contains("cat-work"), "{body}");
+    assert!(!body.contains("outside the grant"), "{body}");
     // `bx status` shows what the running broker enforces.
     let mut owner = testkit::OwnerClient::open(&broker.owner_socket());
     let status = match owner.send(&proto::OwnerRequest::Status {}) {
