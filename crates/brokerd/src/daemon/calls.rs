@@ -192,11 +192,15 @@ async fn answer_locked(
         let _ = pending.send(None);
     }
     // Read before write: after coverage (decide), before any approval.
-    if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision
-        && let Some((reason, detail)) = super::reads::unread(broker, session, allowed)
-    {
-        let grant = Some(GrantId::from(allowed.grant.as_str()));
-        return deny(broker, &call, reason, grant, detail).await;
+    let mut expected = None;
+    if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision {
+        match super::reads::check(broker, session, allowed) {
+            Ok(expecting) => expected = expecting,
+            Err((reason, detail)) => {
+                let grant = Some(GrantId::from(allowed.grant.as_str()));
+                return deny(broker, &call, reason, grant, detail).await;
+            }
+        }
     }
     match decision {
         Decision::Deny(denied) => {
@@ -233,10 +237,10 @@ async fn answer_locked(
                     }
                 }
             }
-            run(broker, &call, tool, allowed, grants, labels).await
+            run(broker, &call, tool, allowed, grants, labels, expected).await
         }
         Decision::Allow(allowed) | Decision::Ask(allowed, _) => {
-            run(broker, &call, tool, allowed, grants, labels).await
+            run(broker, &call, tool, allowed, grants, labels, expected).await
         }
     }
 }
@@ -456,6 +460,7 @@ async fn run(
     allowed: Allowed,
     grants: Arc<Vec<crate::grants::Grant>>,
     labels: Labels,
+    expected: Option<tools::fs::Expected>,
 ) -> Result<Answered, Refusal> {
     let grant = Some(GrantId::from(allowed.grant.as_str()));
     if tool.has_side_effects() {
@@ -477,6 +482,7 @@ async fn run(
         labels,
         protected: Arc::clone(&broker.protected),
         limit,
+        expected,
     };
     let runner = Arc::clone(&broker.runner);
     let to_run = allowed.clone();

@@ -1,9 +1,9 @@
 //! The runner with the box: each `shell` call runs in a fresh bubblewrap box
 //! (`sandbox::spawn_boxed`) that binds the deciding grant's folders read-write, the
 //! `[sandbox] read_only` folders read-only, masks boxmaker's protected folders inside them, and
-//! has no network. Every other tool runs as the [`DirectRunner`] runs it (the in-process file
-//! tools on the grant's directory descriptor; `http_fetch` outside the box until granted hosts
-//! can reach one).
+//! has no network. The file tools and the walkers run in brokerd's worker in a fresh box
+//! ([`super::worker`]); every other tool runs as the [`DirectRunner`] runs it (`http_fetch`
+//! outside the box until granted hosts can reach one).
 
 use std::path::{Path, PathBuf};
 
@@ -85,18 +85,19 @@ impl SandboxedRunner {
 impl Runner for SandboxedRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         let ToolArgs::Shell(args) = &allowed.args else {
-            if self.settings.file_walls
-                && matches!(
-                    allowed.args,
-                    ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
-                )
-            {
+            let file_tool = FileCall::of(&allowed.args).is_some();
+            if self.settings.file_walls && file_tool {
                 return self.file_in_box(allowed, context);
             }
             return match (&allowed.args, self.direct.run(allowed, context)) {
                 // Its result header says it ran outside the box (granted hosts come in part 2).
                 (ToolArgs::HttpFetch(_), Outcome::Ran { mut fields, body }) => {
                     fields.insert("sandbox".to_string(), Value::from(FETCH_UNBOXED));
+                    Outcome::Ran { fields, body }
+                }
+                // The file walls are off: the header says the file tool ran without them.
+                (_, Outcome::Ran { mut fields, body }) if file_tool => {
+                    fields.insert("sandbox".to_string(), Value::from(FILE_UNBOXED));
                     Outcome::Ran { fields, body }
                 }
                 (_, outcome) => outcome,
@@ -137,16 +138,16 @@ impl Runner for SandboxedRunner {
                 folders.join(", ")
             ));
         }
-        walls.extend(
-            self.direct
-                .walls()
-                .into_iter()
-                .filter(|w| !w.starts_with("shell:") && !w.starts_with("no sandbox yet")),
-        );
-        walls.push(if self.settings.file_walls {
-            "read_file, write_file, edit_file: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file)".to_string()
+        let walls_on = self.settings.file_walls;
+        walls.extend(self.direct.walls().into_iter().filter(|w| {
+            !w.starts_with("shell:")
+                && !w.starts_with("no sandbox yet")
+                && (!walls_on || w != super::runner::WALKERS)
+        }));
+        walls.push(if walls_on {
+            "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file and the walkers); the walkers leave out boxmaker's folders and what deny grants cover".to_string()
         } else {
-            "read_file, write_file, edit_file: in the broker's process ([sandbox] file_walls = false)".to_string()
+            "read_file, write_file, edit_file, list_files, glob, grep: in the broker's process ([sandbox] file_walls = false)".to_string()
         });
         walls.push(
             "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
@@ -173,12 +174,17 @@ impl SandboxedRunner {
                 "the decision names no granted folder for the file tool".to_string(),
             );
         };
-        let (tool, writes) = match &allowed.args {
-            ToolArgs::ReadFile(args) => (FileCall::ReadFile(args.clone()), false),
-            ToolArgs::WriteFile(args) => (FileCall::WriteFile(args.clone()), true),
-            ToolArgs::EditFile(args) => (FileCall::EditFile(args.clone()), true),
-            _ => return self.direct.run(allowed, context),
+        let Some((tool, writes)) = FileCall::of(&allowed.args) else {
+            return self.direct.run(allowed, context);
         };
+        let walks = tool.walks();
+        let (mut parents_ignores, mut walk) = (Vec::new(), None);
+        if walks {
+            let mut limits =
+                crate::files::walk_limits(allowed, &context.grants, &context.protected);
+            (parents_ignores, limits.git_repo_above) = worker::above_the_grant(&base);
+            walk = Some(limits);
+        }
         let exe = match std::env::current_exe() {
             Ok(exe) => exe,
             Err(e) => {
@@ -191,6 +197,8 @@ impl SandboxedRunner {
             tool,
             base: base.clone(),
             cap: self.direct.read_cap,
+            walk,
+            expected: context.expected.clone(),
         };
         let bytes = match serde_json::to_vec(&request) {
             Ok(bytes) => bytes,
@@ -202,6 +210,7 @@ impl SandboxedRunner {
             (vec![base], Vec::new())
         };
         read_only.push(exe.clone());
+        read_only.extend(parents_ignores);
         let mut policy = self.policy_with(read_only, read_write, context);
         policy.files = vec![(PathBuf::from(REQUEST), bytes)];
         let spec = sandbox::CommandSpec {
@@ -224,7 +233,8 @@ impl SandboxedRunner {
         };
         match worker::outcome(&out, &err, ended.exit) {
             Outcome::Ran { mut fields, body } => {
-                fields.insert("sandbox".to_string(), Value::from(FILE_BOXED));
+                let walls = if walks { WALK_BOXED } else { FILE_BOXED };
+                fields.insert("sandbox".to_string(), Value::from(walls));
                 Outcome::Ran { fields, body }
             }
             other => other,
@@ -243,6 +253,13 @@ fn no_bubblewrap() -> String {
         sandbox::BoxError::NoBubblewrap
     )
 }
+
+/// What the header of a boxed walker's result (`list_files`, `glob`, `grep`) says of its walls.
+pub const WALK_BOXED: &str = "bubblewrap: brokerd's worker walks only the granted folder, read-only, protected folders masked; no network; every capability dropped";
+
+/// What the header of a file tool's result says when the owner switched the file walls off.
+pub const FILE_UNBOXED: &str =
+    "none: [sandbox] file_walls = false in brokerd.toml, so the tool ran in the broker's process";
 
 /// What the header of a boxed file tool's result says of its walls.
 pub const FILE_BOXED: &str = "bubblewrap: brokerd's worker sees only the granted folder (read-only to read_file), protected folders masked; no network; every capability dropped";

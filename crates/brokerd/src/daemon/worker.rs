@@ -1,12 +1,19 @@
 //! The in-process file tools in a box: the broker starts its own binary in a fresh box
-//! (`brokerd box-file`) that holds only the granted folder (read-only for `read_file`,
-//! read-write for `write_file` and `edit_file`) with the protected folders masked, hands it the request as a
-//! file in the box's `/tmp`, and reads the rendered outcome from its standard output. No
-//! directory descriptor of the broker enters the box: the worker opens the folder itself,
-//! inside, where only what the grant names exists.
+//! (`brokerd box-file`) that holds only the granted folder (read-only for `read_file` and the
+//! walkers `list_files`, `glob` and `grep`, read-write for `write_file` and `edit_file`) with
+//! the protected folders masked, hands it the request as a file in the box's `/tmp`, and reads
+//! the rendered outcome from its standard output. No directory descriptor of the broker enters
+//! the box: the worker opens the folder itself, inside, where only what the grant names exists.
+//!
+//! What the worker must know beyond the arguments comes as data in the request: for a walker,
+//! the folders to prune and what the live deny grants cover ([`tools::search::WalkLimits`]);
+//! for a write, the content read before write expects ([`tools::fs::Expected`]), compared on
+//! the descriptor the write uses. The ignore files of the granted folder's parents are bound
+//! read-only beside it, so a walk honours them as it does outside the box.
 
 use std::path::{Path, PathBuf};
 
+use proto::DenyReason;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -26,11 +33,17 @@ pub struct Request {
     pub base: PathBuf,
     /// `read_file`'s cap in bytes.
     pub cap: usize,
+    /// A walker's limits (what it prunes and leaves out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk: Option<tools::search::WalkLimits>,
+    /// What read before write expects of the file a write replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<tools::fs::Expected>,
 }
 
-/// A file call.
+/// A file call (adjacently tagged: the arguments keep every name, `grep`'s `type` too).
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "tool", content = "args", rename_all = "snake_case")]
 pub enum FileCall {
     /// `read_file`.
     ReadFile(tools::fs::ReadFileArgs),
@@ -38,6 +51,59 @@ pub enum FileCall {
     WriteFile(tools::fs::WriteFileArgs),
     /// `edit_file`.
     EditFile(tools::fs::EditFileArgs),
+    /// `list_files`.
+    ListFiles(tools::search::ListFilesArgs),
+    /// `glob`.
+    Glob(tools::search::GlobArgs),
+    /// `grep`.
+    Grep(tools::search::GrepArgs),
+}
+
+impl FileCall {
+    /// The call for `args`, and whether it writes; `None` for a tool the worker does not run.
+    pub fn of(args: &crate::args::ToolArgs) -> Option<(FileCall, bool)> {
+        use crate::args::ToolArgs;
+        Some(match args {
+            ToolArgs::ReadFile(a) => (FileCall::ReadFile(a.clone()), false),
+            ToolArgs::WriteFile(a) => (FileCall::WriteFile(a.clone()), true),
+            ToolArgs::EditFile(a) => (FileCall::EditFile(a.clone()), true),
+            ToolArgs::ListFiles(a) => (FileCall::ListFiles(a.clone()), false),
+            ToolArgs::Glob(a) => (FileCall::Glob(a.clone()), false),
+            ToolArgs::Grep(a) => (FileCall::Grep(a.clone()), false),
+            _ => return None,
+        })
+    }
+
+    /// Whether it walks a tree.
+    pub fn walks(&self) -> bool {
+        matches!(
+            self,
+            FileCall::ListFiles(_) | FileCall::Glob(_) | FileCall::Grep(_)
+        )
+    }
+}
+
+/// The names of the ignore files a walk reads in each folder above its start (`ignore`'s
+/// defaults, as `rg` reads them).
+const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".rgignore"];
+
+/// What a walk in a box holding only `base` needs of the folders above it: their ignore files
+/// (regular files only, bound read-only at the same paths), and whether one of them holds a
+/// git work tree's `.git` (which stays outside the box; its `.gitignore` rules then apply
+/// without it).
+pub fn above_the_grant(base: &Path) -> (Vec<PathBuf>, bool) {
+    let mut files = Vec::new();
+    let mut git = false;
+    for folder in base.ancestors().skip(1) {
+        git |= folder.join(".git").symlink_metadata().is_ok();
+        for name in IGNORE_FILES {
+            let file = folder.join(name);
+            if file.symlink_metadata().is_ok_and(|m| m.is_file()) {
+                files.push(file);
+            }
+        }
+    }
+    (files, git)
 }
 
 /// Runs the request at [`REQUEST`] (in the box) and prints its outcome as one JSON object.
@@ -50,31 +116,48 @@ pub fn serve() -> Result<(), String> {
     let value = match outcome {
         Outcome::Ran { fields, body } => json!({ "fields": fields, "body": body }),
         Outcome::Failed(message) => json!({ "failed": message }),
-        Outcome::Denied(_, message) => json!({ "failed": message }),
+        Outcome::Denied(reason, message) => json!({ "denied": reason, "detail": message }),
     };
     println!("{value}");
     Ok(())
 }
 
 fn run(request: &Request) -> Result<FileOutcome, FileRunError> {
-    match &request.tool {
-        FileCall::ReadFile(args) => {
-            let dir = tools::fs::GrantedDir::for_target(&request.base, Path::new(&args.path))?;
-            Ok(FileOutcome::Read(tools::fs::read_file(
-                &dir,
-                args,
-                request.cap,
-            )?))
-        }
-        FileCall::WriteFile(args) => {
-            let dir = tools::fs::GrantedDir::for_target(&request.base, Path::new(&args.path))?;
-            Ok(FileOutcome::Wrote(tools::fs::write_file(&dir, args)?))
-        }
-        FileCall::EditFile(args) => {
-            let dir = tools::fs::GrantedDir::for_target(&request.base, Path::new(&args.path))?;
-            Ok(FileOutcome::Edited(tools::fs::edit_file(&dir, args)?))
-        }
-    }
+    let granted = |path: &str| tools::fs::GrantedDir::for_target(&request.base, Path::new(path));
+    let expected = request.expected.as_ref();
+    let limits = request.walk.clone().unwrap_or_default();
+    Ok(match &request.tool {
+        FileCall::ReadFile(args) => FileOutcome::Read(tools::fs::read_file(
+            &granted(&args.path)?,
+            args,
+            request.cap,
+        )?),
+        FileCall::WriteFile(args) => FileOutcome::Wrote(tools::fs::write_file_expecting(
+            &granted(&args.path)?,
+            args,
+            expected,
+        )?),
+        FileCall::EditFile(args) => FileOutcome::Edited(tools::fs::edit_file_expecting(
+            &granted(&args.path)?,
+            args,
+            expected,
+        )?),
+        FileCall::ListFiles(args) => FileOutcome::Listed(tools::search::list_files(
+            &granted(&args.path)?,
+            args,
+            &limits.options()?,
+        )?),
+        FileCall::Glob(args) => FileOutcome::Globbed(tools::search::glob(
+            &granted(&args.path)?,
+            args,
+            &limits.options()?,
+        )?),
+        FileCall::Grep(args) => FileOutcome::Grepped(tools::search::grep(
+            &granted(&args.path)?,
+            args,
+            &limits.options()?,
+        )?),
+    })
 }
 
 /// The outcome the worker printed, or a failure naming what went wrong.
@@ -84,6 +167,18 @@ pub fn outcome(stdout: &[u8], stderr: &[u8], exit: Option<sandbox::Exit>) -> Out
         Some(mut map) => {
             if let Some(Value::String(message)) = map.remove("failed") {
                 return Outcome::Failed(message);
+            }
+            if let Some(denied) = map.remove("denied") {
+                let detail = match map.remove("detail") {
+                    Some(Value::String(detail)) => detail,
+                    _ => String::new(),
+                };
+                return match serde_json::from_value::<DenyReason>(denied) {
+                    Ok(reason) => Outcome::Denied(reason, detail),
+                    Err(e) => Outcome::Failed(format!(
+                        "the file tool's box refused with a reason the broker does not know ({e}): {detail}"
+                    )),
+                };
             }
             let fields = match map.remove("fields") {
                 Some(Value::Object(fields)) => fields,
