@@ -112,14 +112,17 @@ pub fn serve() -> Result<(), String> {
         std::fs::read_to_string(REQUEST).map_err(|e| format!("cannot read {REQUEST}: {e}"))?;
     let request: Request =
         serde_json::from_str(&text).map_err(|e| format!("{REQUEST} is not a request: {e}"))?;
-    let outcome = file_outcome(run(&request));
-    let value = match outcome {
+    println!("{}", answer(file_outcome(run(&request))));
+    Ok(())
+}
+
+/// The worker's answer for `outcome`, as [`outcome`] reads it back.
+fn answer(outcome: Outcome) -> Value {
+    match outcome {
         Outcome::Ran { fields, body } => json!({ "fields": fields, "body": body }),
         Outcome::Failed(message) => json!({ "failed": message }),
         Outcome::Denied(reason, message) => json!({ "denied": reason, "detail": message }),
-    };
-    println!("{value}");
-    Ok(())
+    }
 }
 
 fn run(request: &Request) -> Result<FileOutcome, FileRunError> {
@@ -194,5 +197,42 @@ pub fn outcome(stdout: &[u8], stderr: &[u8], exit: Option<sandbox::Exit>) -> Out
             "the file tool's box ended ({exit:?}) without an answer: {}",
             String::from_utf8_lossy(stderr).trim()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{answer, outcome};
+    use crate::daemon::runner::{Outcome, file_outcome};
+    use crate::files::FileRunError;
+    use proto::DenyReason;
+
+    #[test]
+    fn a_write_the_worker_refuses_as_unread_reaches_the_broker_as_a_read_before_write_denial() {
+        let refused = file_outcome(Err(FileRunError::File(tools::fs::FileError::Unread {
+            path: "/w/a.txt".to_string(),
+            why: "changed since this session last read it",
+        })));
+        let text = answer(refused).to_string();
+        let Outcome::Denied(reason, detail) = outcome(text.as_bytes(), b"", None) else {
+            panic!("not a denial: {text}")
+        };
+        assert_eq!(reason, DenyReason::ReadBeforeWrite);
+        assert!(detail.contains("/w/a.txt changed since"), "{detail}");
+    }
+
+    #[test]
+    fn a_result_and_a_failure_cross_the_box_unchanged() {
+        let mut fields = serde_json::Map::new();
+        fields.insert("files".to_string(), serde_json::json!(2));
+        let ran = Outcome::Ran {
+            fields,
+            body: "a\nb".to_string(),
+        };
+        let text = answer(ran.clone()).to_string();
+        assert_eq!(outcome(text.as_bytes(), b"", None), ran);
+        let failed = Outcome::Failed("bad pattern".to_string());
+        let text = answer(failed.clone()).to_string();
+        assert_eq!(outcome(text.as_bytes(), b"", None), failed);
     }
 }
