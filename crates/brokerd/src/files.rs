@@ -4,18 +4,19 @@
 //! one place that opens a decided folder; the runner calls it.
 //!
 //! The walkers (`list_files`, `glob`, `grep`) start at that pinned folder, prune boxmaker's own
-//! folders and leave out what a live deny grant of the same tool covers. Until the sandbox
-//! lands they run in the broker's process (the `DirectRunner`); the box will run them inside.
+//! folders and leave out what a live deny grant of the same tool covers ([`walk_limits`], data
+//! that a walker in a box receives too). The `SandboxedRunner` runs them in brokerd's worker in
+//! a box; the `DirectRunner` (file walls off) runs them here, in the broker's process.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use tools::fs::{
-    EditFileResult, FileError, GrantedDir, ReadFileResult, WriteFileResult, edit_file, read_file,
-    write_file,
+    EditFileResult, Expected, FileError, GrantedDir, ReadFileResult, WriteFileResult,
+    edit_file_expecting, read_file, write_file_expecting,
 };
 use tools::search::{
-    GlobResult, GrepResult, ListFilesResult, SearchError, SearchOptions, glob, grep, list_files,
+    GlobResult, GrepResult, ListFilesResult, SearchError, SearchOptions, WalkLimits, glob, grep,
+    list_files,
 };
 
 use crate::args::ToolArgs;
@@ -53,12 +54,15 @@ pub enum FileRunError {
     Search(#[from] SearchError),
 }
 
-/// What a walker is given besides its decision: the grants and boxmaker's folders.
+/// What a file call is given besides its decision: the grants and boxmaker's folders (for a
+/// walker), and what read before write expects of the file a write replaces.
 pub struct WalkContext<'a> {
     /// The grants the call was decided against.
     pub grants: &'a [Grant],
     /// boxmaker's own folders, pruned.
     pub protected: &'a Protected,
+    /// What `write_file` and `edit_file` must find (read before write), if anything.
+    pub expected: Option<&'a Expected>,
 }
 
 /// Runs an allowed file tool or walker through its granted folder; `read_file` with `cap`.
@@ -77,42 +81,44 @@ pub fn run_file_call(
     let dir = GrantedDir::for_target(base, Path::new(path))?;
     Ok(match &allowed.args {
         ToolArgs::ReadFile(args) => FileOutcome::Read(read_file(&dir, args, cap)?),
-        ToolArgs::WriteFile(args) => FileOutcome::Wrote(write_file(&dir, args)?),
-        ToolArgs::EditFile(args) => FileOutcome::Edited(edit_file(&dir, args)?),
-        ToolArgs::ListFiles(args) => {
-            FileOutcome::Listed(list_files(&dir, args, &options(allowed, walk))?)
+        ToolArgs::WriteFile(args) => {
+            FileOutcome::Wrote(write_file_expecting(&dir, args, walk.expected)?)
         }
-        ToolArgs::Glob(args) => FileOutcome::Globbed(glob(&dir, args, &options(allowed, walk))?),
-        ToolArgs::Grep(args) => FileOutcome::Grepped(grep(&dir, args, &options(allowed, walk))?),
+        ToolArgs::EditFile(args) => {
+            FileOutcome::Edited(edit_file_expecting(&dir, args, walk.expected)?)
+        }
+        ToolArgs::ListFiles(args) => {
+            FileOutcome::Listed(list_files(&dir, args, &options(allowed, walk)?)?)
+        }
+        ToolArgs::Glob(args) => FileOutcome::Globbed(glob(&dir, args, &options(allowed, walk)?)?),
+        ToolArgs::Grep(args) => FileOutcome::Grepped(grep(&dir, args, &options(allowed, walk)?)?),
         _ => return Err(FileRunError::NotAFileCall(tool)),
     })
 }
 
-/// The walk's limits: boxmaker's folders pruned, and every path a live deny grant of this tool
-/// covers left out (a deny on `~/proj/**/*.pem` hides the keys from a `grep` on `~/proj`).
-fn options(allowed: &Allowed, walk: &WalkContext<'_>) -> SearchOptions {
+fn options(allowed: &Allowed, walk: &WalkContext<'_>) -> Result<SearchOptions, SearchError> {
+    walk_limits(allowed, walk.grants, walk.protected).options()
+}
+
+/// The walk's limits, as data: boxmaker's folders pruned, and every path a live deny grant of
+/// this tool covers left out (a deny on `~/proj/**/*.pem` hides the keys from a `grep` on
+/// `~/proj`).
+pub fn walk_limits(allowed: &Allowed, grants: &[Grant], protected: &Protected) -> WalkLimits {
     let tool = allowed.args.tool();
     let now = proto::Timestamp::now();
-    let denied: Vec<_> = walk
-        .grants
+    let mut excluded = Vec::new();
+    for grant in grants
         .iter()
         .filter(|g| g.deny && g.tool == tool && !g.expired(now))
-        .flat_map(|g| g.paths.iter().cloned())
-        .collect();
-    let everything = walk
-        .grants
-        .iter()
-        .any(|g| g.deny && g.tool == tool && !g.expired(now) && g.paths.is_empty());
-    let skip: Option<tools::search::Skip> = if denied.is_empty() && !everything {
-        None
-    } else {
-        Some(Arc::new(move |path: &Path| {
-            everything || denied.iter().any(|rule| rule.covers(path))
-        }))
-    };
-    SearchOptions {
-        prune: walk.protected.folders().to_vec(),
-        skip,
-        ..SearchOptions::default()
+    {
+        if grant.paths.is_empty() {
+            excluded.push(tools::search::Exclusion::Everything);
+        }
+        excluded.extend(grant.paths.iter().flat_map(|rule| rule.exclusions()));
+    }
+    WalkLimits {
+        prune: protected.folders().to_vec(),
+        excluded,
+        git_repo_above: false,
     }
 }

@@ -1,12 +1,14 @@
 //! The coding tools against `rg` and `fd`, through the tool functions: the median of N runs
 //! each, and the ratio (ours / theirs; at most 1.0 is the target).
 //!
-//! `BOXMAKER_BENCH_TREE=/usr/src/linux-source-6.1 cargo bench -p tools --bench search`
-//! (the issue's corpus is the Linux kernel source, unpacked from Debian's `linux-source-6.1`;
-//! any large tree works). `BOXMAKER_BENCH_RUNS` sets N (default 20), `BOXMAKER_BENCH_THREADS`
+//! `scripts/bench-corpus` sets the issue's corpus up (Debian's `linux-source-6.1` unpacked in
+//! `/var/tmp/boxmaker-bench`, `rg` 15 and `fd` 10 built with `cargo install --locked` in
+//! `/opt/boxmaker-bench`) and prints the command:
+//! `BOXMAKER_BENCH_TREE=/var/tmp/boxmaker-bench/linux-source-6.1 RG=/opt/boxmaker-bench/bin/rg
+//! FD=/opt/boxmaker-bench/bin/fd cargo bench -p tools --bench search` (any large tree works). `BOXMAKER_BENCH_RUNS` sets N (default 20), `BOXMAKER_BENCH_THREADS`
 //! the threads of both sides (default: the machine's cores), `RG` and `FD` the programs
 //! (default `rg` and `fdfind`). Also times a capped read of a 100 MB file and one edit in a
-//! 50 MB file. Never part of CI.
+//! 50 MB file; `BOXMAKER_BENCH_ONLY` (grep, walk or files) runs one group. Never part of CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -34,6 +36,27 @@ fn time(runs: usize, mut f: impl FnMut()) -> Duration {
             })
             .collect(),
     )
+}
+
+/// The medians of `ours` and `theirs`, their runs interleaved so that a change in the machine's
+/// load (shared with other builds) falls on both sides alike.
+fn time_both(
+    runs: usize,
+    mut ours: impl FnMut(),
+    mut theirs: impl FnMut(),
+) -> (Duration, Duration) {
+    ours();
+    theirs();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let start = Instant::now();
+        ours();
+        a.push(start.elapsed());
+        let start = Instant::now();
+        theirs();
+        b.push(start.elapsed());
+    }
+    (median(a), median(b))
 }
 
 fn program(program: &str, args: &[&str], root: &Path) -> impl FnMut() {
@@ -88,11 +111,18 @@ fn main() {
         ..SearchOptions::default()
     };
     let path = tree.display().to_string();
+    // BOXMAKER_BENCH_ONLY=grep, walk or files runs one group (grep; glob and list_files;
+    // read and edit).
+    let only = std::env::var("BOXMAKER_BENCH_ONLY").ok();
+    let runs_group = |group: &str| only.as_deref().is_none_or(|o| o == group);
     for (name, pattern, insensitive, flag) in [
         ("grep literal", "EXPORT_SYMBOL", false, None),
         ("grep regex", r"\w+_lock\(", false, None),
         ("grep case-insensitive", "mutex", true, Some("-i")),
     ] {
+        if !runs_group("grep") {
+            break;
+        }
         let args = GrepArgs {
             pattern: pattern.into(),
             path: path.clone(),
@@ -100,38 +130,48 @@ fn main() {
             case_insensitive: insensitive,
             ..GrepArgs::default()
         };
-        let ours = time(runs, || {
-            grep(&dir, &args, &options).unwrap();
-        });
         let mut rg_args = vec!["-n", "--no-heading", "-H", "-j", &j];
         rg_args.extend(flag);
         rg_args.push(pattern);
-        let theirs = time(runs, program(&rg, &rg_args, &tree));
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                grep(&dir, &args, &options).unwrap();
+            },
+            program(&rg, &rg_args, &tree),
+        );
         report(name, ours, Some(("rg", theirs)));
     }
-    let globbed = GlobArgs {
-        pattern: "**/*.c".into(),
-        path: path.clone(),
-    };
-    let ours = time(runs, || {
-        glob(&dir, &globbed, &options).unwrap();
-    });
-    let theirs = time(
-        runs,
-        program(&fd, &["-t", "f", "-e", "c", "-j", &j, "."], &tree),
-    );
-    report("glob **/*.c", ours, Some(("fd", theirs)));
-    let listed = ListFilesArgs {
-        path: path.clone(),
-        recursive: true,
-        max_depth: Some(64),
-    };
-    let ours = time(runs, || {
-        list_files(&dir, &listed, &options).unwrap();
-    });
-    let theirs = time(runs, program(&fd, &["-j", &j, "."], &tree));
-    report("list_files recursive", ours, Some(("fd", theirs)));
-
+    if runs_group("walk") {
+        let globbed = GlobArgs {
+            pattern: "**/*.c".into(),
+            path: path.clone(),
+        };
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                glob(&dir, &globbed, &options).unwrap();
+            },
+            program(&fd, &["-t", "f", "-e", "c", "-j", &j, "."], &tree),
+        );
+        report("glob **/*.c", ours, Some(("fd", theirs)));
+        let listed = ListFilesArgs {
+            path: path.clone(),
+            recursive: true,
+            max_depth: Some(64),
+        };
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                list_files(&dir, &listed, &options).unwrap();
+            },
+            program(&fd, &["-j", &j, "."], &tree),
+        );
+        report("list_files recursive", ours, Some(("fd", theirs)));
+    }
+    if !runs_group("files") {
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let big = scratch.path().join("big.txt");
     let line = "the quick brown fox jumps over the lazy dog 0123456789\n";

@@ -194,11 +194,15 @@ async fn answer_locked(
         let _ = pending.send(None);
     }
     // Read before write: after coverage (decide), before any approval.
-    if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision
-        && let Some((reason, detail)) = super::reads::unread(broker, session, memo, allowed)
-    {
-        let grant = Some(GrantId::from(allowed.grant.as_str()));
-        return deny(broker, &call, reason, grant, detail).await;
+    let mut expected = None;
+    if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision {
+        match super::reads::check(broker, session, memo, allowed) {
+            Ok(expecting) => expected = expecting,
+            Err((reason, detail)) => {
+                let grant = Some(GrantId::from(allowed.grant.as_str()));
+                return deny(broker, &call, reason, grant, detail).await;
+            }
+        }
     }
     match decision {
         Decision::Deny(denied) => {
@@ -235,10 +239,10 @@ async fn answer_locked(
                     }
                 }
             }
-            run(broker, &call, tool, allowed, grants, labels).await
+            run(broker, &call, tool, allowed, grants, labels, expected).await
         }
         Decision::Allow(allowed) | Decision::Ask(allowed, _) => {
-            run(broker, &call, tool, allowed, grants, labels).await
+            run(broker, &call, tool, allowed, grants, labels, expected).await
         }
     }
 }
@@ -486,6 +490,7 @@ async fn run(
     allowed: Allowed,
     grants: Arc<Vec<crate::grants::Grant>>,
     labels: Labels,
+    expected: Option<tools::fs::Expected>,
 ) -> Result<Answered, Refusal> {
     let grant = Some(GrantId::from(allowed.grant.as_str()));
     if allowed.args.has_side_effects() {
@@ -510,6 +515,7 @@ async fn run(
         labels,
         protected: Arc::clone(&broker.protected),
         limit,
+        expected,
     };
     // The memory tools go to the store, never to a runner; their results carry the labels of
     // the entries they hold, not the grant's.

@@ -6,12 +6,15 @@
 //!
 //! The check sits after `decide` (so after coverage) and before any approval, so the owner is
 //! never asked about a call that would then be refused. The content is hashed through the
-//! deciding grant's folder descriptor, the way the write reaches the file.
+//! deciding grant's folder descriptor, the way the write reaches the file; the decision hands
+//! the write what it expects ([`Expected`]), and the write compares it again on the very
+//! descriptor it reads and replaces the file through (in the box's worker, before the atomic
+//! rename), so a change between the decision and the write is refused, not overwritten.
 
 use std::path::Path;
 
 use proto::{DenyReason, SessionId};
-use tools::fs::{EDIT_LIMIT, GrantedDir, current_content};
+use tools::fs::{EDIT_LIMIT, Expected, GrantedDir, current_content};
 
 use super::Broker;
 use super::memo::SessionMemo;
@@ -34,36 +37,40 @@ fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {
     Ok(content.map(|bytes| (path.to_string(), ledger::sha256_hex(&bytes))))
 }
 
-/// Why `allowed` must be refused by read before write, if it must: the reason and the detail
-/// for the owner.
-pub(super) fn unread(
+/// Read before write for `allowed`: `Err` with the reason and the detail for the owner when it
+/// must be refused; otherwise what the write must find on its own descriptor when it runs
+/// ([`Expected`]: the content this session read, or no file), `None` for a call that does not
+/// write.
+pub(super) fn check(
     broker: &Broker,
     session: &SessionId,
     memo: &SessionMemo,
     allowed: &Allowed,
-) -> Option<(DenyReason, String)> {
+) -> Result<Option<Expected>, (DenyReason, String)> {
     if !matches!(allowed.args, ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)) {
-        return None;
+        return Ok(None);
     }
     // A file that cannot be reached is left to the tool, which says why.
-    let Ok(Some((path, now))) = content_hash(allowed) else {
-        return None;
+    let (path, now) = match content_hash(allowed) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(Some(Expected::Absent)),
+        Err(_) => return Ok(None),
     };
     let recorded = match memo.seen(&path) {
         Some(hash) => Ok(Some(hash.to_string())),
         None => broker.with_ledger(|l| l.read_hash(session, &path)),
     };
     match recorded {
-        Ok(Some(seen)) if seen == now => None,
-        Ok(Some(_)) => Some((
+        Ok(Some(seen)) if seen == now => Ok(Some(Expected::Sha256(seen))),
+        Ok(Some(_)) => Err((
             DenyReason::ReadBeforeWrite,
             format!("{path} changed since this session last read it"),
         )),
-        Ok(None) => Some((
+        Ok(None) => Err((
             DenyReason::ReadBeforeWrite,
             format!("this session has not read {path}"),
         )),
-        Err(error) => Some((
+        Err(error) => Err((
             DenyReason::StateUnreadable,
             format!("the ledger cannot say what this session read: {error}"),
         )),

@@ -45,6 +45,9 @@ pub struct RunContext {
     pub protected: Arc<Protected>,
     /// The tool's time limit.
     pub limit: Duration,
+    /// What read before write expects of the file a `write_file` or `edit_file` replaces, as
+    /// decided; the write checks it on its own descriptor.
+    pub expected: Option<tools::fs::Expected>,
 }
 
 /// Runs decided calls.
@@ -86,6 +89,7 @@ impl Runner for DirectRunner {
                 let walk = WalkContext {
                     grants: &context.grants,
                     protected: &context.protected,
+                    expected: context.expected.as_ref(),
                 };
                 file_outcome(run_file_call(allowed, self.read_cap, &walk))
             }
@@ -113,8 +117,7 @@ impl Runner for DirectRunner {
             "no sandbox yet: tools run in the broker's process".to_string(),
             "file tools open only below the deciding grant's folder (openat2, no symbolic links)"
                 .to_string(),
-            "list_files, glob, grep: in the broker's process (not in a box yet), from the deciding grant's pinned folder, following no symbolic link, leaving out boxmaker's folders and what deny grants cover"
-                .to_string(),
+            WALKERS.to_string(),
             "shell: its own PID and mount namespaces, every capability dropped, no_new_privs, killed whole at its time limit"
                 .to_string(),
             "http_fetch: https only; loopback, private, link-local and metadata addresses refused after DNS and on every redirect"
@@ -122,6 +125,9 @@ impl Runner for DirectRunner {
         ]
     }
 }
+
+/// How the walkers run in the broker's process.
+pub(super) const WALKERS: &str = "list_files, glob, grep: in the broker's process, from the deciding grant's pinned folder, following no symbolic link, leaving out boxmaker's folders and what deny grants cover";
 
 fn fields(value: Value) -> Map<String, Value> {
     match value {
@@ -190,6 +196,9 @@ pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome
             })),
             body: wrote.diff,
         },
+        Err(error @ FileRunError::File(tools::fs::FileError::Unread { .. })) => {
+            Outcome::Denied(DenyReason::ReadBeforeWrite, error.to_string())
+        }
         Err(error) => Outcome::Failed(error.to_string()),
     }
 }

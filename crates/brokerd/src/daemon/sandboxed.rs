@@ -3,9 +3,10 @@
 //! `[sandbox] read_only` folders read-only, masks boxmaker's protected folders inside them, and
 //! has no network; inside it, launched through brokerd's own binary, Landlock over the same
 //! paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
-//! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. Every
-//! other tool runs as the [`DirectRunner`] runs it (the in-process file tools on the grant's
-//! directory descriptor; `http_fetch` outside the box until granted hosts can reach one).
+//! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. The
+//! file tools and the walkers run in brokerd's worker in a fresh box ([`super::worker`]);
+//! every other tool runs as the [`DirectRunner`] runs it (`http_fetch` outside the box until
+//! granted hosts can reach one).
 
 use std::path::{Path, PathBuf};
 
@@ -144,18 +145,19 @@ impl SandboxedRunner {
 impl Runner for SandboxedRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         let ToolArgs::Shell(args) = &allowed.args else {
-            if self.settings.file_walls
-                && matches!(
-                    allowed.args,
-                    ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
-                )
-            {
+            let file_tool = FileCall::of(&allowed.args).is_some();
+            if self.settings.file_walls && file_tool {
                 return self.file_in_box(allowed, context);
             }
             return match (&allowed.args, self.direct.run(allowed, context)) {
                 // Its result header says it ran outside the box (granted hosts come in part 2).
                 (ToolArgs::HttpFetch(_), Outcome::Ran { mut fields, body }) => {
                     fields.insert("sandbox".to_string(), Value::from(FETCH_UNBOXED));
+                    Outcome::Ran { fields, body }
+                }
+                // The file walls are off: the header says the file tool ran without them.
+                (_, Outcome::Ran { mut fields, body }) if file_tool => {
+                    fields.insert("sandbox".to_string(), Value::from(FILE_UNBOXED));
                     Outcome::Ran { fields, body }
                 }
                 (_, outcome) => outcome,
@@ -206,19 +208,19 @@ impl Runner for SandboxedRunner {
                 folders.join(", ")
             ));
         }
-        walls.extend(
-            self.direct
-                .walls()
-                .into_iter()
-                .filter(|w| !w.starts_with("shell:") && !w.starts_with("no sandbox yet")),
-        );
-        walls.push(if self.settings.file_walls {
+        let walls_on = self.settings.file_walls;
+        walls.extend(self.direct.walls().into_iter().filter(|w| {
+            !w.starts_with("shell:")
+                && !w.starts_with("no sandbox yet")
+                && (!walls_on || w != super::runner::WALKERS)
+        }));
+        walls.push(if walls_on {
             format!(
-                "read_file, write_file, edit_file: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file): {}",
-                file_boxed(self.file_walls, self.landlock())
+                "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file and the walkers); the walkers leave out boxmaker's folders and what deny grants cover: {}",
+                file_boxed(self.file_walls, self.landlock(), false)
             )
         } else {
-            "read_file, write_file, edit_file: in the broker's process ([sandbox] file_walls = false)".to_string()
+            "read_file, write_file, edit_file, list_files, glob, grep: in the broker's process ([sandbox] file_walls = false)".to_string()
         });
         walls.push(
             "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
@@ -245,12 +247,17 @@ impl SandboxedRunner {
                 "the decision names no granted folder for the file tool".to_string(),
             );
         };
-        let (tool, writes) = match &allowed.args {
-            ToolArgs::ReadFile(args) => (FileCall::ReadFile(args.clone()), false),
-            ToolArgs::WriteFile(args) => (FileCall::WriteFile(args.clone()), true),
-            ToolArgs::EditFile(args) => (FileCall::EditFile(args.clone()), true),
-            _ => return self.direct.run(allowed, context),
+        let Some((tool, writes)) = FileCall::of(&allowed.args) else {
+            return self.direct.run(allowed, context);
         };
+        let walks = tool.walks();
+        let (mut parents_ignores, mut walk) = (Vec::new(), None);
+        if walks {
+            let mut limits =
+                crate::files::walk_limits(allowed, &context.grants, &context.protected);
+            (parents_ignores, limits.git_repo_above) = worker::above_the_grant(&base);
+            walk = Some(limits);
+        }
         let exe = match std::env::current_exe() {
             Ok(exe) => exe,
             Err(e) => {
@@ -263,6 +270,8 @@ impl SandboxedRunner {
             tool,
             base: base.clone(),
             cap: self.direct.read_cap,
+            walk,
+            expected: context.expected.clone(),
         };
         let bytes = match serde_json::to_vec(&request) {
             Ok(bytes) => bytes,
@@ -274,6 +283,7 @@ impl SandboxedRunner {
             (vec![base], Vec::new())
         };
         read_only.push(exe.clone());
+        read_only.extend(parents_ignores);
         let mut policy = self.policy_with(read_only, read_write, context);
         policy.files = vec![(PathBuf::from(REQUEST), bytes)];
         let spec = sandbox::CommandSpec {
@@ -303,7 +313,7 @@ impl SandboxedRunner {
             Outcome::Ran { mut fields, body } => {
                 fields.insert(
                     "sandbox".to_string(),
-                    Value::from(file_boxed(self.file_walls, self.landlock())),
+                    Value::from(file_boxed(self.file_walls, self.landlock(), walks)),
                 );
                 Outcome::Ran { fields, body }
             }
@@ -324,14 +334,28 @@ fn no_bubblewrap() -> String {
     )
 }
 
-/// What the header of a boxed file tool's result says of its walls.
-pub fn file_boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+/// What the header of a file tool's result says when the owner switched the file walls off.
+pub const FILE_UNBOXED: &str =
+    "none: [sandbox] file_walls = false in brokerd.toml, so the tool ran in the broker's process";
+
+/// What the header of a boxed file tool's result says of its walls; `walks` for the walkers
+/// (`list_files`, `glob`, `grep`), which only read.
+pub fn file_boxed(
+    walls: sandbox::FileWalls,
+    landlock: sandbox::Enforcement,
+    walks: bool,
+) -> String {
+    let reach = if walks {
+        "walks only the granted folder, read-only"
+    } else {
+        "sees only the granted folder (read-only to read_file)"
+    };
     match walls {
         sandbox::FileWalls::Bubblewrap => format!(
-            "bubblewrap: brokerd's worker sees only the granted folder (read-only to read_file), protected folders masked; Landlock {landlock}; no network; every capability dropped"
+            "bubblewrap: brokerd's worker {reach}, protected folders masked; Landlock {landlock}; no network; every capability dropped"
         ),
         sandbox::FileWalls::LandlockOnly => format!(
-            "landlock only (no bubblewrap): Landlock {landlock}: brokerd's worker reaches only the granted folder (read-only to read_file), protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped"
+            "landlock only (no bubblewrap): Landlock {landlock}: brokerd's worker {reach}, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped"
         ),
     }
 }

@@ -86,6 +86,24 @@ impl PathRule {
         }
     }
 
+    /// What a walker leaves out for this rule, as data it can take into a box: exactly the
+    /// paths [`PathRule::covers`] covers.
+    pub fn exclusions(&self) -> Vec<tools::search::Exclusion> {
+        use tools::search::Exclusion;
+        match &self.glob {
+            None => vec![Exclusion::Below {
+                path: self.base.clone(),
+            }],
+            Some(glob) => std::iter::once(Exclusion::Glob {
+                glob: glob.matcher.glob().glob().to_string(),
+            })
+            .chain(self.literal.iter().map(|literal| Exclusion::Below {
+                path: literal.clone(),
+            }))
+            .collect(),
+        }
+    }
+
     /// The folder to make available for this rule: the folder itself, or a glob's longest
     /// literal leading folder, resolved.
     pub fn base(&self) -> PathBuf {

@@ -13,7 +13,7 @@ use serde_json::json;
 use proto::ToolSchema;
 
 use super::write::Target;
-use super::{FileError, GrantedDir};
+use super::{Expected, FileError, GrantedDir};
 
 /// The largest file `edit_file` edits, in bytes: 128 MiB.
 pub const EDIT_LIMIT: u64 = 128 * 1024 * 1024;
@@ -99,6 +99,17 @@ pub fn edit_file_schema() -> ToolSchema {
 /// Applies `args.edits` in order to the file at `args.path`, below `dir`, and replaces it
 /// atomically; on any error nothing is written.
 pub fn edit_file(dir: &GrantedDir, args: &EditFileArgs) -> Result<EditFileResult, FileError> {
+    edit_file_expecting(dir, args, None)
+}
+
+/// [`edit_file`], refused with [`FileError::Unread`] unless the file it edits is what
+/// `expected` says (read before write): the content hashed is the very content edited, read
+/// through the descriptor held, and the file is looked at again just before the rename.
+pub fn edit_file_expecting(
+    dir: &GrantedDir,
+    args: &EditFileArgs,
+    expected: Option<&Expected>,
+) -> Result<EditFileResult, FileError> {
     let shown = args.path.as_str();
     let target = Target::open(dir, shown)?;
     let original = match target.previous_size() {
@@ -115,6 +126,7 @@ pub fn edit_file(dir: &GrantedDir, args: &EditFileArgs) -> Result<EditFileResult
         None => Vec::new(),
     };
     let created = target.previous_size().is_none();
+    target.check(expected, (!created).then_some(original.as_slice()), shown)?;
     let (edited, replacements) = apply_edits(&original, &args.edits, shown, created)?;
     let diff = if original.len().max(edited.len()) > super::DIFF_LIMIT {
         format!(
@@ -132,7 +144,7 @@ pub fn edit_file(dir: &GrantedDir, args: &EditFileArgs) -> Result<EditFileResult
         .header(if created { "/dev/null" } else { shown }, shown)
         .to_string()
     };
-    target.replace(&edited, shown)?;
+    target.replace(&edited, shown, expected.is_some())?;
     Ok(EditFileResult {
         path: args.path.clone(),
         edits_applied: args.edits.len(),

@@ -16,11 +16,11 @@ mod write;
 
 pub use edit::{
     EDIT_LIMIT, Edit, EditFileArgs, EditFileResult, HINT_THRESHOLD, apply_edits, closest_hint,
-    edit_file, edit_file_schema,
+    edit_file, edit_file_expecting, edit_file_schema,
 };
 pub use granted::GrantedDir;
 pub use read::read_file;
-pub use write::{current_content, write_file};
+pub use write::{current_content, sha256_hex, write_file, write_file_expecting};
 
 use std::fs;
 use std::io;
@@ -46,6 +46,18 @@ pub struct ReadFileArgs {
     /// How many lines to read at most; up to the end (and the cap) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+}
+
+/// What read before write expects of the file a write replaces: checked on the descriptor the
+/// write reads the old file through, and again (same file, unchanged) just before the atomic
+/// rename, so a file changed after the broker's decision is refused instead of overwritten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "sha256", rename_all = "snake_case")]
+pub enum Expected {
+    /// No file there: the write creates it.
+    Absent,
+    /// A file whose whole content has this SHA-256 (lower-case hex): what the session read.
+    Sha256(String),
 }
 
 /// The arguments of `write_file`.
@@ -211,6 +223,15 @@ pub enum FileError {
         edit: usize,
         /// How many times it occurs.
         count: usize,
+    },
+    /// Read before write: the file the write opened is not the one the session read (it
+    /// changed, or appeared, after the call was decided).
+    #[error("{path} {why}; read it with read_file first, then write")]
+    Unread {
+        /// The file.
+        path: String,
+        /// What happened to it.
+        why: &'static str,
     },
     /// The file is larger than the tool handles.
     #[error("{path} is {size} bytes, over the {limit}-byte limit of this tool")]

@@ -3,29 +3,44 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
+use sha2::{Digest, Sha256};
 
-use super::{DIFF_LIMIT, FileError, GrantedDir, WriteFileArgs, WriteFileResult, absolute};
+use super::{
+    DIFF_LIMIT, Expected, FileError, GrantedDir, WriteFileArgs, WriteFileResult, absolute,
+};
 
 /// Replaces the file at `args.path`, below `dir`, with `args.content`, atomically: a temporary
 /// file in the same folder, synced, given the old file's permissions and owner, renamed over
 /// it, and the folder synced. A reader sees the old content or the new, never a mix; a failure
 /// leaves the old file as it was and no temporary file behind.
 pub fn write_file(dir: &GrantedDir, args: &WriteFileArgs) -> Result<WriteFileResult, FileError> {
+    write_file_expecting(dir, args, None)
+}
+
+/// [`write_file`], refused with [`FileError::Unread`] unless the file it replaces is what
+/// `expected` says (read before write), checked on the descriptor it reads the old file
+/// through and again just before the rename.
+pub fn write_file_expecting(
+    dir: &GrantedDir,
+    args: &WriteFileArgs,
+    expected: Option<&Expected>,
+) -> Result<WriteFileResult, FileError> {
     let shown = args.path.as_str();
     let target = Target::open(dir, shown)?;
+    target.check(expected, None, shown)?;
     let previous_size = target.previous_size();
     let old = match previous_size {
         Some(size) if size <= DIFF_LIMIT as u64 => target.read_old(DIFF_LIMIT as u64 + 1),
         _ => None,
     };
     let diff = super::diff::diff_of(shown, previous_size, old, &args.content);
-    target.replace(args.content.as_bytes(), shown)?;
+    target.replace(args.content.as_bytes(), shown, expected.is_some())?;
     Ok(WriteFileResult {
         path: args.path.clone(),
         bytes: args.content.len() as u64,
@@ -36,11 +51,14 @@ pub fn write_file(dir: &GrantedDir, args: &WriteFileArgs) -> Result<WriteFileRes
 }
 
 /// A file about to be replaced: its folder held open beneath the grant, its name in it, and
-/// what was there (a regular file, or nothing).
+/// what was there (a regular file, held open, or nothing).
 pub(crate) struct Target {
     folder: OwnedFd,
     name: std::ffi::OsString,
     previous: Option<Stat>,
+    /// The file that was there, opened without following a link: what is read, hashed and
+    /// compared is this descriptor's content.
+    held: Option<File>,
 }
 
 impl Target {
@@ -61,6 +79,7 @@ impl Target {
             Err(Errno::NOENT) => None,
             Err(e) => return Err(io_error(shown, e)),
         };
+        let mut held = None;
         if let Some(stat) = &previous {
             match FileType::from_raw_mode(stat.st_mode) {
                 FileType::RegularFile => {}
@@ -72,12 +91,95 @@ impl Target {
                     });
                 }
             }
+            let fd = rustix::fs::openat(
+                &folder,
+                name,
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| match e {
+                Errno::LOOP | Errno::NOENT => FileError::Moved(shown.to_string()),
+                e => io_error(shown, e),
+            })?;
+            let opened = rustix::fs::fstat(&fd).map_err(|e| io_error(shown, e))?;
+            if !same_file(&opened, stat) {
+                return Err(FileError::Moved(shown.to_string()));
+            }
+            held = Some(File::from(fd));
         }
         Ok(Target {
             folder,
             name: name.to_os_string(),
             previous,
+            held,
         })
+    }
+
+    /// Read before write: whether the file held is what `expected` says. `content` is its
+    /// whole content when the caller has already read it through [`Target::read_old`];
+    /// otherwise the descriptor is read to hash it.
+    pub(crate) fn check(
+        &self,
+        expected: Option<&Expected>,
+        content: Option<&[u8]>,
+        shown: &str,
+    ) -> Result<(), FileError> {
+        let unread = |why| FileError::Unread {
+            path: shown.to_string(),
+            why,
+        };
+        match (expected, &self.held) {
+            (None, _) | (Some(Expected::Absent), None) => Ok(()),
+            (Some(Expected::Absent), Some(_)) => Err(unread(
+                "appeared after the call was decided, and this session has not read it",
+            )),
+            // The file the session read is gone: the write creates a new one, losing nothing.
+            (Some(Expected::Sha256(_)), None) => Ok(()),
+            (Some(Expected::Sha256(seen)), Some(file)) => {
+                let now = match content {
+                    Some(bytes) => sha256_hex(bytes),
+                    None => hash_from_start(file).map_err(|e| FileError::Io {
+                        path: shown.to_string(),
+                        source: e,
+                    })?,
+                };
+                if &now == seen {
+                    Ok(())
+                } else {
+                    Err(unread("changed since this session last read it"))
+                }
+            }
+        }
+    }
+
+    /// Whether the name still holds the very file checked, unchanged since it was opened (or
+    /// still nothing): the last look before the rename.
+    fn unchanged(&self, shown: &str) -> Result<(), FileError> {
+        let unread = |why| FileError::Unread {
+            path: shown.to_string(),
+            why,
+        };
+        let now = match rustix::fs::statat(&self.folder, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Some(stat),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(io_error(shown, e)),
+        };
+        match (&self.previous, &self.held, now) {
+            (None, _, None) => Ok(()),
+            (None, _, Some(_)) => Err(unread(
+                "appeared while it was being written, and this session has not read it",
+            )),
+            (Some(_), _, None) => Err(unread("was removed while it was being written")),
+            (Some(before), Some(file), Some(now)) => {
+                let held = rustix::fs::fstat(file).map_err(|e| io_error(shown, e))?;
+                if same_file(before, &now) && unmodified(before, &held) {
+                    Ok(())
+                } else {
+                    Err(unread("changed while it was being written"))
+                }
+            }
+            (Some(_), None, Some(_)) => Err(FileError::Moved(shown.to_string())),
+        }
     }
 
     /// The size of the file there before, when there was one.
@@ -85,21 +187,33 @@ impl Target {
         self.previous.as_ref().map(|s| s.st_size as u64)
     }
 
-    /// The current content, at most `limit` bytes of it, without following a link.
+    /// The content of the file held, at most `limit` bytes of it.
     pub(crate) fn read_old(&self, limit: u64) -> Option<Vec<u8>> {
-        read_old(&self.folder, &self.name, limit)
+        let mut file = self.held.as_ref()?;
+        file.seek(SeekFrom::Start(0)).ok()?;
+        let mut bytes = Vec::new();
+        file.take(limit).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
     }
 
     /// Replaces the file with `bytes`, atomically: a temporary file in the same folder, synced,
     /// given the old file's permissions and owner, renamed over it, and the folder synced.
-    pub(crate) fn replace(&self, bytes: &[u8], shown: &str) -> Result<(), FileError> {
+    /// `guard` (read before write) first makes sure the name still holds the file checked,
+    /// unchanged.
+    pub(crate) fn replace(&self, bytes: &[u8], shown: &str, guard: bool) -> Result<(), FileError> {
         let mode = self.previous.as_ref().map_or(0o644, |s| s.st_mode & 0o7777);
         let temp = temporary_name(&self.name);
-        let written = write_temp(&self.folder, &temp, bytes, mode, self.previous.as_ref())
-            .and_then(|()| {
-                rustix::fs::renameat(&self.folder, temp.as_str(), &self.folder, &self.name)
-            });
-        if let Err(error) = written {
+        if let Err(error) = write_temp(&self.folder, &temp, bytes, mode, self.previous.as_ref()) {
+            let _ = rustix::fs::unlinkat(&self.folder, temp.as_str(), AtFlags::empty());
+            return Err(io_error(shown, error));
+        }
+        if guard && let Err(refused) = self.unchanged(shown) {
+            let _ = rustix::fs::unlinkat(&self.folder, temp.as_str(), AtFlags::empty());
+            return Err(refused);
+        }
+        if let Err(error) =
+            rustix::fs::renameat(&self.folder, temp.as_str(), &self.folder, &self.name)
+        {
             let _ = rustix::fs::unlinkat(&self.folder, temp.as_str(), AtFlags::empty());
             return Err(io_error(shown, error));
         }
@@ -125,17 +239,47 @@ fn open_folder(dir: &GrantedDir, parent: &Path, shown: &str) -> Result<OwnedFd, 
     })
 }
 
-fn read_old(folder: &OwnedFd, name: &OsStr, limit: u64) -> Option<Vec<u8>> {
-    let fd = rustix::fs::openat(
-        folder,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let mut bytes = Vec::new();
-    File::from(fd).take(limit).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+/// The SHA-256 of `bytes` in lower-case hex: the content hash read before write compares (the
+/// ledger's `sha256_hex`, the same digits).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// The SHA-256 of the whole content of `file`, read from its start.
+fn hash_from_start(mut file: &File) -> std::io::Result<String> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            return Ok(hex(&hasher.finalize()));
+        }
+        hasher.update(buffer.get(..n).unwrap_or_default());
+    }
+}
+
+/// Whether two looks saw the same file (device and inode).
+fn same_file(a: &Stat, b: &Stat) -> bool {
+    a.st_dev == b.st_dev && a.st_ino == b.st_ino
+}
+
+/// Whether a file's size and change times are what they were.
+fn unmodified(before: &Stat, now: &Stat) -> bool {
+    before.st_size == now.st_size
+        && before.st_mtime == now.st_mtime
+        && before.st_mtime_nsec == now.st_mtime_nsec
+        && before.st_ctime == now.st_ctime
+        && before.st_ctime_nsec == now.st_ctime_nsec
 }
 
 fn write_temp(

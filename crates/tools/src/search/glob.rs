@@ -1,6 +1,11 @@
-//! `glob`: the files whose path below a folder matches a glob, newest first.
+//! `glob`: the files whose path below a folder matches a glob, newest first (then by path),
+//! found by a parallel walk.
 
+use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::SystemTime;
+
+use ignore::WalkState;
 
 use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
@@ -70,22 +75,36 @@ pub fn glob(
     if !meta.is_dir() {
         return Err(SearchError::NotADirectory(args.path.clone()));
     }
-    let mut found: Vec<(SystemTime, std::path::PathBuf)> = Vec::new();
-    for entry in walker(&root, options).build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        if !matcher.is_match(relative) {
-            continue;
-        }
-        let modified = entry
-            .metadata()
-            .ok()
-            .and_then(|m| m.modified().ok())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        found.push((modified, entry.into_path()));
-    }
+    // A parallel walk: the order is set by the sort below, whatever the threads' timing.
+    let shared: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
+    let mut builder = walker(&root, options);
+    builder.threads(options.threads);
+    builder.build_parallel().run(|| {
+        let mut mine = Found {
+            found: Vec::new(),
+            shared: &shared,
+        };
+        let (root, matcher) = (root.as_path(), &matcher);
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            if matcher.is_match(relative) {
+                let modified = entry
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                mine.found.push((modified, entry.into_path()));
+            }
+            WalkState::Continue
+        })
+    });
+    let mut found = shared.into_inner().unwrap_or_default();
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let truncated = found.len() > options.max_entries;
     found.truncate(options.max_entries);
@@ -96,4 +115,18 @@ pub fn glob(
             .collect(),
         truncated,
     })
+}
+
+/// One walking thread's matches, handed to the shared list when the thread is done.
+struct Found<'a> {
+    found: Vec<(SystemTime, PathBuf)>,
+    shared: &'a Mutex<Vec<(SystemTime, PathBuf)>>,
+}
+
+impl Drop for Found<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.append(&mut self.found);
+        }
+    }
 }

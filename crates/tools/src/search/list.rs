@@ -1,5 +1,13 @@
-//! `list_files`: the entries of a folder, or of its tree down to a depth, sorted by path.
+//! `list_files`: the entries of a folder, or of its tree down to a depth, sorted by path. The
+//! tree is walked in parallel (ignore's parallel walker); each thread keeps the first entries
+//! in path order, so the answer is the same whatever the threads' timing, and never holds more
+//! than the cap per thread.
 
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ignore::WalkState;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -86,35 +94,123 @@ pub fn list_files(
     } else {
         1
     };
+    let cap = options.max_entries;
     let mut builder = walker(&root, options);
-    builder
-        .max_depth(Some(depth))
-        .sort_by_file_path(|a, b| a.cmp(b));
-    let mut entries = Vec::new();
-    let mut truncated = false;
-    for entry in builder.build().flatten() {
-        if entry.depth() == 0 {
-            continue;
-        }
-        if entries.len() == options.max_entries {
-            truncated = true;
-            break;
-        }
-        let Some(kind) = entry.file_type() else {
-            continue;
+    builder.max_depth(Some(depth)).threads(options.threads);
+    let shared = Mutex::new(Kept::default());
+    builder.build_parallel().run(|| {
+        let mut kept = Collector {
+            kept: Kept::default(),
+            cap,
+            shared: &shared,
         };
+        let root = root.as_path();
+        Box::new(move |entry| {
+            if let Ok(entry) = entry
+                && entry.depth() > 0
+            {
+                kept.offer(root, &entry);
+            }
+            WalkState::Continue
+        })
+    });
+    let kept = shared.into_inner().unwrap_or_default();
+    let mut found = kept.entries.into_vec();
+    found.sort();
+    let truncated = kept.seen > cap;
+    found.truncate(cap);
+    Ok(ListFilesResult {
+        path: args.path.clone(),
+        entries: found.into_iter().map(|k| k.entry).collect(),
+        truncated,
+    })
+}
+
+/// An entry ordered by its path relative to the start (component by component, as a sorted
+/// depth-first walk meets them).
+#[derive(Debug, PartialEq, Eq)]
+struct Keyed {
+    key: PathBuf,
+    entry: ListEntry,
+}
+
+impl Ord for Keyed {
+    fn cmp(&self, other: &Keyed) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Keyed) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The first entries in path order (a max-heap cut to the cap) and how many were seen.
+#[derive(Default)]
+struct Kept {
+    entries: BinaryHeap<Keyed>,
+    seen: usize,
+}
+
+impl Kept {
+    fn merge(&mut self, other: Kept, cap: usize) {
+        self.seen += other.seen;
+        for keyed in other.entries {
+            self.keep(keyed, cap);
+        }
+    }
+
+    fn keep(&mut self, keyed: Keyed, cap: usize) {
+        if self.entries.len() < cap {
+            self.entries.push(keyed);
+        } else if self.entries.peek().is_some_and(|last| keyed < *last) {
+            self.entries.pop();
+            self.entries.push(keyed);
+        }
+    }
+}
+
+/// One walking thread's entries, handed to the shared list when the thread is done.
+struct Collector<'a> {
+    kept: Kept,
+    cap: usize,
+    shared: &'a Mutex<Kept>,
+}
+
+impl Collector<'_> {
+    fn offer(&mut self, root: &Path, entry: &ignore::DirEntry) {
+        let Some(kind) = entry.file_type() else {
+            return;
+        };
+        self.kept.seen += 1;
+        let key = entry
+            .path()
+            .strip_prefix(root)
+            .unwrap_or(entry.path())
+            .to_path_buf();
+        if self.kept.entries.len() >= self.cap
+            && self.kept.entries.peek().is_none_or(|last| key >= last.key)
+        {
+            return;
+        }
+        // The size is looked up only for an entry that may be listed.
         let size = entry.metadata().map_or(0, |m| m.len());
-        let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        entries.push(ListEntry {
-            path: relative.to_string_lossy().into_owned(),
+        let entry = ListEntry {
+            path: key.to_string_lossy().into_owned(),
             size,
             is_dir: kind.is_dir(),
             symlink: kind.is_symlink(),
-        });
+        };
+        self.kept.keep(Keyed { key, entry }, self.cap);
     }
-    Ok(ListFilesResult {
-        path: args.path.clone(),
-        entries,
-        truncated,
-    })
+}
+
+impl Drop for Collector<'_> {
+    fn drop(&mut self) {
+        let kept = std::mem::take(&mut self.kept);
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.merge(kept, self.cap);
+        }
+    }
 }

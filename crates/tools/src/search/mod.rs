@@ -6,9 +6,10 @@
 //! is checked to be the very folder pinned (same device and inode, reached without a symbolic
 //! link), then walked by path. The walk never follows a symbolic link and prunes every folder
 //! in [`SearchOptions::prune`] (boxmaker's own config, ledger, audit log and conversations),
-//! so a grant on `~` cannot reach them. Until the sandbox lands, the walk runs in the broker
-//! (the `DirectRunner`); a folder swapped between the check and the walk is then caught only
-//! at the start, which the box will close by walking inside it.
+//! so a grant on `~` cannot reach them. The broker runs the walkers in a box holding only the
+//! granted folder (brokerd's worker), handing it what to leave out as data ([`WalkLimits`]);
+//! with the file walls off they run in the broker's process, where a folder swapped between the
+//! check and the walk is caught only at the start.
 
 mod glob;
 mod grep;
@@ -21,6 +22,9 @@ pub use list::{ListEntry, ListFilesArgs, ListFilesResult, list_files, list_files
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use globset::GlobBuilder;
+use serde::{Deserialize, Serialize};
 
 use crate::fs::FileError;
 
@@ -47,8 +51,12 @@ pub struct SearchOptions {
     pub max_lines: usize,
     /// The most characters of a line `grep` shows; the rest is cut on a character boundary.
     pub max_line_chars: usize,
-    /// Threads of `grep`'s parallel walk (0: as many as the machine has cores).
+    /// Threads of the parallel walks of `grep` and `list_files` (0: as many as the machine
+    /// has cores).
     pub threads: usize,
+    /// The start lies in a git work tree whose `.git` the walk cannot see (a box holding only a
+    /// folder inside the repository): `.gitignore` files are honoured without looking for it.
+    pub git_repo_above: bool,
 }
 
 impl Default for SearchOptions {
@@ -60,6 +68,7 @@ impl Default for SearchOptions {
             max_lines: LINE_CAP,
             max_line_chars: LINE_CHARS,
             threads: 0,
+            git_repo_above: false,
         }
     }
 }
@@ -73,6 +82,7 @@ impl std::fmt::Debug for SearchOptions {
             .field("max_lines", &self.max_lines)
             .field("max_line_chars", &self.max_line_chars)
             .field("threads", &self.threads)
+            .field("git_repo_above", &self.git_repo_above)
             .finish()
     }
 }
@@ -82,6 +92,84 @@ impl SearchOptions {
     pub fn excludes(&self, path: &Path) -> bool {
         self.prune.iter().any(|p| path.starts_with(p))
             || self.skip.as_ref().is_some_and(|skip| skip(path))
+    }
+}
+
+/// A path rule a walk leaves out, as data (what a walker in a box is handed of the broker's
+/// deny grants).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Exclusion {
+    /// This path and everything below it.
+    Below {
+        /// The path, absolute and resolved.
+        path: PathBuf,
+    },
+    /// What this absolute glob matches (globset's syntax, `*` not crossing `/`, `\` escaping),
+    /// and everything below that.
+    Glob {
+        /// The glob.
+        glob: String,
+    },
+    /// Everything (a deny grant of the tool that names no path).
+    Everything,
+}
+
+/// What a walk leaves out and how it reads ignore files, as data: what the broker hands a walker
+/// in a box, which makes the [`SearchOptions`] from it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalkLimits {
+    /// Folders never entered nor listed ([`SearchOptions::prune`]).
+    pub prune: Vec<PathBuf>,
+    /// Paths left out besides `prune`.
+    pub excluded: Vec<Exclusion>,
+    /// [`SearchOptions::git_repo_above`].
+    #[serde(default)]
+    pub git_repo_above: bool,
+}
+
+impl WalkLimits {
+    /// The walk's options (default caps and threads), or the glob of an exclusion that does
+    /// not parse.
+    pub fn options(&self) -> Result<SearchOptions, SearchError> {
+        let mut below = Vec::new();
+        let mut globs = Vec::new();
+        let mut everything = false;
+        for exclusion in &self.excluded {
+            match exclusion {
+                Exclusion::Below { path } => below.push(path.clone()),
+                Exclusion::Glob { glob } => globs.push(
+                    GlobBuilder::new(glob)
+                        .literal_separator(true)
+                        .backslash_escape(true)
+                        .build()
+                        .map_err(|e| SearchError::BadGlob {
+                            glob: glob.clone(),
+                            message: e.kind().to_string(),
+                        })?
+                        .compile_matcher(),
+                ),
+                Exclusion::Everything => everything = true,
+            }
+        }
+        let skip: Option<Skip> = if below.is_empty() && globs.is_empty() && !everything {
+            None
+        } else {
+            Some(Arc::new(move |path: &Path| {
+                everything
+                    || below.iter().any(|b| path.starts_with(b))
+                    || path
+                        .ancestors()
+                        .any(|p| globs.iter().any(|g| g.is_match(p)))
+            }))
+        };
+        Ok(SearchOptions {
+            prune: self.prune.clone(),
+            skip,
+            git_repo_above: self.git_repo_above,
+            ..SearchOptions::default()
+        })
     }
 }
 

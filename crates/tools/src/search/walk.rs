@@ -47,6 +47,7 @@ pub(crate) fn walker(root: &Path, options: &SearchOptions) -> WalkBuilder {
         .follow_links(false)
         .hidden(true)
         .git_global(false)
+        .require_git(!options.git_repo_above)
         .same_file_system(false);
     let options = options.clone();
     builder.filter_entry(move |entry| !options.excludes(entry.path()));

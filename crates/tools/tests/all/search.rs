@@ -373,3 +373,53 @@ fn the_line_cap_cuts_the_output_and_says_so() {
     assert_eq!(result.matches, 50);
     assert!(result.truncated);
 }
+
+#[test]
+fn list_files_walks_in_parallel_and_answers_the_same_sorted_first_entries_on_any_thread_count() {
+    let dir = tree();
+    let root = dir.path();
+    for n in 0..40 {
+        let folder = root.join(format!("many/d{}", n % 7));
+        fs::create_dir_all(&folder).unwrap();
+        fs::write(folder.join(format!("f{n:02}.txt")), b"x").unwrap();
+    }
+    let args = ListFilesArgs {
+        path: root.display().to_string(),
+        recursive: true,
+        max_depth: None,
+    };
+    let listing = |threads: usize, max_entries: usize| {
+        let options = SearchOptions {
+            threads,
+            max_entries,
+            ..SearchOptions::default()
+        };
+        list_files(&granted(root), &args, &options).unwrap()
+    };
+    let one = listing(1, usize::MAX);
+    let paths: Vec<&str> = one.entries.iter().map(|e| e.path.as_str()).collect();
+    // The order of a depth-first walk with each folder's entries sorted.
+    let mut sorted: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    sorted.sort();
+    assert_eq!(
+        paths,
+        sorted
+            .iter()
+            .map(|p| p.to_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+    assert!(paths.contains(&"many/d3/f31.txt"), "{paths:?}");
+    assert!(!one.truncated);
+    for threads in [2, 4, 8] {
+        assert_eq!(listing(threads, usize::MAX), one, "{threads} threads");
+        let cut = listing(threads, 9);
+        assert!(cut.truncated);
+        assert_eq!(cut.entries, one.entries[..9], "{threads} threads, cap 9");
+    }
+    assert_eq!(
+        listing(4, one.entries.len()),
+        one,
+        "a cap the listing fits in"
+    );
+    assert!(listing(4, 0).entries.is_empty() && listing(4, 0).truncated);
+}

@@ -148,3 +148,163 @@ fn the_walkers_run_through_the_broker_and_are_listed_with_their_schemas() {
     assert_eq!(tools[0], tools::fs::broker_read_file_schema());
     assert_eq!(tools[5], tools::search::grep_schema());
 }
+
+/// Reading on a project inside a git work tree whose root is not granted, with deny grants
+/// hiding the keys from `grep` and a folder from `list_files`.
+const PROJECT: &str = r#"
+[[grant]]
+id = "proj-read"
+tool = "read"
+paths = ["{work}/proj"]
+class = "private"
+untrusted = false
+
+[[grant]]
+id = "no-keys"
+tool = "grep"
+paths = ["{work}/proj/**/*.pem"]
+deny = true
+
+[[grant]]
+id = "no-secret-listing"
+tool = "list_files"
+paths = ["{work}/proj/secret"]
+deny = true
+"#;
+
+/// A git work tree at `work` (its `.gitignore` leaves out `*.log`) holding the granted `proj`.
+fn project(broker: &BrokerProcess) -> std::path::PathBuf {
+    let proj = broker.work.join("proj");
+    fs::create_dir_all(broker.work.join(".git")).unwrap();
+    fs::write(broker.work.join(".gitignore"), "*.log\n").unwrap();
+    fs::create_dir_all(proj.join("src")).unwrap();
+    fs::create_dir_all(proj.join("secret")).unwrap();
+    fs::write(proj.join("src/main.rs"), "needle\n").unwrap();
+    fs::write(proj.join("src/id.pem"), "needle\n").unwrap();
+    fs::write(proj.join("build.log"), "needle\n").unwrap();
+    fs::write(proj.join("secret/plan.txt"), "needle\n").unwrap();
+    proj
+}
+
+fn header_and_body(response: &ToolResponse) -> (serde_json::Value, String) {
+    let text = content(response);
+    let (header, body) = text.split_once('\n').unwrap_or((text, ""));
+    (serde_json::from_str(header).unwrap(), body.to_string())
+}
+
+#[test]
+fn the_walkers_run_in_brokerds_worker_in_a_box_and_leave_out_what_the_grants_and_ignore_files_do() {
+    let broker = BrokerProcess::start(PROJECT, FAST);
+    let proj = project(&broker);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let path = proj.display().to_string();
+    let grep = serde_json::json!({ "pattern": "needle", "path": path });
+    let (header, body) = header_and_body(&client.call(1, "grep", &grep.to_string()).unwrap());
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap: brokerd's worker walks only the granted folder"),
+        "{header}"
+    );
+    // The key is denied to grep; build.log is ignored by the .gitignore above the grant,
+    // which the box binds read-only although the repository's .git stays outside.
+    let mut found: Vec<&str> = body.lines().collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            format!("{path}/secret/plan.txt"),
+            format!("{path}/src/main.rs")
+        ],
+        "{body}"
+    );
+    let glob = serde_json::json!({ "pattern": "**/*", "path": path });
+    let (header, body) = header_and_body(&client.call(2, "glob", &glob.to_string()).unwrap());
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap:"),
+        "{header}"
+    );
+    assert!(
+        body.contains("src/id.pem"),
+        "only grep is denied the key: {body}"
+    );
+    assert!(!body.contains("build.log"), "{body}");
+    let list = serde_json::json!({ "path": path, "recursive": true });
+    let (header, body) = header_and_body(&client.call(3, "list_files", &list.to_string()).unwrap());
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap:"),
+        "{header}"
+    );
+    assert_eq!(
+        body, "src/\nsrc/id.pem (7 bytes)\nsrc/main.rs (7 bytes)",
+        "the secret folder is denied to list_files"
+    );
+}
+
+#[test]
+fn without_file_walls_the_walkers_run_in_the_broker_and_the_header_says_so() {
+    let config = format!("{FAST}[sandbox]\nfile_walls = false\n");
+    let broker = BrokerProcess::start(PROJECT, &config);
+    let proj = project(&broker);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let path = proj.display().to_string();
+    let grep = serde_json::json!({ "pattern": "needle", "path": path, "output_mode": "count" });
+    let (header, body) = header_and_body(&client.call(1, "grep", &grep.to_string()).unwrap());
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("none: [sandbox] file_walls = false"),
+        "{header}"
+    );
+    // The same answer as in the box: the deny grant and the ignore file above the grant hold.
+    let mut found: Vec<&str> = body.lines().collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            format!("{path}/secret/plan.txt:1"),
+            format!("{path}/src/main.rs:1")
+        ],
+        "{body}"
+    );
+    let list = serde_json::json!({ "path": path, "recursive": true });
+    let (header, body) = header_and_body(&client.call(2, "list_files", &list.to_string()).unwrap());
+    assert!(
+        header["sandbox"].as_str().unwrap().starts_with("none:"),
+        "{header}"
+    );
+    assert_eq!(body, "src/\nsrc/id.pem (7 bytes)\nsrc/main.rs (7 bytes)");
+}
+
+#[test]
+fn bx_status_lists_the_walkers_among_the_boxed_file_tools() {
+    use proto::{OwnerReply, OwnerRequest};
+    let broker = BrokerProcess::start(PROJECT, FAST);
+    let mut owner = testkit::OwnerClient::open(&broker.owner_socket());
+    let Some(OwnerReply::Status { status }) = owner.send(&OwnerRequest::Status {}) else {
+        panic!("no status")
+    };
+    assert!(
+        status.walls.iter().any(|w| w.starts_with(
+            "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a fresh box"
+        )),
+        "{:?}",
+        status.walls
+    );
+    assert!(
+        !status
+            .walls
+            .iter()
+            .any(|w| w.contains("in the broker's process") && w.starts_with("list_files")),
+        "{:?}",
+        status.walls
+    );
+}
