@@ -78,13 +78,26 @@ pub(super) fn check(
 }
 
 /// The record of the content a successful `read_file`, `write_file` or `edit_file` saw or
-/// left, for the call's own answer batch (one fsync for both); blocking: it hashes the file.
+/// left, for the call's own answer batch (one fsync for both); blocking: it hashes the file
+/// (a `write_file`'s own content instead).
 pub(super) fn seen(session: &SessionId, allowed: &Allowed) -> Option<ledger::Event> {
     if !matches!(
         allowed.args,
         ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
     ) {
         return None;
+    }
+    // A write that succeeded left exactly its content: hashed as the file would be (its first
+    // `EDIT_LIMIT + 1` bytes), not read again, so a change made after the write is not taken
+    // for what this session wrote.
+    if let ToolArgs::WriteFile(write) = &allowed.args {
+        let bytes = write.content.as_bytes();
+        let hashed = bytes.get(..bytes.len().min(EDIT_LIMIT as usize + 1));
+        return Some(ledger::Event::FileSeen {
+            session: session.clone(),
+            path: write.path.clone(),
+            sha256: ledger::sha256_hex(hashed.unwrap_or(bytes)),
+        });
     }
     match content_hash(allowed) {
         Ok(Some((path, sha256))) => Some(ledger::Event::FileSeen {
@@ -97,5 +110,57 @@ pub(super) fn seen(session: &SessionId, allowed: &Allowed) -> Option<ledger::Eve
             tracing::warn!(%error, "the content the session saw cannot be hashed");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::Class;
+    use tools::fs::WriteFileArgs;
+
+    use super::*;
+
+    fn write_of(folder: &Path, content: String) -> Allowed {
+        Allowed {
+            grant: "w".to_string(),
+            class: Class::Private,
+            untrusted: false,
+            args: ToolArgs::WriteFile(WriteFileArgs {
+                path: folder.join("a.txt").display().to_string(),
+                content,
+            }),
+            scope: Some(Scope::Paths(vec![folder.to_path_buf()])),
+        }
+    }
+
+    fn recorded(event: Option<ledger::Event>) -> Option<(String, String)> {
+        match event {
+            Some(ledger::Event::FileSeen { path, sha256, .. }) => Some((path, sha256)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_write_records_its_own_content_not_what_the_file_holds_afterwards() {
+        let folder = tempfile::tempdir().unwrap();
+        let session = SessionId::from("s-1");
+        let allowed = write_of(folder.path(), "written\n".to_string());
+        // Someone else changed the file right after the write: the session saw only its own.
+        std::fs::write(folder.path().join("a.txt"), "changed by someone else\n").unwrap();
+        let (path, sha256) = recorded(seen(&session, &allowed)).unwrap();
+        assert_eq!(path, folder.path().join("a.txt").display().to_string());
+        assert_eq!(sha256, ledger::sha256_hex(b"written\n"));
+    }
+
+    #[test]
+    fn a_large_writes_hash_covers_what_the_check_reads_of_the_file() {
+        let folder = tempfile::tempdir().unwrap();
+        let session = SessionId::from("s-1");
+        let content = "x".repeat(EDIT_LIMIT as usize + 10);
+        std::fs::write(folder.path().join("a.txt"), &content).unwrap();
+        let allowed = write_of(folder.path(), content);
+        let (_, written) = recorded(seen(&session, &allowed)).unwrap();
+        let (_, on_disk) = content_hash(&allowed).unwrap().unwrap();
+        assert_eq!(written, on_disk);
     }
 }
