@@ -397,3 +397,16 @@ fn decide(view: &PendingView, answering: Answering, input: &mut dyn BufRead) -> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::script;
+
+    #[test]
+    fn the_demo_plays_a_shell_turn_only_where_the_full_box_is() {
+        let with = script(true).unwrap();
+        let without = script(false).unwrap();
+        assert!(with.contains("\"shell\""), "{with}");
+        assert!(!without.contains("\"shell\""), "{without}");
+    }
+}

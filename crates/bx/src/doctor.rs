@@ -52,7 +52,12 @@ fn boxes_line(launcher: bool) -> String {
     } else {
         sandbox::Enforcement::NotEnforced
     };
-    match sandbox::FileWalls::detect() {
+    boxes_of(sandbox::FileWalls::detect(), landlock)
+}
+
+/// What a box made of `walls` and Landlock at `landlock` is, and what follows for `shell`.
+fn boxes_of(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+    match walls {
         sandbox::FileWalls::Bubblewrap => {
             format!("bubblewrap, Landlock {landlock}, seccomp, rlimits and a cgroup")
         }
@@ -64,5 +69,33 @@ fn boxes_line(launcher: bool) -> String {
         sandbox::FileWalls::LandlockOnly => {
             "none: neither bubblewrap nor Landlock; shell and the file tools refuse to run unless brokerd.toml says [sandbox] file_walls = false".to_string()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sandbox::{Enforcement, FileWalls};
+
+    use super::boxes_of;
+
+    #[test]
+    fn each_kind_of_box_says_what_it_is_and_what_follows_for_shell() {
+        let full = boxes_of(FileWalls::Bubblewrap, Enforcement::Full);
+        assert_eq!(
+            full,
+            "bubblewrap, Landlock fully enforced, seccomp, rlimits and a cgroup"
+        );
+        let landlock = boxes_of(FileWalls::LandlockOnly, Enforcement::Full);
+        assert!(
+            landlock.starts_with("no bubblewrap: Landlock fully enforced"),
+            "{landlock}"
+        );
+        assert!(landlock.ends_with("shell stays out of the demo and the coding preset"));
+        let none = boxes_of(FileWalls::LandlockOnly, Enforcement::NotEnforced);
+        assert!(
+            none.starts_with("none: neither bubblewrap nor Landlock"),
+            "{none}"
+        );
+        assert!(none.contains("[sandbox] file_walls = false"), "{none}");
     }
 }

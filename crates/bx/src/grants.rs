@@ -236,3 +236,26 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
     }
     Exit::Done
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::coding_preset;
+
+    #[test]
+    fn the_preset_grants_shell_only_where_the_full_box_is_and_says_why_not() {
+        let ws = Path::new("/home/owner/src/app");
+        let with = coding_preset(ws, true);
+        assert!(with.contains("id = \"workspace-shell\""), "{with}");
+        let without = coding_preset(ws, false);
+        assert!(!without.contains("tool = \"shell\""), "{without}");
+        assert!(without.contains("No `shell` grant: this machine has no bubblewrap"));
+        for preset in [&with, &without] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("coding.toml"), preset).unwrap();
+            let loaded = policy::grants::load_dir(dir.path(), Path::new("/home/owner"));
+            assert!(loaded.is_ok(), "{loaded:?}");
+        }
+    }
+}
