@@ -17,7 +17,12 @@ use crate::grants::{Approval, Grant, OnUntrusted};
 use crate::hosts::https_host;
 use crate::memory::MemoryAction;
 use crate::paths::resolve;
-use crate::{git, shell};
+use crate::shell;
+
+mod prepare;
+
+pub use prepare::resolve_args;
+use prepare::{named_paths, prepare};
 
 /// What a session has seen so far: the two labels that meet the grants on every call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,7 +56,7 @@ impl Protected {
     }
 
     /// The same, knowing the owner's home (for `~` in command arguments) and their global git
-    /// configuration places ([`git::global_configs`]).
+    /// configuration places ([`crate::git::global_configs`]).
     pub fn with_home(mut self, home: &Path, git_configs: &[PathBuf]) -> Protected {
         self.home = Some(resolved_or_as_is(home));
         self.git_configs = git_configs.iter().map(|f| resolved_or_as_is(f)).collect();
@@ -113,7 +118,7 @@ pub struct Write {
     /// The path, resolved.
     pub path: PathBuf,
     /// The `.git` folder, bare repository or global git configuration it changes, which the
-    /// grant must name ([`git::git_root`]).
+    /// grant must name ([`crate::git::git_root`]).
     pub git_root: Option<PathBuf>,
 }
 
@@ -196,7 +201,7 @@ fn writable(grant: &Grant, write: &Write) -> bool {
 /// An allow grant covers a script when every command starts with one of its prefixes; a deny
 /// grant, when any command does (`git` allowed and `git push` denied refuse
 /// `git status; git push`).
-fn shell_covered(
+pub(super) fn shell_covered(
     grant: &Grant,
     args: &ShellArgs,
     dialect: shell::Dialect,
@@ -290,145 +295,6 @@ fn deny(reason: DenyReason, grant: Option<&Grant>, detail: String) -> Decision {
         grant: grant.map(|g| g.id.clone()),
         detail,
     })
-}
-
-/// `args` with every path it names resolved (symbolic links and `..`), or why a path cannot be
-/// used at all.
-pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
-    let text = |p: PathBuf| p.to_string_lossy().into_owned();
-    if args.tool().is_path_tool() {
-        let mut args = args.clone();
-        if let Some(path) = args.path_mut() {
-            *path = text(absolute(path)?);
-        }
-        return Ok(args);
-    }
-    Ok(match args {
-        ToolArgs::Shell(a) => {
-            let mut a = a.clone();
-            if let Some(cwd) = &a.cwd {
-                a.cwd = Some(text(absolute(cwd)?));
-            }
-            ToolArgs::Shell(a)
-        }
-        other => other.clone(),
-    })
-}
-
-fn absolute(path: &str) -> Result<PathBuf, String> {
-    resolve(Path::new(path)).map_err(|e| e.to_string())
-}
-
-fn named_paths(call: &Call) -> Vec<&Path> {
-    let mut paths: Vec<&Path> = match &call.args {
-        ToolArgs::Shell(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
-        other => other.path().map(Path::new).into_iter().collect(),
-    };
-    paths.extend(call.writes.iter().map(|w| w.path.as_path()));
-    paths
-}
-
-/// The call with its paths resolved and what it writes, or why it cannot be decided
-/// (`InvalidArguments`). A `shell` call without `cwd` runs in the first folder of the first
-/// grant that could cover it, and says so in its arguments.
-fn prepare(
-    args: &ToolArgs,
-    grants: &[Grant],
-    now: Timestamp,
-    protected: &Protected,
-    walls: shell::PathWalls,
-) -> Result<Call, String> {
-    let mut args = resolve_args(args)?;
-    let dialect = match &args {
-        ToolArgs::Shell(_) => shell_dialect(),
-        _ => shell::Dialect::Bash,
-    };
-    if let ToolArgs::Shell(a) = &mut args
-        && a.cwd.is_none()
-    {
-        a.cwd = grants
-            .iter()
-            .filter(|g| g.tool == ToolName::Shell && !g.deny && !g.expired(now))
-            .filter(|g| g.commands.is_empty() || shell_covered(g, a, dialect, walls))
-            .find_map(|g| g.paths.first())
-            .map(|rule| rule.base().to_string_lossy().into_owned());
-    }
-    let (writes, unknown_writes) = match &args {
-        ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
-        ToolArgs::EditFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
-        ToolArgs::Shell(a) => match shell::write_targets_in(&a.command, dialect, walls) {
-            Ok(targets) => (shell_writes(a, &targets, protected)?, None),
-            Err(why) => (Vec::new(), Some(why.to_string())),
-        },
-        _ => (Vec::new(), None),
-    };
-    Ok(Call {
-        args,
-        writes,
-        unknown_writes,
-        dialect,
-        walls,
-    })
-}
-
-fn write_at(path: PathBuf, protected: &Protected) -> Write {
-    let git_root = git::git_root(&path, &protected.git_configs);
-    Write { path, git_root }
-}
-
-/// The places a `shell` script writes, resolved against its `cwd` (and `~` against the
-/// owner's home); a place that cannot be resolved makes the call invalid.
-fn shell_writes(
-    args: &ShellArgs,
-    targets: &[shell::WriteTarget],
-    protected: &Protected,
-) -> Result<Vec<Write>, String> {
-    let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
-    let place = |word: &str| -> Result<PathBuf, String> {
-        let path = if word == "~" || word.starts_with("~/") {
-            let home = protected
-                .home
-                .as_ref()
-                .ok_or_else(|| format!("{word} names the home folder, which is not known here"))?;
-            home.join(word.trim_start_matches('~').trim_start_matches('/'))
-        } else if word.starts_with('~') {
-            return Err(format!("{word} names another user's home folder"));
-        } else {
-            cwd.join(word)
-        };
-        resolve(&path).map_err(|e| format!("the command writes {word}: {e}"))
-    };
-    let mut writes = Vec::new();
-    for target in targets {
-        match target {
-            shell::WriteTarget::Path(word) => writes.push(write_at(place(word)?, protected)),
-            shell::WriteTarget::GitConfig { scope } => {
-                let (path, root) = match scope {
-                    shell::GitConfigScope::Local | shell::GitConfigScope::Worktree => {
-                        let git_dir = git::repository_git_dir(&cwd);
-                        (git_dir.join("config"), git_dir)
-                    }
-                    shell::GitConfigScope::Global => {
-                        let file = place("~/.gitconfig")?;
-                        (file.clone(), file)
-                    }
-                    shell::GitConfigScope::System => {
-                        let file = PathBuf::from("/etc/gitconfig");
-                        (file.clone(), file)
-                    }
-                    shell::GitConfigScope::File(word) => {
-                        let file = place(word)?;
-                        (file.clone(), file)
-                    }
-                };
-                writes.push(Write {
-                    path,
-                    git_root: Some(root),
-                });
-            }
-        }
-    }
-    Ok(writes)
 }
 
 /// Decides `args` against `grants` for a session with `labels`, at `now`.
