@@ -8,7 +8,7 @@
 
 pub mod approvals;
 pub mod audit;
-mod migrations;
+pub mod migrations;
 pub mod reads;
 pub mod store;
 

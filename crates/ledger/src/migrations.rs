@@ -1,5 +1,6 @@
 //! The ledger's schema: numbered migrations, applied in order at open
-//! (`PRAGMA user_version` is how many are applied).
+//! (`PRAGMA user_version` is how many are applied), and the one runner that applies them, which
+//! the memory store uses too.
 
 /// The migrations, in order; `PRAGMA user_version` is the number applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
@@ -57,3 +58,40 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (session, path)
      );",
 ];
+
+/// Why a database's schema could not be brought up to date.
+#[derive(Debug)]
+pub enum MigrateError {
+    /// The file was written by a newer boxmaker: `found` migrations applied, `known` here.
+    TooNew {
+        /// Migrations the file says are applied.
+        found: i64,
+        /// Migrations this build knows.
+        known: usize,
+    },
+    /// SQLite refused a statement.
+    Sqlite(rusqlite::Error),
+}
+
+/// Applies to `conn`, in order and each in its own transaction, every one of `migrations` not
+/// applied yet (`PRAGMA user_version` counts those applied): the one schema runner of the
+/// ledger and the memory store.
+pub fn migrate(conn: &rusqlite::Connection, migrations: &[&str]) -> Result<(), MigrateError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(MigrateError::Sqlite)?;
+    if version > migrations.len() as i64 {
+        return Err(MigrateError::TooNew {
+            found: version,
+            known: migrations.len(),
+        });
+    }
+    for (index, sql) in migrations.iter().enumerate().skip(version.max(0) as usize) {
+        let next = index + 1;
+        conn.execute_batch(&format!(
+            "BEGIN; {sql} PRAGMA user_version = {next}; COMMIT;"
+        ))
+        .map_err(MigrateError::Sqlite)?;
+    }
+    Ok(())
+}

@@ -197,26 +197,14 @@ impl Ledger {
     }
 
     fn migrate(&self) -> Result<(), LedgerError> {
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(|e| self.sqlite(e))?;
-        if version > MIGRATIONS.len() as i64 {
-            return Err(LedgerError::TooNew {
+        crate::migrations::migrate(&self.conn, MIGRATIONS).map_err(|error| match error {
+            crate::migrations::MigrateError::TooNew { found, known } => LedgerError::TooNew {
                 path: self.path.clone(),
-                found: version,
-                known: MIGRATIONS.len(),
-            });
-        }
-        for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            let next = index + 1;
-            self.conn
-                .execute_batch(&format!(
-                    "BEGIN; {sql} PRAGMA user_version = {next}; COMMIT;"
-                ))
-                .map_err(|e| self.sqlite(e))?;
-        }
-        Ok(())
+                found,
+                known,
+            },
+            crate::migrations::MigrateError::Sqlite(e) => self.sqlite(e),
+        })
     }
 
     /// The audit log's last record as the ledger knows it.

@@ -197,26 +197,14 @@ impl Store {
     }
 
     fn migrate(&self) -> Result<(), MemoryError> {
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(|e| self.sqlite(e))?;
-        if version > MIGRATIONS.len() as i64 {
-            return Err(MemoryError::TooNew {
+        ledger::migrations::migrate(&self.conn, MIGRATIONS).map_err(|error| match error {
+            ledger::migrations::MigrateError::TooNew { found, known } => MemoryError::TooNew {
                 path: self.path.clone(),
-                found: version,
-                known: MIGRATIONS.len(),
-            });
-        }
-        for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            let next = index + 1;
-            self.conn
-                .execute_batch(&format!(
-                    "BEGIN; {sql} PRAGMA user_version = {next}; COMMIT;"
-                ))
-                .map_err(|e| self.sqlite(e))?;
-        }
-        Ok(())
+                found,
+                known,
+            },
+            ledger::migrations::MigrateError::Sqlite(e) => self.sqlite(e),
+        })
     }
 
     /// Adds an entry and returns its id.
