@@ -13,9 +13,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use proto::ToolResponse;
+use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 use testkit::{AgentClient, BrokerProcess};
 
-use super::daemon::FAST;
+use super::daemon::{FAST, searxng};
 
 /// The journal's grants: labels explicit, nothing asks.
 const GRANTS: &str = r#"
@@ -38,9 +39,22 @@ on_untrusted = "allow"
 id = "shell"
 tool = "shell"
 paths = ["{work}"]
-commands = ["ls", "cat"]
+commands = ["ls", "cat", "printf", "sleep", "echo"]
 class = "private"
 untrusted = false
+on_untrusted = "allow"
+
+[[grant]]
+id = "fetch"
+tool = "http_fetch"
+hosts = ["127.0.0.1:{port}"]
+class = "public"
+on_untrusted = "allow"
+
+[[grant]]
+id = "search"
+tool = "web_search"
+class = "public"
 on_untrusted = "allow"
 "#;
 
@@ -411,6 +425,106 @@ const CALLS: &[(&str, &str, &str)] = &[
         r#"{"url":"https://example.org/"}"#,
     ),
     (
+        "shell cleans colours and redraws",
+        "shell",
+        r#"{"command":"printf '\\033[1;31mred\\033[0m plain\\n10%%\\r50%%\\r100%%\\n'","cwd":"{work}"}"#,
+    ),
+    (
+        "shell exits non-zero",
+        "shell",
+        r#"{"command":"ls no-such-file","cwd":"{work}"}"#,
+    ),
+    (
+        "shell with a shorter timeout",
+        "shell",
+        r#"{"command":"echo before; sleep 30","cwd":"{work}","timeout_secs":1}"#,
+    ),
+    (
+        "shell with a timeout over the maximum",
+        "shell",
+        r#"{"command":"echo fast","cwd":"{work}","timeout_secs":100000}"#,
+    ),
+    (
+        "rail: rm -rf of the root",
+        "shell",
+        r#"{"command":"rm -rf /","cwd":"{work}"}"#,
+    ),
+    (
+        "rail: rm of home inside bash -c",
+        "shell",
+        r#"{"command":"bash -c 'rm -r -f ~'","cwd":"{work}"}"#,
+    ),
+    (
+        "rail: rm of everything in the granted folder",
+        "shell",
+        r#"{"command":"sudo rm -fr *","cwd":"{work}"}"#,
+    ),
+    (
+        "rail: a fork bomb",
+        "shell",
+        r#"{"command":":(){ :|:& };:","cwd":"{work}"}"#,
+    ),
+    (
+        "rail: a command in the background",
+        "shell",
+        r#"{"command":"sleep 10 &","cwd":"{work}"}"#,
+    ),
+    (
+        "rail: a path word in boxmaker's state",
+        "shell",
+        r#"{"command":"cat {state}/audit.jsonl","cwd":"{work}"}"#,
+    ),
+    (
+        "rail: a redirection into the grants",
+        "shell",
+        r#"{"command":"echo x > {config}/grants/more.toml","cwd":"{work}"}"#,
+    ),
+    (
+        "fetch a page as Markdown",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.1:{port}/page"}"#,
+    ),
+    (
+        "fetch the page in parts",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.1:{port}/page","max_length":40}"#,
+    ),
+    (
+        "fetch the next part",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.1:{port}/page","max_length":40,"start_index":40}"#,
+    ),
+    (
+        "fetch plain text",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.1:{port}/notes.txt"}"#,
+    ),
+    (
+        "fetch a binary type",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.1:{port}/logo.png"}"#,
+    ),
+    (
+        "fetch a redirect to an ungranted private address",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.1:{port}/away"}"#,
+    ),
+    (
+        "fetch a host outside the grant",
+        "http_fetch",
+        r#"{"url":"https://127.0.0.2:{port}/page"}"#,
+    ),
+    (
+        "search the web",
+        "web_search",
+        r#"{"query":"rust docs","max_results":2}"#,
+    ),
+    (
+        "search for too many results",
+        "web_search",
+        r#"{"query":"rust docs","max_results":11}"#,
+    ),
+    (
         "grep after the edits",
         "grep",
         r#"{"pattern":"DONE|BETA|1 \\+ 0","path":"{work}","output_mode":"content"}"#,
@@ -425,13 +539,46 @@ const CALLS: &[(&str, &str, &str)] = &[
 /// Header fields that depend on the machine.
 const VOLATILE: &[&str] = &["containment", "duration_ms"];
 
-fn normalize(text: &str, broker: &BrokerProcess) -> String {
-    text.replace(&broker.work.display().to_string(), "{work}")
-        .replace(&broker.config.display().to_string(), "{config}")
-        .replace(&broker.state.display().to_string(), "{state}")
+/// The broker and the servers its calls reach.
+struct Journal {
+    broker: BrokerProcess,
+    /// The web server's port, written `{port}` in the journal.
+    port: u16,
 }
 
-fn entry(response: &ToolResponse, broker: &BrokerProcess) -> String {
+fn normalize(text: &str, at: &Journal) -> String {
+    text.replace(&at.broker.work.display().to_string(), "{work}")
+        .replace(&at.broker.config.display().to_string(), "{config}")
+        .replace(&at.broker.state.display().to_string(), "{state}")
+        .replace(&format!("127.0.0.1:{}", at.port), "127.0.0.1:{port}")
+        .replace(&format!("127.0.0.2:{}", at.port), "127.0.0.2:{port}")
+}
+
+/// The web server the `http_fetch` calls reach: a page, plain text, an image and a redirect.
+fn web_server(ca: &TestCa) -> TlsServer {
+    let server = TlsServer::start(&ca.issue(&["127.0.0.1", "127.0.0.2"])).unwrap();
+    server.route(
+        "/page",
+        TlsResponse::ok(
+            "text/html; charset=utf-8",
+            "<html><head><title>Parity</title><script>alert(1)</script></head><body>\
+             <h1>The parity page</h1><p>Some <b>bold</b> text and a <a href=\"/notes.txt\">link</a>.</p>\
+             <ul><li>one</li><li>two</li></ul></body></html>",
+        ),
+    );
+    server.route(
+        "/notes.txt",
+        TlsResponse::ok("text/plain", "plain text\n  kept as it is\n"),
+    );
+    server.route(
+        "/logo.png",
+        TlsResponse::ok("image/png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec()),
+    );
+    server.route("/away", TlsResponse::redirect(302, "https://10.0.0.1/"));
+    server
+}
+
+fn entry(response: &ToolResponse, at: &Journal) -> String {
     match response {
         ToolResponse::Result { content, .. } => {
             let (header, body) = content.split_once('\n').unwrap_or((content, ""));
@@ -441,9 +588,9 @@ fn entry(response: &ToolResponse, broker: &BrokerProcess) -> String {
                     header[key] = "…".into();
                 }
             }
-            normalize(&format!("result {header}\n{body}"), broker)
+            normalize(&format!("result {header}\n{body}"), at)
         }
-        ToolResponse::Failed { message } => normalize(&format!("failed\n{message}"), broker),
+        ToolResponse::Failed { message } => normalize(&format!("failed\n{message}"), at),
         ToolResponse::Denied { reason } => {
             format!("denied {reason:?}: {}", reason.model_text())
         }
@@ -488,8 +635,27 @@ fn final_tree(work: &Path, out: &mut String) {
 
 #[test]
 fn the_parity_journal_replays_byte_for_byte() {
-    let broker = BrokerProcess::start(GRANTS, FAST);
+    let ca = TestCa::new("boxmaker parity CA");
+    let server = web_server(&ca);
+    let roots = testkit::temp_dir();
+    let ca_file = roots.path().join("ca.pem");
+    fs::write(&ca_file, ca.cert_pem()).unwrap();
+    let config = format!(
+        "{FAST}[web_search]\nprovider = \"searxng\"\nurl = \"{}\"\n",
+        searxng()
+    );
+    let grants = GRANTS.replace("{port}", &server.port().to_string());
+    let broker = BrokerProcess::start_with_env(
+        &grants,
+        &config,
+        &[("BOXMAKER_EXTRA_ROOTS", &ca_file.display().to_string())],
+    );
     set_up(&broker.work);
+    let at = Journal {
+        broker,
+        port: server.port(),
+    };
+    let broker = &at.broker;
     let mut client = AgentClient::open(&broker.socket(), None);
     let mut journal = String::from(
         "# The parity journal\n\nEach call through the real broker on the fixture tree of \
@@ -498,12 +664,13 @@ fn the_parity_journal_replays_byte_for_byte() {
     );
     let tools: std::collections::BTreeSet<&str> = CALLS.iter().map(|c| c.1).collect();
     assert!(CALLS.len() >= 60, "{} calls", CALLS.len());
-    assert_eq!(tools.len(), 8, "{tools:?}");
+    assert_eq!(tools.len(), 9, "{tools:?}");
     for (index, (label, tool, arguments)) in CALLS.iter().enumerate() {
         let arguments = arguments
             .replace("{work}", &broker.work.display().to_string())
             .replace("{config}", &broker.config.display().to_string())
-            .replace("{state}", &broker.state.display().to_string());
+            .replace("{state}", &broker.state.display().to_string())
+            .replace("{port}", &at.port.to_string());
         let response = client
             .call(index as u64 + 1, tool, &arguments)
             .unwrap_or_else(|frame| panic!("call {label}: {frame:?}"));
@@ -511,8 +678,8 @@ fn the_parity_journal_replays_byte_for_byte() {
             journal,
             "\n## {} {label}\n\n```\n{tool} {}\n{}\n```\n",
             index + 1,
-            normalize(&arguments, &broker),
-            entry(&response, &broker)
+            normalize(&arguments, &at),
+            entry(&response, &at)
         )
         .unwrap();
     }
