@@ -1,12 +1,15 @@
-//! The one writer of the audit log and the ledger: a thread that takes records from every
-//! connection, writes them in batches with one fsync each (group commit) and tells each waiting
-//! call, and a second thread that then applies each batch, in order, to the ledger. A call's
-//! answer leaves only after its record is on disk; the next batch is written while the ledger
-//! follows the last one.
+//! The one writer of the audit log and the ledger, by group commit: a caller that records
+//! queues its records, and the first caller to find no batch being written becomes the writer
+//! of every record queued so far (one fsync each batch) on its own thread, so a lone call's
+//! answer goes to disk without waiting for another thread to wake. A second thread then
+//! applies each batch, in order, to the ledger. A call's answer leaves only after its record is
+//! on disk; the next batch is written while the ledger follows the last one.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use ledger::{AuditLog, Event, Ledger};
 use proto::{CallId, SessionId, Timestamp, ToolResponse};
@@ -42,9 +45,9 @@ pub struct WholeAnswer {
 }
 
 struct Job {
+    ticket: u64,
     events: Vec<Event>,
     whole: Option<WholeAnswer>,
-    durable: oneshot::Sender<Result<(), JournalError>>,
     applied: oneshot::Sender<Result<(), JournalError>>,
 }
 
@@ -60,7 +63,7 @@ impl Applied {
 
 /// How long the writer waits for more records before an fsync once it has seen concurrent
 /// callers: a few more answers share each fsync at the cost of at most this much latency.
-const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
+const GATHER: Duration = Duration::from_micros(300);
 
 /// How much writing the journal has done: for the benchmark's fsyncs per call.
 #[derive(Debug, Default)]
@@ -74,25 +77,57 @@ pub struct JournalStats {
 /// The handle every connection records through.
 #[derive(Clone)]
 pub struct Journal {
-    tx: mpsc::Sender<Job>,
-    stats: Arc<JournalStats>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    queue: Mutex<Queue>,
+    /// A job was queued (the writer gathering a batch waits on it).
+    arrived: Condvar,
+    /// A batch is on disk, or failed (the callers waiting for their records wait on it).
+    written: Condvar,
+    /// The audit log and the way to the ledger's thread, held by the one writing a batch.
+    writer: Mutex<Writer>,
+    stats: JournalStats,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    next_ticket: u64,
+    /// Whether some caller is writing a batch now.
+    writing: bool,
+    /// Whether the last batch held more than one job (then the next one gathers a little).
+    concurrent: bool,
+    /// The outcome of each written job, taken by its caller.
+    outcomes: HashMap<u64, Result<(), JournalError>>,
+}
+
+struct Writer {
+    log: AuditLog,
+    to_apply: mpsc::Sender<Written>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Journal {
-    /// Starts the writer thread, which owns `log`, and the thread that updates `ledger` after
-    /// each batch.
+    /// Takes `log` and starts the thread that updates `ledger` after each batch.
     pub fn start(log: AuditLog, ledger: Arc<Mutex<Ledger>>) -> std::io::Result<Journal> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let (written, to_apply) = mpsc::channel::<Written>();
-        let stats = Arc::new(JournalStats::default());
-        let counters = Arc::clone(&stats);
+        let (to_apply, batches) = mpsc::channel::<Written>();
         std::thread::Builder::new()
             .name("ledger-applier".into())
-            .spawn(move || apply_loop(ledger, to_apply))?;
-        std::thread::Builder::new()
-            .name("audit-writer".into())
-            .spawn(move || write_loop(log, rx, written, &counters))?;
-        Ok(Journal { tx, stats })
+            .spawn(move || apply_loop(ledger, batches))?;
+        Ok(Journal {
+            inner: Arc::new(Inner {
+                queue: Mutex::new(Queue::default()),
+                arrived: Condvar::new(),
+                written: Condvar::new(),
+                writer: Mutex::new(Writer { log, to_apply }),
+                stats: JournalStats::default(),
+            }),
+        })
     }
 
     /// Writes `events` (one record each, in order) and waits until they are on disk and in the
@@ -109,78 +144,109 @@ impl Journal {
         events: Vec<Event>,
         whole: Option<WholeAnswer>,
     ) -> Result<Applied, JournalError> {
-        let (durable, on_disk) = oneshot::channel();
+        let journal = self.clone();
+        tokio::task::spawn_blocking(move || journal.record_blocking(events, whole))
+            .await
+            .map_err(|_| JournalError::Stopped)?
+    }
+
+    /// [`Journal::record_with`] for a caller on a thread that may block (a tool's run): the
+    /// records are written on this thread when no batch is being written, so nothing waits for
+    /// another thread to wake.
+    pub fn record_blocking(
+        &self,
+        events: Vec<Event>,
+        whole: Option<WholeAnswer>,
+    ) -> Result<Applied, JournalError> {
+        let inner = &self.inner;
         let (applied, in_ledger) = oneshot::channel();
-        self.tx
-            .send(Job {
-                events,
-                whole,
-                durable,
-                applied,
-            })
-            .map_err(|_| JournalError::Stopped)?;
-        on_disk.await.map_err(|_| JournalError::Stopped)??;
-        Ok(Applied(in_ledger))
+        let mut queue = lock(&inner.queue);
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.jobs.push(Job {
+            ticket,
+            events,
+            whole,
+            applied,
+        });
+        inner.arrived.notify_one();
+        loop {
+            if let Some(outcome) = queue.outcomes.remove(&ticket) {
+                return outcome.map(|()| Applied(in_ledger));
+            }
+            if queue.writing {
+                queue = inner
+                    .written
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            queue.writing = true;
+            let (jobs, gathered) = self.gather(queue);
+            let outcomes = self.write(jobs);
+            queue = gathered;
+            queue.writing = false;
+            queue.concurrent = outcomes.len() > 1;
+            queue.outcomes.extend(outcomes);
+            inner.written.notify_all();
+        }
     }
 
-    /// The counters.
-    pub fn stats(&self) -> &JournalStats {
-        &self.stats
-    }
-}
-
-/// A batch on disk, for the ledger to follow.
-struct Written {
-    records: Vec<(ledger::Record, String)>,
-    wholes: Vec<WholeAnswer>,
-    appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
-}
-
-fn write_loop(
-    mut log: AuditLog,
-    rx: mpsc::Receiver<Job>,
-    written: mpsc::Sender<Written>,
-    stats: &JournalStats,
-) {
-    let mut concurrent = false;
-    while let Ok(first) = rx.recv() {
-        let mut jobs = vec![first];
-        let gather_until = std::time::Instant::now() + GATHER;
-        while jobs.len() < MAX_BATCH {
-            let next = if concurrent {
-                let left = gather_until.saturating_duration_since(std::time::Instant::now());
-                rx.recv_timeout(left).ok()
-            } else {
-                rx.try_recv().ok()
-            };
-            match next {
-                Some(job) => jobs.push(job),
-                None => break,
+    /// Takes the queued jobs as one batch; after a batch of several, waits up to [`GATHER`]
+    /// for more. Returns the batch and the queue's lock, let go while the batch is written.
+    fn gather<'a>(&'a self, mut queue: MutexGuard<'a, Queue>) -> (Vec<Job>, MutexGuard<'a, Queue>) {
+        if queue.concurrent {
+            let until = Instant::now() + GATHER;
+            while queue.jobs.len() < MAX_BATCH {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                queue = self
+                    .inner
+                    .arrived
+                    .wait_timeout(queue, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
             }
         }
-        concurrent = jobs.len() > 1;
+        let take = queue.jobs.len().min(MAX_BATCH);
+        let jobs: Vec<Job> = queue.jobs.drain(..take).collect();
+        drop(queue);
+        (jobs, lock(&self.inner.queue))
+    }
+
+    /// Writes one batch with one fsync and hands it to the ledger's thread; the outcome of
+    /// each job.
+    fn write(&self, jobs: Vec<Job>) -> Vec<(u64, Result<(), JournalError>)> {
+        let inner = &self.inner;
+        let mut writer = lock(&inner.writer);
         let events: Vec<Event> = jobs.iter().flat_map(|j| j.events.iter().cloned()).collect();
-        let records = match log.append_records(&events, Timestamp::now()) {
+        let records = match writer.log.append_records(&events, Timestamp::now()) {
             Err(error) => {
                 tracing::error!(%error, "audit log write failed");
                 let failed = Err(JournalError::Audit(error.to_string()));
-                for job in jobs {
-                    let _ = job.durable.send(failed.clone());
-                    let _ = job.applied.send(failed.clone());
-                }
-                continue;
+                return jobs
+                    .into_iter()
+                    .map(|job| {
+                        let _ = job.applied.send(failed.clone());
+                        (job.ticket, failed.clone())
+                    })
+                    .collect();
             }
             Ok(records) => records,
         };
-        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-        stats
+        inner.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        inner
+            .stats
             .records
             .fetch_add(records.len() as u64, Ordering::Relaxed);
         tracing::debug!(records = records.len(), "audit batch written");
         let mut appliers = Vec::with_capacity(jobs.len());
         let mut wholes = Vec::new();
+        let mut outcomes = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let _ = job.durable.send(Ok(()));
+            outcomes.push((job.ticket, Ok(())));
             wholes.extend(job.whole);
             appliers.push(job.applied);
         }
@@ -189,12 +255,26 @@ fn write_loop(
             wholes,
             appliers,
         };
-        if let Err(mpsc::SendError(batch)) = written.send(batch) {
+        // Sent while the batch's writer holds the log, so the ledger applies batches in order.
+        if let Err(mpsc::SendError(batch)) = writer.to_apply.send(batch) {
             for applier in batch.appliers {
                 let _ = applier.send(Err(JournalError::Stopped));
             }
         }
+        outcomes
     }
+
+    /// The counters.
+    pub fn stats(&self) -> &JournalStats {
+        &self.inner.stats
+    }
+}
+
+/// A batch on disk, for the ledger to follow.
+struct Written {
+    records: Vec<(ledger::Record, String)>,
+    wholes: Vec<WholeAnswer>,
+    appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
 }
 
 /// Applies each written batch to the ledger, in the order written.

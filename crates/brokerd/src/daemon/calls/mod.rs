@@ -6,22 +6,26 @@
 
 use std::sync::Arc;
 
-use ledger::{Answer, CallState, Event, Field, sha256_hex};
+use ledger::{Answer, CallState, sha256_hex};
 use proto::{
     ApprovalId, AskWhy, CallId, DenyReason, ErrorCode, GrantId, OwnerEvent, SessionId, Timestamp,
     ToolRequest, ToolResponse,
 };
 
 use crate::args::{ToolArgs, ToolName, parse};
-use crate::policy::{Allowed, AskReason, Decision, Labels};
+use crate::policy::{AskReason, Decision, Labels};
 
 use super::approvals::{Request, Settled, Waiter};
-use super::journal::{Applied, WholeAnswer};
+use super::journal::Applied;
 use super::memo::{SessionMemo, mark_applied};
-use super::render::render;
-use super::runner::{Outcome, RunContext};
 use super::sessions::Refusal;
 use super::{Broker, GrantsState};
+
+mod record;
+mod run;
+
+use record::{finish, unavailable};
+use run::run;
 
 /// Where a call tells its connection that it waits for the owner (`Some(PendingApproval)`, to
 /// be sent to the client) and that it no longer does (`None`: it runs).
@@ -75,7 +79,7 @@ pub async fn answer(
 }
 
 /// An answer, with what the session's memo needs until the ledger follows it.
-struct Answered {
+pub(super) struct Answered {
     response: ToolResponse,
     /// Resolves once the ledger holds the answer; `None` when nothing new was recorded.
     applied: Option<Applied>,
@@ -296,7 +300,8 @@ async fn wait(mut waiter: Waiter, expires: Timestamp, pending: &PendingTx) -> Se
 }
 
 /// The call being answered.
-struct Pending {
+#[derive(Clone)]
+pub(super) struct Pending {
     session: SessionId,
     call_id: CallId,
     tool: String,
@@ -378,239 +383,4 @@ async fn deny(
 ) -> Result<Answered, Refusal> {
     tracing::info!(session = %call.session, call = %call.call_id, tool = %call.tool, ?reason, %detail, "denied");
     finish(broker, call, grant, Answer::Denied { reason }, None, detail).await
-}
-
-/// Records the answer, then returns `response` (what the client gets: the answer whole, where
-/// the record may keep only a digest); when the record cannot be written the answer is
-/// `AuditUnavailable`, whatever was decided.
-async fn finish(
-    broker: &Broker,
-    call: &Pending,
-    grant: Option<GrantId>,
-    answer: Answer,
-    labels: Option<ledger::Labels>,
-    detail: String,
-) -> Result<Answered, Refusal> {
-    let response = answer.response();
-    let outcome = Finished {
-        answer,
-        response,
-        labels,
-        seen: None,
-    };
-    finish_with(broker, call, grant, outcome, detail).await
-}
-
-/// A call's outcome, ready to be recorded.
-struct Finished {
-    /// What the audit record keeps.
-    answer: Answer,
-    /// What the client gets.
-    response: ToolResponse,
-    /// The session's labels after it, when it raised them.
-    labels: Option<ledger::Labels>,
-    /// The content the call saw or left, recorded in the same batch before the answer.
-    seen: Option<Event>,
-}
-
-async fn finish_with(
-    broker: &Broker,
-    call: &Pending,
-    grant: Option<GrantId>,
-    finished: Finished,
-    detail: String,
-) -> Result<Answered, Refusal> {
-    let Finished {
-        answer,
-        response,
-        labels,
-        seen,
-    } = finished;
-    let (outcome, reason) = match &answer {
-        Answer::Result { .. } => ("result", None),
-        Answer::Failed { .. } => ("failed", None),
-        Answer::Denied { reason } => ("denied", Some(*reason)),
-    };
-    let owner_event = OwnerEvent::Answered {
-        session: call.session.clone(),
-        call_id: call.call_id,
-        tool: call.tool.clone(),
-        outcome: outcome.to_string(),
-        reason,
-        grant: grant.clone(),
-        detail: detail.clone(),
-    };
-    let event = Event::Answered {
-        session: call.session.clone(),
-        call_id: call.call_id,
-        tool: call.tool.clone(),
-        arguments: Field::of(&call.arguments),
-        grant,
-        labels,
-        answer,
-        detail,
-    };
-    let whole = WholeAnswer {
-        session: call.session.clone(),
-        call_id: call.call_id,
-        response: response.clone(),
-    };
-    let seen_file = match &seen {
-        Some(Event::FileSeen { path, sha256, .. }) => Some((path.clone(), sha256.clone())),
-        _ => None,
-    };
-    let events = seen.into_iter().chain([event]).collect();
-    match broker.journal.record_with(events, Some(whole)).await {
-        Ok(applied) => {
-            broker.publish(owner_event);
-            Ok(Answered {
-                response,
-                applied: Some(applied),
-                labels,
-                seen: seen_file,
-            })
-        }
-        Err(error) => {
-            tracing::error!(%error, session = %call.session, call = %call.call_id, "answer not recorded");
-            Ok(Answered::unrecorded(unavailable()))
-        }
-    }
-}
-
-fn unavailable() -> ToolResponse {
-    ToolResponse::Denied {
-        reason: DenyReason::AuditUnavailable,
-    }
-}
-
-async fn run(
-    broker: &Arc<Broker>,
-    call: &Pending,
-    tool: ToolName,
-    allowed: Allowed,
-    grants: Arc<Vec<crate::grants::Grant>>,
-    labels: Labels,
-    expected: Option<tools::fs::Expected>,
-) -> Result<Answered, Refusal> {
-    let grant = Some(GrantId::from(allowed.grant.as_str()));
-    if allowed.args.has_side_effects() {
-        let decided = Event::Decided {
-            session: call.session.clone(),
-            call_id: call.call_id,
-            tool: call.tool.clone(),
-            arguments: Field::of(&call.arguments),
-            grant: grant.clone(),
-        };
-        if let Err(error) = broker.journal.record(vec![decided]).await {
-            tracing::error!(%error, "decision not recorded; the call does not run");
-            return Ok(Answered::unrecorded(unavailable()));
-        }
-    }
-    let mut limit = broker.config.time_limit(tool);
-    if allowed.args.has_side_effects() && tool == ToolName::AskMemory {
-        limit += broker.config.time_limit(ToolName::Consult);
-    }
-    let context = RunContext {
-        grants,
-        labels,
-        protected: Arc::clone(&broker.protected),
-        limit,
-        expected,
-    };
-    // The memory tools go to the store, never to a runner; their results carry the labels of
-    // the entries they hold, not the grant's.
-    let (outcome, class, untrusted, seen) = if tool.is_memory() {
-        let routed = super::memory::route(&broker.memory, &call.session, &allowed, context, limit);
-        let routed = routed.await;
-        (routed.outcome, routed.class, routed.untrusted, None)
-    } else {
-        let runner = Arc::clone(&broker.runner);
-        let to_run = allowed.clone();
-        let session = call.session.clone();
-        // The tools keep their own limits; this one is the broker's backstop, a little later.
-        let backstop = limit + std::time::Duration::from_secs(2);
-        // The content a file tool saw is hashed on the same thread, right after the run.
-        let ran = tokio::time::timeout(
-            backstop,
-            tokio::task::spawn_blocking(move || {
-                let outcome = runner.run(&to_run, &context);
-                let seen = match outcome {
-                    Outcome::Ran { .. } => super::reads::seen(&session, &to_run),
-                    _ => None,
-                };
-                (outcome, seen)
-            }),
-        )
-        .await;
-        let (outcome, seen) = match ran {
-            Ok(Ok(ran)) => ran,
-            Ok(Err(join)) => (
-                Outcome::Failed(format!("the tool stopped unexpectedly: {join}")),
-                None,
-            ),
-            Err(_) => (
-                Outcome::Failed(format!(
-                    "the tool did not finish within its limit of {} ms",
-                    limit.as_millis()
-                )),
-                None,
-            ),
-        };
-        (outcome, allowed.class, allowed.untrusted, seen)
-    };
-    let raised = ledger::Labels {
-        taint: labels.taint.max(class),
-        untrusted: labels.untrusted || untrusted,
-    };
-    let cap = broker.config.result_cap;
-    let (answer, response, labels, detail) = match outcome {
-        Outcome::Ran { fields, body } => {
-            let rendered = render(&call.tool, class, untrusted, fields, &body, cap);
-            let answer = Answer::Result {
-                text: Field::of(&rendered.text),
-                class,
-                untrusted,
-                truncated: rendered.truncated,
-            };
-            let response = ToolResponse::Result {
-                content: rendered.text,
-                class,
-                untrusted,
-                truncated: rendered.truncated,
-            };
-            (answer, response, Some(raised), String::new())
-        }
-        Outcome::Failed(message) => {
-            // A failure may carry bytes from outside (a command's output): labelled like a
-            // result, in the same envelope.
-            let rendered = render(
-                &call.tool,
-                class,
-                untrusted,
-                serde_json::Map::new(),
-                &message,
-                cap,
-            );
-            let answer = Answer::Failed {
-                message: Field::of(&rendered.text),
-            };
-            let response = ToolResponse::Failed {
-                message: rendered.text,
-            };
-            (answer, response, Some(raised), message)
-        }
-        Outcome::Denied(reason, detail) => (
-            Answer::Denied { reason },
-            ToolResponse::Denied { reason },
-            None,
-            detail,
-        ),
-    };
-    let finished = Finished {
-        answer,
-        response,
-        labels,
-        seen,
-    };
-    finish_with(broker, call, grant, finished, detail).await
 }

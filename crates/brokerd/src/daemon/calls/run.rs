@@ -1,0 +1,145 @@
+//! Running a decided call: its decision on disk before a side-effecting run, the run under the
+//! tool's time limit and the broker's backstop, and its answer on disk, all from one thread
+//! for every tool but the memory tools (which the store answers).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ledger::{Event, Field};
+use proto::{GrantId, ToolResponse};
+
+use super::record::{Ran, finish_blocking, finish_with, unavailable};
+use super::{Answered, Pending};
+use crate::args::ToolName;
+use crate::daemon::Broker;
+use crate::daemon::runner::{Outcome, RunContext};
+use crate::daemon::sessions::Refusal;
+use crate::policy::{Allowed, Labels};
+
+pub(super) async fn run(
+    broker: &Arc<Broker>,
+    call: &Pending,
+    tool: ToolName,
+    allowed: Allowed,
+    grants: Arc<Vec<crate::grants::Grant>>,
+    labels: Labels,
+    expected: Option<tools::fs::Expected>,
+) -> Result<Answered, Refusal> {
+    let grant = Some(GrantId::from(allowed.grant.as_str()));
+    let decided = allowed.args.has_side_effects().then(|| Event::Decided {
+        session: call.session.clone(),
+        call_id: call.call_id,
+        tool: call.tool.clone(),
+        arguments: Field::of(&call.arguments),
+        grant: grant.clone(),
+    });
+    let mut limit = broker.config.time_limit(tool);
+    if allowed.args.has_side_effects() && tool == ToolName::AskMemory {
+        limit += broker.config.time_limit(ToolName::Consult);
+    }
+    let context = RunContext {
+        grants,
+        labels,
+        protected: Arc::clone(&broker.protected),
+        limit,
+        expected,
+    };
+    let cap = broker.config.result_cap;
+    // The memory tools go to the store, never to a runner; their results carry the labels of
+    // the entries they hold, not the grant's.
+    if tool.is_memory() {
+        if let Some(decided) = decided
+            && let Err(error) = broker.journal.record(vec![decided]).await
+        {
+            tracing::error!(%error, "decision not recorded; the call does not run");
+            return Ok(Answered::unrecorded(unavailable()));
+        }
+        let routed =
+            crate::daemon::memory::route(&broker.memory, &call.session, &allowed, context, limit);
+        let routed = routed.await;
+        let ran = Ran {
+            outcome: routed.outcome,
+            class: routed.class,
+            untrusted: routed.untrusted,
+            seen: None,
+        };
+        let (finished, detail) = ran.finished(&call.tool, labels, cap);
+        return finish_with(broker, call, grant, finished, detail).await;
+    }
+    // Every other tool: one thread writes the decision, runs the tool, renders the answer and
+    // writes it, with no other thread to wake on the way. The broker's backstop, a little
+    // after the tool's own limit, answers instead if the run is not over by then; whichever
+    // claims the call first records its answer.
+    let (class, untrusted) = (allowed.class, allowed.untrusted);
+    let claimed = Arc::new(AtomicBool::new(false));
+    let backstop = limit + std::time::Duration::from_secs(2);
+    let mut handle = tokio::task::spawn_blocking({
+        let broker = Arc::clone(broker);
+        let call = call.clone();
+        let claimed = Arc::clone(&claimed);
+        let grant = grant.clone();
+        move || {
+            if let Some(decided) = decided
+                && let Err(error) = broker.journal.record_blocking(vec![decided], None)
+            {
+                tracing::error!(%error, "decision not recorded; the call does not run");
+                claimed.store(true, Ordering::SeqCst);
+                return Some(Answered::unrecorded(unavailable()));
+            }
+            let outcome = broker.runner.run(&allowed, &context);
+            // The content a file tool saw is hashed on the same thread, right after the run.
+            let seen = match outcome {
+                Outcome::Ran { .. } => crate::daemon::reads::seen(&call.session, &allowed),
+                _ => None,
+            };
+            if claimed.swap(true, Ordering::SeqCst) {
+                return None;
+            }
+            let ran = Ran {
+                outcome,
+                class: allowed.class,
+                untrusted: allowed.untrusted,
+                seen,
+            };
+            let (finished, detail) = ran.finished(&call.tool, labels, cap);
+            Some(finish_blocking(&broker, &call, grant, finished, detail))
+        }
+    });
+    let failed = |message: String| Ran {
+        outcome: Outcome::Failed(message),
+        class,
+        untrusted,
+        seen: None,
+    };
+    tokio::select! {
+        joined = &mut handle => match joined {
+            Ok(Some(answered)) => Ok(answered),
+            Ok(None) => Ok(Answered::unrecorded(ToolResponse::Failed {
+                message: "the tool's answer was given up at the broker's backstop".to_string(),
+            })),
+            Err(join) if !claimed.swap(true, Ordering::SeqCst) => {
+                let message = format!("the tool stopped unexpectedly: {join}");
+                let (finished, detail) = failed(message).finished(&call.tool, labels, cap);
+                finish_with(broker, call, grant, finished, detail).await
+            }
+            Err(join) => Ok(Answered::unrecorded(ToolResponse::Failed {
+                message: format!("the tool stopped unexpectedly while its answer was written: {join}"),
+            })),
+        },
+        () = tokio::time::sleep(backstop) => {
+            if claimed.swap(true, Ordering::SeqCst) {
+                // The run is over and its answer is being written: wait for it.
+                return Ok(match handle.await {
+                    Ok(Some(answered)) => answered,
+                    _ => Answered::unrecorded(unavailable()),
+                });
+            }
+            let message = format!(
+                "the tool did not finish within its limit of {} ms",
+                limit.as_millis()
+            );
+            let (finished, detail) = failed(message).finished(&call.tool, labels, cap);
+            finish_with(broker, call, grant, finished, detail).await
+        }
+    }
+}
