@@ -29,12 +29,19 @@ pub struct BrokerProcess {
     log: PathBuf,
     starts: usize,
     verbose: bool,
+    env: Vec<(String, String)>,
 }
 
 impl BrokerProcess {
     /// Starts a broker with `grants` (TOML, `{work}` replaced by the work folder) and
     /// `config` (`brokerd.toml`).
     pub fn start(grants: &str, config: &str) -> BrokerProcess {
+        BrokerProcess::start_with_env(grants, config, &[])
+    }
+
+    /// [`BrokerProcess::start`] with `env` added to the broker's environment (at every start),
+    /// such as `BOXMAKER_EXTRA_ROOTS` for a test CA.
+    pub fn start_with_env(grants: &str, config: &str, env: &[(&str, &str)]) -> BrokerProcess {
         let root = crate::temp_dir();
         let base = match root.path().canonicalize() {
             Ok(base) => base,
@@ -50,6 +57,10 @@ impl BrokerProcess {
             root,
             starts: 0,
             verbose: false,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         must(std::fs::create_dir_all(broker.config.join("grants")));
         must(std::fs::create_dir_all(&broker.work));
@@ -124,6 +135,7 @@ impl BrokerProcess {
                 .arg(&self.runtime)
                 .env("HOME", self.root.path())
                 .env("BOXMAKER_LOG", if self.verbose { "debug" } else { "info" })
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(log)

@@ -360,29 +360,11 @@ fn serve_bare(server: &TlsServer, work: &Path, files: &[(&str, Vec<u8>)]) {
     );
     git(&bare, &["repack", "-a", "-d", "-q"]);
     git(&bare, &["update-server-info"]);
-    let mut stack = vec![bare.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let relative = path.strip_prefix(&bare).unwrap().display().to_string();
-            let bytes = std::fs::read(&path).unwrap();
-            let route = format!("/repo.git/{relative}");
-            server.route(
-                &route,
-                TlsResponse::ok("application/octet-stream", bytes.clone()),
-            );
-            if relative == "info/refs" {
-                server.route(
-                    "/repo.git/info/refs?service=git-upload-pack",
-                    TlsResponse::ok("text/plain", bytes),
-                );
-            }
-        }
-    }
+    server.route_folder("/repo.git", &bare);
+    server.route(
+        "/repo.git/info/refs?service=git-upload-pack",
+        TlsResponse::ok("text/plain", std::fs::read(bare.join("info/refs")).unwrap()),
+    );
 }
 
 /// Clone options trusting `ca`, resolving `git.test` to loopback, which the grant names.
