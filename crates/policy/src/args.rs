@@ -4,6 +4,9 @@
 
 use serde::Serialize;
 use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
+use tools::git::{
+    GitCloneArgs, GitDiffArgs, GitStatusArgs, MAX_DIFF_PATHS, SSH_NOT_SUPPORTED, check_diff_path,
+};
 use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
@@ -50,6 +53,12 @@ pub enum ToolName {
     Ask,
     /// Search the web with the provider the owner configured.
     WebSearch,
+    /// Show a git repository's status.
+    GitStatus,
+    /// Show a git repository's changes.
+    GitDiff,
+    /// Clone a git repository over https.
+    GitClone,
 }
 
 impl ToolName {
@@ -77,7 +86,7 @@ impl ToolName {
     pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
 
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 14] = [
+    pub const KNOWN: [ToolName; 17] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::EditFile,
@@ -87,6 +96,9 @@ impl ToolName {
         ToolName::Shell,
         ToolName::HttpFetch,
         ToolName::WebSearch,
+        ToolName::GitStatus,
+        ToolName::GitDiff,
+        ToolName::GitClone,
         ToolName::Consult,
         ToolName::Ask,
         ToolName::Recall,
@@ -111,6 +123,9 @@ impl ToolName {
             "consult" => Some(ToolName::Consult),
             "ask" => Some(ToolName::Ask),
             "web_search" => Some(ToolName::WebSearch),
+            "git_status" => Some(ToolName::GitStatus),
+            "git_diff" => Some(ToolName::GitDiff),
+            "git_clone" => Some(ToolName::GitClone),
             _ => None,
         }
     }
@@ -132,11 +147,15 @@ impl ToolName {
             ToolName::Consult => "consult",
             ToolName::Ask => "ask",
             ToolName::WebSearch => "web_search",
+            ToolName::GitStatus => "git_status",
+            ToolName::GitDiff => "git_diff",
+            ToolName::GitClone => "git_clone",
         }
     }
 
     /// Whether the tool's one path argument names what it reads or writes, and grants give it
-    /// `paths` (every file tool and walker; not `shell`, whose paths are where it runs).
+    /// `paths` (every file tool and walker, the git tools: the repository's folder, or
+    /// `git_clone`'s destination; not `shell`, whose paths are where it runs).
     pub fn is_path_tool(self) -> bool {
         matches!(
             self,
@@ -146,6 +165,9 @@ impl ToolName {
                 | ToolName::ListFiles
                 | ToolName::Glob
                 | ToolName::Grep
+                | ToolName::GitStatus
+                | ToolName::GitDiff
+                | ToolName::GitClone
         )
     }
 
@@ -168,6 +190,7 @@ impl ToolName {
             | ToolName::HttpFetch
             | ToolName::Consult
             | ToolName::WebSearch
+            | ToolName::GitClone
             | ToolName::Memory => true,
             ToolName::ReadFile
             | ToolName::ListFiles
@@ -175,6 +198,8 @@ impl ToolName {
             | ToolName::Grep
             | ToolName::Recall
             | ToolName::AskMemory
+            | ToolName::GitStatus
+            | ToolName::GitDiff
             | ToolName::Ask => false,
         }
     }
@@ -223,6 +248,12 @@ pub enum ToolArgs {
     AskMemory(AskMemoryArgs),
     /// `web_search`.
     WebSearch(WebSearchArgs),
+    /// `git_status`.
+    GitStatus(GitStatusArgs),
+    /// `git_diff`.
+    GitDiff(GitDiffArgs),
+    /// `git_clone`.
+    GitClone(GitCloneArgs),
 }
 
 impl ToolArgs {
@@ -243,6 +274,9 @@ impl ToolArgs {
             ToolArgs::Recall(_) => ToolName::Recall,
             ToolArgs::Memory(_) => ToolName::Memory,
             ToolArgs::AskMemory(_) => ToolName::AskMemory,
+            ToolArgs::GitStatus(_) => ToolName::GitStatus,
+            ToolArgs::GitDiff(_) => ToolName::GitDiff,
+            ToolArgs::GitClone(_) => ToolName::GitClone,
         }
     }
 
@@ -264,6 +298,9 @@ impl ToolArgs {
             ToolArgs::ListFiles(a) => Some(&a.path),
             ToolArgs::Glob(a) => Some(&a.path),
             ToolArgs::Grep(a) => Some(&a.path),
+            ToolArgs::GitStatus(a) => Some(&a.path),
+            ToolArgs::GitDiff(a) => Some(&a.path),
+            ToolArgs::GitClone(a) => Some(&a.path),
             ToolArgs::Shell(_)
             | ToolArgs::HttpFetch(_)
             | ToolArgs::Consult { .. }
@@ -284,6 +321,9 @@ impl ToolArgs {
             ToolArgs::ListFiles(a) => Some(&mut a.path),
             ToolArgs::Glob(a) => Some(&mut a.path),
             ToolArgs::Grep(a) => Some(&mut a.path),
+            ToolArgs::GitStatus(a) => Some(&mut a.path),
+            ToolArgs::GitDiff(a) => Some(&mut a.path),
+            ToolArgs::GitClone(a) => Some(&mut a.path),
             ToolArgs::Shell(_)
             | ToolArgs::HttpFetch(_)
             | ToolArgs::Consult { .. }
@@ -322,6 +362,9 @@ impl ToolArgs {
             ToolArgs::Memory(args) => json(args),
             ToolArgs::AskMemory(args) => json(args),
             ToolArgs::WebSearch(args) => json(args),
+            ToolArgs::GitStatus(args) => json(args),
+            ToolArgs::GitDiff(args) => json(args),
+            ToolArgs::GitClone(args) => json(args),
         }
     }
 }
@@ -453,6 +496,37 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
                 )));
             }
             Ok(ToolArgs::WebSearch(args))
+        }
+        ToolName::GitStatus => {
+            let args: GitStatusArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            Ok(ToolArgs::GitStatus(args))
+        }
+        ToolName::GitDiff => {
+            let args: GitDiffArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            let filters = args.paths.as_deref().unwrap_or_default();
+            if filters.len() > MAX_DIFF_PATHS {
+                return Err(ArgsError::Shape(format!(
+                    "paths has {} entries: give at most {MAX_DIFF_PATHS}",
+                    filters.len()
+                )));
+            }
+            for filter in filters {
+                within_path_cap("paths", filter)?;
+                check_diff_path(filter).map_err(ArgsError::Shape)?;
+            }
+            Ok(ToolArgs::GitDiff(args))
+        }
+        ToolName::GitClone => {
+            let args: GitCloneArgs = shape(arguments)?;
+            within_path_cap("path", &args.path)?;
+            if args.url.starts_with("git@") || args.url.starts_with("ssh://") {
+                return Err(ArgsError::Shape(SSH_NOT_SUPPORTED.to_string()));
+            }
+            within_path_cap("url", &args.url)?;
+            https_host(&args.url).map_err(|error| ArgsError::Shape(error.to_string()))?;
+            Ok(ToolArgs::GitClone(args))
         }
     }
 }

@@ -247,6 +247,32 @@ impl TlsServer {
         lock(&self.shared.routes).insert(target.to_string(), responses);
     }
 
+    /// Serves every file below `dir` at `prefix` followed by its path relative to `dir`
+    /// (`/repo.git` + `/info/refs`), as `application/octet-stream`: a folder as a static site,
+    /// such as a bare git repository for git's "dumb" HTTP protocol. Panics if `dir` cannot
+    /// be read.
+    pub fn route_folder(&self, prefix: &str, dir: &std::path::Path) {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(folder) = stack.pop() {
+            let entries = must(std::fs::read_dir(&folder), "read a served folder");
+            for entry in entries {
+                let path = must(entry, "read a served folder's entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let Ok(relative) = path.strip_prefix(dir) else {
+                    continue;
+                };
+                let bytes = must(std::fs::read(&path), "read a served file");
+                self.route(
+                    &format!("{prefix}/{}", relative.display()),
+                    TlsResponse::ok("application/octet-stream", bytes),
+                );
+            }
+        }
+    }
+
     /// The server's address (127.0.0.1 and its port).
     pub fn address(&self) -> SocketAddr {
         self.address

@@ -330,16 +330,16 @@ pub fn find_shell() -> PathBuf {
 }
 
 /// One stream's bytes: the first `head` of them, the last `tail`, and how many in all.
-struct Captured {
+pub(crate) struct Captured {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     head_cap: usize,
     tail_cap: usize,
-    total: u64,
+    pub(crate) total: u64,
 }
 
 impl Captured {
-    fn new(head_cap: usize, tail_cap: usize) -> Captured {
+    pub(crate) fn new(head_cap: usize, tail_cap: usize) -> Captured {
         Captured {
             head: Vec::new(),
             tail: VecDeque::new(),
@@ -349,7 +349,7 @@ impl Captured {
         }
     }
 
-    fn push(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let room = self.head_cap.saturating_sub(self.head.len());
         let (to_head, rest) = bytes.split_at(room.min(bytes.len()));
@@ -365,13 +365,13 @@ impl Captured {
     }
 
     /// Bytes dropped between head and tail.
-    fn cut(&self) -> u64 {
+    pub(crate) fn cut(&self) -> u64 {
         self.total - self.head.len() as u64 - self.tail.len() as u64
     }
 
     /// The head and the tail, each cleaned ([`clean_output`]), with a marker between when
     /// bytes were cut.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut text = clean_output(&self.head);
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         if self.cut() > 0 {

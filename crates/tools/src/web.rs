@@ -32,7 +32,7 @@ use serde_json::json;
 
 pub use address::{METADATA_ADDRESSES, UnsafeKind, classify, is_public};
 pub use content::MAX_HTML_DEPTH;
-pub use fetch::http_fetch;
+pub use fetch::{CheckedHost, check_url_host, http_fetch};
 pub use resolve::{Resolve, SystemResolver};
 
 /// The tool's name, as the model calls it.

@@ -9,6 +9,9 @@
 //! web_search_ms = 30000       # the whole search, retries included
 //! consult_ms = 120000         # its own limit: a local model needs more than read_file_ms
 //! memory_ms = 10000           # recall, memory, ask_memory
+//! git_ms = 30000              # git_status and git_diff, every git of a call together
+//! git_clone_ms = 300000       # git_clone, the host check included
+//! git_clone_mb = 1024         # the most a clone may write; git is stopped past it
 //! result_cap = 32768          # bytes of a rendered answer
 //! idle_timeout_ms = 60000     # a client silent mid-frame or never reading is closed
 //! session_idle_days = 30      # a session unused this long ends (or session_idle_ms)
@@ -56,6 +59,12 @@ pub struct Config {
     pub consult_ms: u64,
     /// The memory tools' time limit.
     pub memory_ms: u64,
+    /// `git_status`'s and `git_diff`'s time limit.
+    pub git_ms: u64,
+    /// `git_clone`'s time limit.
+    pub git_clone_ms: u64,
+    /// The most mebibytes a `git_clone` may write.
+    pub git_clone_mb: u64,
     /// The most bytes of a rendered answer.
     pub result_cap: usize,
     /// How long a connection may stay silent in the middle of a frame or not read an answer.
@@ -124,6 +133,9 @@ impl Default for Config {
             web_search_ms: 30_000,
             consult_ms: 120_000,
             memory_ms: 10_000,
+            git_ms: 30_000,
+            git_clone_ms: 300_000,
+            git_clone_mb: 1024,
             result_cap: 32 * 1024,
             idle_timeout_ms: 60_000,
             session_idle_days: 30,
@@ -199,6 +211,8 @@ impl Config {
             ToolName::Consult => self.consult_ms,
             ToolName::Recall | ToolName::Memory | ToolName::AskMemory => self.memory_ms,
             ToolName::Ask => self.approval_ms,
+            ToolName::GitStatus | ToolName::GitDiff => self.git_ms,
+            ToolName::GitClone => self.git_clone_ms,
         };
         Duration::from_millis(ms)
     }

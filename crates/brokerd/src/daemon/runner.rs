@@ -73,8 +73,10 @@ pub struct DirectRunner {
     pub web_search: Option<super::search::SearchSettings>,
     /// `read_file`'s cap, in bytes.
     pub read_cap: usize,
-    /// Extra trusted roots for `http_fetch` (tests use a local CA).
+    /// Extra trusted roots for `http_fetch` and `git_clone` (tests use a local CA).
     pub root_certificates: Vec<Vec<u8>>,
+    /// The most bytes a `git_clone` may write (`git_clone_mb`).
+    pub git_clone_bytes: u64,
 }
 
 impl Runner for DirectRunner {
@@ -103,6 +105,13 @@ impl Runner for DirectRunner {
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
             ToolArgs::WebSearch(args) => self.search(args, context),
+            ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_) => git_read(
+                allowed,
+                context,
+                tools::git::GitWalls::Contained,
+                Map::new(),
+            ),
+            ToolArgs::GitClone(args) => self.clone(args, context),
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
             // The router sends the memory tools to the store; one here is refused, never run.
@@ -122,9 +131,17 @@ impl Runner for DirectRunner {
                 .to_string(),
             "http_fetch: https only; loopback, private, link-local and metadata addresses refused after DNS and on every redirect"
                 .to_string(),
+            GIT_READ_CONTAINED.to_string(),
+            GIT_CLONE_WALLS.to_string(),
         ]
     }
 }
+
+/// How `git_status` and `git_diff` run without the box.
+pub(super) const GIT_READ_CONTAINED: &str = "git_status, git_diff: git contained from the broker (its own PID and mount namespaces, every capability dropped, no_new_privs), scrubbed environment, no program of the repository's configuration run";
+
+/// How `git_clone` runs, in every result header and `bx status`.
+pub const GIT_CLONE_WALLS: &str = "git_clone: git contained from the broker (its own PID and mount namespaces, every capability dropped, no_new_privs, scrubbed environment), outside the box until a box can reach granted hosts; https only, the checked address pinned (http.curloptResolve), no redirect followed";
 
 /// How the walkers run in the broker's process.
 pub(super) const WALKERS: &str = "list_files, glob, grep: in the broker's process, from the deciding grant's pinned folder, following no symbolic link, leaving out boxmaker's folders and what deny grants cover";
@@ -240,19 +257,132 @@ pub(super) fn shell(
     }
 }
 
+/// Runs `git_status` or `git_diff` in the deciding grant's folder under `walls`; `extra`
+/// joins the header's fields (the box's walls).
+pub(super) fn git_read(
+    allowed: &Allowed,
+    context: &RunContext,
+    walls: tools::git::GitWalls,
+    extra: Map<String, Value>,
+) -> Outcome {
+    let Some(crate::policy::Scope::Paths(folders)) = &allowed.scope else {
+        return Outcome::Failed("the decision names no granted folder for git".to_string());
+    };
+    let Some(root) = folders.first() else {
+        return Outcome::Failed("the decision names no granted folder for git".to_string());
+    };
+    let mut options = tools::git::GitOptions::new(root);
+    options.timeout = context.limit;
+    options.walls = walls;
+    let result = match &allowed.args {
+        ToolArgs::GitStatus(args) => tools::git::git_status(args, &options),
+        ToolArgs::GitDiff(args) => tools::git::git_diff(args, &options),
+        _ => return Outcome::Failed("not a git_status or git_diff call".to_string()),
+    };
+    match result {
+        Ok(result) => {
+            let mut header = fields(json!({
+                "repository": result.repository,
+                "containment": result.containment.as_str(),
+                "exit_code": result.exit_code,
+                "signal": result.signal,
+                "timed_out": result.timed_out,
+                "truncated": result.truncated,
+                "output_bytes": result.output_bytes,
+                "duration_ms": result.duration_ms,
+            }));
+            header.extend(extra);
+            let body = if result.output.is_empty() {
+                "(no output)".to_string()
+            } else {
+                result.output
+            };
+            Outcome::Ran {
+                fields: header,
+                body,
+            }
+        }
+        Err(error) => Outcome::Failed(error.to_string()),
+    }
+}
+
+/// The hosts that live allow grants of `tool` name explicitly (no wildcard): only these may
+/// resolve to a loopback, private or link-local address.
+fn explicit_hosts(grants: &[Grant], tool: crate::args::ToolName) -> Vec<String> {
+    grants
+        .iter()
+        .filter(|g| g.tool == tool && !g.deny)
+        .flat_map(|g| {
+            g.hosts
+                .iter()
+                .filter(|h| !h.wildcard)
+                .map(|h| h.host.clone())
+        })
+        .collect()
+}
+
 impl DirectRunner {
+    fn clone(&self, args: &tools::git::GitCloneArgs, context: &RunContext) -> Outcome {
+        let Ok((host, port)) = crate::args::https_host(&args.url) else {
+            return Outcome::Failed(format!("{:?} is not an https:// URL", args.url));
+        };
+        // The call was decided for this host and port; git follows no redirect to another.
+        let mut fetch =
+            tools::web::FetchOptions::new(move |h: &str, p: u16| h == host && p == port)
+                .with_timeout(context.limit)
+                .with_explicit_hosts(explicit_hosts(
+                    &context.grants,
+                    crate::args::ToolName::GitClone,
+                ));
+        for root in &self.root_certificates {
+            fetch = fetch.with_root_certificate(root.clone());
+        }
+        let mut options = tools::git::CloneOptions::new(fetch);
+        options.max_bytes = self.git_clone_bytes;
+        match tools::git::git_clone(args, &options) {
+            Ok(result) if result.cloned() => Outcome::Ran {
+                fields: fields(json!({
+                    "url": result.url,
+                    "path": result.path,
+                    "address": result.address,
+                    "containment": result.containment.as_str(),
+                    "exit_code": result.exit_code,
+                    "bytes": result.bytes,
+                    "truncated": result.truncated,
+                    "duration_ms": result.duration_ms,
+                    "sandbox": GIT_CLONE_WALLS,
+                })),
+                body: result.output,
+            },
+            Ok(result) if result.too_large => Outcome::Failed(format!(
+                "the clone passed the {} MiB git_clone_mb allows (brokerd.toml), so git was stopped; nothing was kept",
+                self.git_clone_bytes >> 20
+            )),
+            Ok(result) if result.timed_out => Outcome::Failed(format!(
+                "the clone took longer than the {} ms git_clone_ms allows (brokerd.toml); nothing was kept",
+                context.limit.as_millis()
+            )),
+            Ok(result) => Outcome::Failed(format!(
+                "git clone failed (exit {}); nothing was kept:\n{}",
+                result
+                    .exit_code
+                    .map_or_else(|| "by a signal".to_string(), |c| c.to_string()),
+                result.output
+            )),
+            Err(
+                error @ tools::git::GitError::Host(tools::web::FetchError::UnsafeAddress { .. }),
+            ) => Outcome::Denied(DenyReason::UnsafeAddress, error.to_string()),
+            Err(
+                error @ tools::git::GitError::Host(tools::web::FetchError::HostNotAllowed {
+                    ..
+                }),
+            ) => Outcome::Denied(DenyReason::NoGrant, error.to_string()),
+            Err(error) => Outcome::Failed(error.to_string()),
+        }
+    }
+
     fn fetch(&self, args: &tools::web::HttpFetchArgs, context: &RunContext) -> Outcome {
-        let explicit: Vec<String> = context
-            .grants
-            .iter()
-            .filter(|g| g.tool == crate::args::ToolName::HttpFetch && !g.deny)
-            .flat_map(|g| {
-                g.hosts
-                    .iter()
-                    .filter(|h| !h.wildcard)
-                    .map(|h| h.host.clone())
-            })
-            .collect();
+        let explicit = explicit_hosts(&context.grants, crate::args::ToolName::HttpFetch);
         let redirect_context = context.clone();
         // Each host on the way (the first and every redirect) is decided again as a call of
         // its own: only a call that would run unasked is followed.

@@ -144,6 +144,9 @@ impl SandboxedRunner {
 
 impl Runner for SandboxedRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        if matches!(allowed.args, ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_)) {
+            return self.git_read(allowed, context);
+        }
         let ToolArgs::Shell(args) = &allowed.args else {
             let file_tool = FileCall::of(&allowed.args).is_some();
             if self.settings.file_walls && file_tool {
@@ -212,6 +215,7 @@ impl Runner for SandboxedRunner {
         walls.extend(self.direct.walls().into_iter().filter(|w| {
             !w.starts_with("shell:")
                 && !w.starts_with("no sandbox yet")
+                && w != super::runner::GIT_READ_CONTAINED
                 && (!walls_on || w != super::runner::WALKERS)
         }));
         walls.push(if walls_on {
@@ -222,6 +226,14 @@ impl Runner for SandboxedRunner {
         } else {
             "read_file, write_file, edit_file, list_files, glob, grep: in the broker's process ([sandbox] file_walls = false)".to_string()
         });
+        walls.push(if walls_on {
+            format!(
+                "git_status, git_diff: each git in a fresh box: {}",
+                git_boxed(self.file_walls, self.landlock())
+            )
+        } else {
+            format!("git_status, git_diff: {GIT_UNBOXED}")
+        });
         walls.push(
             "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
                 .to_string(),
@@ -229,6 +241,52 @@ impl Runner for SandboxedRunner {
         walls
     }
 }
+
+impl SandboxedRunner {
+    /// Runs `git_status` or `git_diff` with each git in a fresh box holding the granted
+    /// folder read-only (no network), or contained when the file walls are off.
+    fn git_read(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        let mut extra = Map::new();
+        if !self.settings.file_walls {
+            extra.insert("sandbox".to_string(), Value::from(GIT_UNBOXED));
+            return super::runner::git_read(
+                allowed,
+                context,
+                tools::git::GitWalls::Contained,
+                extra,
+            );
+        }
+        if let Some(why) = self.unboxable() {
+            return Outcome::Failed(why);
+        }
+        let policy = self.policy_with(granted(allowed), Vec::new(), context);
+        extra.insert(
+            "sandbox".to_string(),
+            Value::from(git_boxed(self.file_walls, self.landlock())),
+        );
+        super::runner::git_read(
+            allowed,
+            context,
+            tools::git::GitWalls::Boxed(Box::new(policy)),
+            extra,
+        )
+    }
+}
+
+/// What the header of a boxed `git_status` or `git_diff` result says of its walls.
+pub fn git_boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+    match walls {
+        sandbox::FileWalls::Bubblewrap => format!(
+            "bubblewrap: git sees only the granted folder, read-only, and a read-only system; protected folders masked; Landlock {landlock}; no network; every capability dropped"
+        ),
+        sandbox::FileWalls::LandlockOnly => format!(
+            "landlock only (no bubblewrap): Landlock {landlock}: git sees only the granted folder and a read-only system, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped"
+        ),
+    }
+}
+
+/// What the header of a `git_status` or `git_diff` result says when the file walls are off.
+pub const GIT_UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so git ran contained from the broker and sees every file the broker's user can";
 
 /// The folders of the deciding grant that cover the call.
 fn granted(allowed: &Allowed) -> Vec<PathBuf> {

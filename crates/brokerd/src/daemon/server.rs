@@ -198,6 +198,9 @@ fn schema_of(tool: ToolName) -> Option<ToolSchema> {
         ToolName::Memory => Some(policy::memory::memory_schema()),
         ToolName::AskMemory => Some(policy::memory::ask_memory_schema()),
         ToolName::WebSearch => Some(tools::web::web_search::web_search_schema()),
+        ToolName::GitStatus => Some(tools::git::git_status_schema()),
+        ToolName::GitDiff => Some(tools::git::git_diff_schema()),
+        ToolName::GitClone => Some(tools::git::git_clone_schema()),
     }
 }
 

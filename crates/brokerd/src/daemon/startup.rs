@@ -170,6 +170,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         web_search,
         read_cap: tools::fs::READ_CAP,
         root_certificates: test_roots()?,
+        git_clone_bytes: config.git_clone_mb.saturating_mul(1 << 20),
     };
     let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home);
     let grants = grants_watch::load(&dirs.grants(), &home);
@@ -219,7 +220,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     })
 }
 
-/// Extra trusted roots for `http_fetch`, from `BOXMAKER_EXTRA_ROOTS` (PEM files, for tests
+/// Extra trusted roots for `http_fetch` (and `git_clone`, as `http.sslCAInfo`), from `BOXMAKER_EXTRA_ROOTS` (PEM files, for tests
 /// with a local certificate authority).
 fn test_roots() -> Result<Vec<Vec<u8>>, StartError> {
     let Some(paths) = std::env::var_os("BOXMAKER_EXTRA_ROOTS") else {

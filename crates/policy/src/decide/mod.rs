@@ -141,7 +141,27 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
         | ToolArgs::EditFile(_)
         | ToolArgs::ListFiles(_)
         | ToolArgs::Glob(_)
-        | ToolArgs::Grep(_) => paths_scope(grant, &[Path::new(call.args.path()?)]),
+        | ToolArgs::Grep(_)
+        | ToolArgs::GitStatus(_)
+        | ToolArgs::GitDiff(_) => paths_scope(grant, &[Path::new(call.args.path()?)]),
+        ToolArgs::GitClone(a) => {
+            // Both the host and the destination: a deny grant names either (or neither: all).
+            let (host, port) = https_host(&a.url).ok()?;
+            let host_named = grant.hosts.iter().any(|rule| rule.covers(&host, port));
+            let path_named = grant
+                .paths
+                .iter()
+                .any(|rule| rule.covers(Path::new(&a.path)));
+            if grant.deny {
+                let all = grant.hosts.is_empty() && grant.paths.is_empty();
+                return (all || host_named || path_named)
+                    .then(|| Some(Scope::Paths(vec![PathBuf::from(&a.path)])));
+            }
+            if !host_named {
+                return None;
+            }
+            paths_scope(grant, &[Path::new(&a.path)])
+        }
         ToolArgs::Shell(a) => {
             if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect, call.walls) {
                 return None;
@@ -432,8 +452,9 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         .map(|(g, _)| g.class)
         .max()
         .unwrap_or(first.class);
-    // Search results are the web's text, whatever a grant says.
-    let untrusted = tool == ToolName::WebSearch || live.iter().any(|(g, _)| g.untrusted);
+    // Search results and a clone's output are the web's text, whatever a grant says.
+    let untrusted = matches!(tool, ToolName::WebSearch | ToolName::GitClone)
+        || live.iter().any(|(g, _)| g.untrusted);
     let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
         grant: grant.id.clone(),
         class,
@@ -473,10 +494,12 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
 /// refused here unless the grant names that address itself; host names are checked by the
 /// tool after resolution.
 fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) -> Option<Decision> {
-    let ToolArgs::HttpFetch(a) = args else {
-        return None;
+    let url = match args {
+        ToolArgs::HttpFetch(a) => &a.url,
+        ToolArgs::GitClone(a) => &a.url,
+        _ => return None,
     };
-    let (host, _) = https_host(&a.url).ok()?;
+    let (host, _) = https_host(url).ok()?;
     let ip: IpAddr = host.parse().ok()?;
     let named = live
         .iter()

@@ -77,6 +77,8 @@ pub(super) fn prepare(
     let (writes, unknown_writes) = match &args {
         ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
         ToolArgs::EditFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
+        // A clone writes its destination (and below it, which the grant's paths cover too).
+        ToolArgs::GitClone(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
         ToolArgs::Shell(a) => match shell::write_targets_in(&a.command, dialect, walls) {
             Ok(targets) => (shell_writes(a, &targets, protected)?, None),
             Err(why) => (Vec::new(), Some(why.to_string())),

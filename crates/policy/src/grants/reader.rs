@@ -244,7 +244,7 @@ impl GrantReader<'_> {
             let line = at("paths", self);
             self.say(line, format!("{name} does not take paths"));
         }
-        if !hosts.is_empty() && tool != ToolName::HttpFetch {
+        if !hosts.is_empty() && !matches!(tool, ToolName::HttpFetch | ToolName::GitClone) {
             let line = at("hosts", self);
             self.say(line, format!("{name} does not take hosts"));
         }
@@ -263,6 +263,10 @@ impl GrantReader<'_> {
             Some(_) => false,
         };
         match tool {
+            ToolName::GitClone if hosts.is_empty() && unset("hosts") => self.say(
+                line,
+                "git_clone needs hosts: the hosts it may clone from".to_string(),
+            ),
             _ if tool.is_path_tool() && paths.is_empty() && unset("paths") => self.say(
                 line,
                 format!("{name} needs paths: the files and folders it may open"),

@@ -50,6 +50,35 @@ pub fn http_fetch(args: &HttpFetchArgs, options: &FetchOptions) -> Result<FetchR
     }
 }
 
+/// A URL's host as `http_fetch` checks its first hop: `https://`, allowed by the grant check,
+/// resolved within the options' time limit, and every address public unless the host is one
+/// of the explicit hosts. What `git_clone` pins before git connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedHost {
+    /// The host (lower case; an IPv6 address without brackets).
+    pub host: String,
+    /// The port (443 when the URL names none).
+    pub port: u16,
+    /// Whether the host is a literal IP address (then it is its own only address).
+    pub literal: bool,
+    /// The checked addresses, every one of them allowed.
+    pub addresses: Vec<IpAddr>,
+}
+
+/// Checks `url`'s host as [`http_fetch`] checks each hop (see the module docs of `web`),
+/// without fetching anything.
+pub fn check_url_host(url: &str, options: &FetchOptions) -> Result<CheckedHost, FetchError> {
+    let deadline = Deadline::start(options.timeout);
+    let url = parse_url(url)?;
+    let hop = check_hop(&url, options, &deadline)?;
+    Ok(CheckedHost {
+        literal: hop.host.parse::<IpAddr>().is_ok(),
+        port: url.port_or_known_default().unwrap_or(443),
+        host: hop.host,
+        addresses: hop.addresses,
+    })
+}
+
 /// One deadline for the whole fetch.
 struct Deadline {
     at: Option<Instant>,

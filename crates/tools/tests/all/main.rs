@@ -4,6 +4,7 @@
 
 mod edit;
 mod fs;
+mod git;
 mod http_fetch;
 mod schemas;
 mod search;

@@ -68,6 +68,7 @@ fn sample(spec: &Value) -> Value {
         "string" => json!("/x"),
         "boolean" => json!(true),
         "integer" => json!(1),
+        "array" if spec["items"]["type"] == "string" => json!(["x"]),
         "array" => {
             let item = &spec["items"];
             let object: Map<String, Value> = item["properties"]
@@ -129,6 +130,13 @@ fn the_coding_tools_args_accept_exactly_their_schemas() {
     accepts_exactly::<tools::search::ListFilesArgs>(&tools::search::list_files_schema());
     accepts_exactly::<tools::search::GlobArgs>(&tools::search::glob_schema());
     accepts_exactly::<tools::search::GrepArgs>(&tools::search::grep_schema());
+}
+
+#[test]
+fn the_git_tools_args_accept_exactly_their_schemas() {
+    accepts_exactly::<tools::git::GitStatusArgs>(&tools::git::git_status_schema());
+    accepts_exactly::<tools::git::GitDiffArgs>(&tools::git::git_diff_schema());
+    accepts_exactly::<tools::git::GitCloneArgs>(&tools::git::git_clone_schema());
 }
 
 #[test]

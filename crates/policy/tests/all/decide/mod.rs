@@ -82,6 +82,7 @@ fn allowed_grant(decision: &Decision) -> Option<&str> {
 const NOTES: &str = "[[grant]]\nid = \"notes\"\ntool = \"read_file\"\npaths = [\"{root}/notes\"]\n";
 
 mod coding;
+mod git;
 mod hosts_and_shell;
 mod paths;
 mod rails;
