@@ -4,6 +4,7 @@
 //! each tool only what it already decided (paths resolved and checked, hosts allowed).
 
 pub mod fs;
+pub mod jobs;
 pub mod search;
 pub mod shell;
 pub mod web;

@@ -5,6 +5,7 @@
 mod edit;
 mod fs;
 mod http_fetch;
+mod jobs;
 mod schemas;
 mod search;
 mod shell;
