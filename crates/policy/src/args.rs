@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
+use tools::jobs::{BashBgArgs, BashKillArgs, BashTailArgs};
 use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
@@ -50,6 +51,12 @@ pub enum ToolName {
     Ask,
     /// Search the web with the provider the owner configured.
     WebSearch,
+    /// Start a shell command as a background job.
+    BashBg,
+    /// Read a background job's output since the last read.
+    BashTail,
+    /// Stop a background job.
+    BashKill,
 }
 
 impl ToolName {
@@ -77,7 +84,7 @@ impl ToolName {
     pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
 
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 14] = [
+    pub const KNOWN: [ToolName; 15] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::EditFile,
@@ -85,6 +92,7 @@ impl ToolName {
         ToolName::Glob,
         ToolName::Grep,
         ToolName::Shell,
+        ToolName::BashBg,
         ToolName::HttpFetch,
         ToolName::WebSearch,
         ToolName::Consult,
@@ -93,6 +101,27 @@ impl ToolName {
         ToolName::Memory,
         ToolName::AskMemory,
     ];
+
+    /// The tools a grant does not name itself: a grant of [`ToolName::BashBg`] covers them for
+    /// the session's own jobs ([`ToolName::granted_by`]).
+    pub const JOB_COMPANIONS: [ToolName; 2] = [ToolName::BashTail, ToolName::BashKill];
+
+    /// The tool whose grants cover this one: itself, or `bash_bg` for `bash_tail` and
+    /// `bash_kill`.
+    pub fn granted_by(self) -> ToolName {
+        match self {
+            ToolName::BashTail | ToolName::BashKill => ToolName::BashBg,
+            other => other,
+        }
+    }
+
+    /// Whether this is one of the background job tools.
+    pub fn is_job(self) -> bool {
+        matches!(
+            self,
+            ToolName::BashBg | ToolName::BashTail | ToolName::BashKill
+        )
+    }
 
     /// The tool called `name`, if boxmaker has one.
     pub fn parse(name: &str) -> Option<ToolName> {
@@ -111,6 +140,9 @@ impl ToolName {
             "consult" => Some(ToolName::Consult),
             "ask" => Some(ToolName::Ask),
             "web_search" => Some(ToolName::WebSearch),
+            "bash_bg" => Some(ToolName::BashBg),
+            "bash_tail" => Some(ToolName::BashTail),
+            "bash_kill" => Some(ToolName::BashKill),
             _ => None,
         }
     }
@@ -132,6 +164,9 @@ impl ToolName {
             ToolName::Consult => "consult",
             ToolName::Ask => "ask",
             ToolName::WebSearch => "web_search",
+            ToolName::BashBg => "bash_bg",
+            ToolName::BashTail => "bash_tail",
+            ToolName::BashKill => "bash_kill",
         }
     }
 
@@ -168,6 +203,8 @@ impl ToolName {
             | ToolName::HttpFetch
             | ToolName::Consult
             | ToolName::WebSearch
+            | ToolName::BashBg
+            | ToolName::BashKill
             | ToolName::Memory => true,
             ToolName::ReadFile
             | ToolName::ListFiles
@@ -175,6 +212,7 @@ impl ToolName {
             | ToolName::Grep
             | ToolName::Recall
             | ToolName::AskMemory
+            | ToolName::BashTail
             | ToolName::Ask => false,
         }
     }
@@ -223,6 +261,13 @@ pub enum ToolArgs {
     AskMemory(AskMemoryArgs),
     /// `web_search`.
     WebSearch(WebSearchArgs),
+    /// `bash_bg`: its script as `shell` would run it, without `timeout_secs` (a job's time is
+    /// the broker's `job_lifetime_ms`), so the checks of `shell` apply to it unchanged.
+    BashBg(ShellArgs),
+    /// `bash_tail`.
+    BashTail(BashTailArgs),
+    /// `bash_kill`.
+    BashKill(BashKillArgs),
 }
 
 impl ToolArgs {
@@ -243,6 +288,26 @@ impl ToolArgs {
             ToolArgs::Recall(_) => ToolName::Recall,
             ToolArgs::Memory(_) => ToolName::Memory,
             ToolArgs::AskMemory(_) => ToolName::AskMemory,
+            ToolArgs::BashBg(_) => ToolName::BashBg,
+            ToolArgs::BashTail(_) => ToolName::BashTail,
+            ToolArgs::BashKill(_) => ToolName::BashKill,
+        }
+    }
+
+    /// The script a `shell` or `bash_bg` call runs: what the shell checks and the guard rails
+    /// read.
+    pub fn script(&self) -> Option<&ShellArgs> {
+        match self {
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The same, mutably (to resolve and choose its `cwd`).
+    pub fn script_mut(&mut self) -> Option<&mut ShellArgs> {
+        match self {
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
+            _ => None,
         }
     }
 
@@ -271,7 +336,10 @@ impl ToolArgs {
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
             | ToolArgs::AskMemory(_)
-            | ToolArgs::WebSearch(_) => None,
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::BashBg(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
         }
     }
 
@@ -291,7 +359,10 @@ impl ToolArgs {
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
             | ToolArgs::AskMemory(_)
-            | ToolArgs::WebSearch(_) => None,
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::BashBg(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
         }
     }
 
@@ -322,6 +393,12 @@ impl ToolArgs {
             ToolArgs::Memory(args) => json(args),
             ToolArgs::AskMemory(args) => json(args),
             ToolArgs::WebSearch(args) => json(args),
+            ToolArgs::BashBg(args) => json(&BashBgArgs {
+                command: args.command.clone(),
+                cwd: args.cwd.clone(),
+            }),
+            ToolArgs::BashTail(args) => json(args),
+            ToolArgs::BashKill(args) => json(args),
         }
     }
 }
@@ -454,7 +531,40 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             }
             Ok(ToolArgs::WebSearch(args))
         }
+        ToolName::BashBg => {
+            let args: BashBgArgs = shape(arguments)?;
+            within_cap("command", &args.command)?;
+            if let Some(cwd) = &args.cwd {
+                within_path_cap("cwd", cwd)?;
+            }
+            Ok(ToolArgs::BashBg(args.script()))
+        }
+        ToolName::BashTail => {
+            let args: BashTailArgs = shape(arguments)?;
+            job_id(args.job)?;
+            if args.max_bytes == Some(0) {
+                return Err(ArgsError::Shape(
+                    "max_bytes is 0: give at least 1 byte".into(),
+                ));
+            }
+            Ok(ToolArgs::BashTail(args))
+        }
+        ToolName::BashKill => {
+            let args: BashKillArgs = shape(arguments)?;
+            job_id(args.job)?;
+            Ok(ToolArgs::BashKill(args))
+        }
     }
+}
+
+/// Job ids start at 1 (`bash_bg` numbers a session's jobs 1, 2, …).
+fn job_id(job: u64) -> Result<(), ArgsError> {
+    if job == 0 {
+        return Err(ArgsError::Shape(
+            "job is 0: give the id bash_bg returned (1 or more)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A `consult` call's question, parsed as [`parse`] parses it (unknown fields refused) and cut

@@ -83,6 +83,7 @@ const NOTES: &str = "[[grant]]\nid = \"notes\"\ntool = \"read_file\"\npaths = [\
 
 mod coding;
 mod hosts_and_shell;
+mod jobs;
 mod paths;
 mod rails;
 mod reasons;
