@@ -165,7 +165,11 @@ async fn answer_locked(
         }
     };
     let Some(tool) = ToolName::parse(&request.tool) else {
-        let known: Vec<&str> = ToolName::KNOWN.iter().map(|t| t.as_str()).collect();
+        let known: Vec<&str> = ToolName::KNOWN
+            .iter()
+            .chain(&ToolName::JOB_COMPANIONS)
+            .map(|t| t.as_str())
+            .collect();
         let detail = format!(
             "there is no tool {:?}; the tools are {}",
             request.tool,
@@ -519,7 +523,12 @@ async fn run(
     };
     // The memory tools go to the store, never to a runner; their results carry the labels of
     // the entries they hold, not the grant's.
-    let (outcome, class, untrusted, seen) = if tool.is_memory() {
+    let (outcome, class, untrusted, seen) = if tool.is_job() {
+        // Jobs belong to the session; their output carries the labels of the call that
+        // started them.
+        let routed = super::jobs::route(broker, &call.session, &allowed, context).await;
+        (routed.outcome, routed.class, routed.untrusted, None)
+    } else if tool.is_memory() {
         let routed = super::memory::route(&broker.memory, &call.session, &allowed, context, limit);
         let routed = routed.await;
         (routed.outcome, routed.class, routed.untrusted, None)

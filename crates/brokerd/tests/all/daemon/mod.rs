@@ -8,6 +8,7 @@ mod audit;
 mod calls;
 mod coding;
 mod frames;
+mod jobs;
 mod memory;
 mod owner_socket;
 mod restart;
