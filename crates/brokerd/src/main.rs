@@ -140,11 +140,17 @@ fn serve(args: ServeArgs) -> ExitCode {
             watcher,
         } = running;
         let owner = std::sync::Arc::clone(&broker);
+        let jobs = std::sync::Arc::clone(&broker.jobs);
         let served = tokio::select! {
             served = brokerd::daemon::server::serve(broker, listener) => served,
             served = brokerd::daemon::owner::serve(owner, owner_listener) => served,
             _ = shutdown() => Ok(()),
         };
+        // No job outlives the broker: each is killed and its box gone before the exit.
+        let stopped = tokio::task::spawn_blocking(move || jobs.stop_all()).await;
+        if let Ok(killed @ 1..) = stopped {
+            tracing::info!(killed, "killed the running jobs");
+        }
         drop(watcher);
         drop(locks);
         let _ = std::fs::remove_file(&socket);

@@ -7,6 +7,7 @@ use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
 use tools::git::{
     GitCloneArgs, GitDiffArgs, GitStatusArgs, MAX_DIFF_PATHS, SSH_NOT_SUPPORTED, check_diff_path,
 };
+use tools::jobs::{BashBgArgs, BashKillArgs, BashTailArgs};
 use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
 use tools::shell::ShellArgs;
 use tools::web::HttpFetchArgs;
@@ -59,6 +60,12 @@ pub enum ToolName {
     GitDiff,
     /// Clone a git repository over https.
     GitClone,
+    /// Start a shell command as a background job.
+    BashBg,
+    /// Read a background job's output since the last read.
+    BashTail,
+    /// Stop a background job.
+    BashKill,
 }
 
 impl ToolName {
@@ -86,7 +93,7 @@ impl ToolName {
     pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
 
     /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 17] = [
+    pub const KNOWN: [ToolName; 18] = [
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::EditFile,
@@ -94,6 +101,7 @@ impl ToolName {
         ToolName::Glob,
         ToolName::Grep,
         ToolName::Shell,
+        ToolName::BashBg,
         ToolName::HttpFetch,
         ToolName::WebSearch,
         ToolName::GitStatus,
@@ -105,6 +113,27 @@ impl ToolName {
         ToolName::Memory,
         ToolName::AskMemory,
     ];
+
+    /// The tools a grant does not name itself: a grant of [`ToolName::BashBg`] covers them for
+    /// the session's own jobs ([`ToolName::granted_by`]).
+    pub const JOB_COMPANIONS: [ToolName; 2] = [ToolName::BashTail, ToolName::BashKill];
+
+    /// The tool whose grants cover this one: itself, or `bash_bg` for `bash_tail` and
+    /// `bash_kill`.
+    pub fn granted_by(self) -> ToolName {
+        match self {
+            ToolName::BashTail | ToolName::BashKill => ToolName::BashBg,
+            other => other,
+        }
+    }
+
+    /// Whether this is one of the background job tools.
+    pub fn is_job(self) -> bool {
+        matches!(
+            self,
+            ToolName::BashBg | ToolName::BashTail | ToolName::BashKill
+        )
+    }
 
     /// The tool called `name`, if boxmaker has one.
     pub fn parse(name: &str) -> Option<ToolName> {
@@ -126,6 +155,9 @@ impl ToolName {
             "git_status" => Some(ToolName::GitStatus),
             "git_diff" => Some(ToolName::GitDiff),
             "git_clone" => Some(ToolName::GitClone),
+            "bash_bg" => Some(ToolName::BashBg),
+            "bash_tail" => Some(ToolName::BashTail),
+            "bash_kill" => Some(ToolName::BashKill),
             _ => None,
         }
     }
@@ -150,6 +182,9 @@ impl ToolName {
             ToolName::GitStatus => "git_status",
             ToolName::GitDiff => "git_diff",
             ToolName::GitClone => "git_clone",
+            ToolName::BashBg => "bash_bg",
+            ToolName::BashTail => "bash_tail",
+            ToolName::BashKill => "bash_kill",
         }
     }
 
@@ -191,6 +226,8 @@ impl ToolName {
             | ToolName::Consult
             | ToolName::WebSearch
             | ToolName::GitClone
+            | ToolName::BashBg
+            | ToolName::BashKill
             | ToolName::Memory => true,
             ToolName::ReadFile
             | ToolName::ListFiles
@@ -200,6 +237,7 @@ impl ToolName {
             | ToolName::AskMemory
             | ToolName::GitStatus
             | ToolName::GitDiff
+            | ToolName::BashTail
             | ToolName::Ask => false,
         }
     }
@@ -254,6 +292,13 @@ pub enum ToolArgs {
     GitDiff(GitDiffArgs),
     /// `git_clone`.
     GitClone(GitCloneArgs),
+    /// `bash_bg`: its script as `shell` would run it, without `timeout_secs` (a job's time is
+    /// the broker's `job_lifetime_ms`), so the checks of `shell` apply to it unchanged.
+    BashBg(ShellArgs),
+    /// `bash_tail`.
+    BashTail(BashTailArgs),
+    /// `bash_kill`.
+    BashKill(BashKillArgs),
 }
 
 impl ToolArgs {
@@ -277,6 +322,26 @@ impl ToolArgs {
             ToolArgs::GitStatus(_) => ToolName::GitStatus,
             ToolArgs::GitDiff(_) => ToolName::GitDiff,
             ToolArgs::GitClone(_) => ToolName::GitClone,
+            ToolArgs::BashBg(_) => ToolName::BashBg,
+            ToolArgs::BashTail(_) => ToolName::BashTail,
+            ToolArgs::BashKill(_) => ToolName::BashKill,
+        }
+    }
+
+    /// The script a `shell` or `bash_bg` call runs: what the shell checks and the guard rails
+    /// read.
+    pub fn script(&self) -> Option<&ShellArgs> {
+        match self {
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The same, mutably (to resolve and choose its `cwd`).
+    pub fn script_mut(&mut self) -> Option<&mut ShellArgs> {
+        match self {
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
+            _ => None,
         }
     }
 
@@ -308,7 +373,10 @@ impl ToolArgs {
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
             | ToolArgs::AskMemory(_)
-            | ToolArgs::WebSearch(_) => None,
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::BashBg(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
         }
     }
 
@@ -331,7 +399,10 @@ impl ToolArgs {
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
             | ToolArgs::AskMemory(_)
-            | ToolArgs::WebSearch(_) => None,
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::BashBg(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
         }
     }
 
@@ -365,6 +436,12 @@ impl ToolArgs {
             ToolArgs::GitStatus(args) => json(args),
             ToolArgs::GitDiff(args) => json(args),
             ToolArgs::GitClone(args) => json(args),
+            ToolArgs::BashBg(args) => json(&BashBgArgs {
+                command: args.command.clone(),
+                cwd: args.cwd.clone(),
+            }),
+            ToolArgs::BashTail(args) => json(args),
+            ToolArgs::BashKill(args) => json(args),
         }
     }
 }
@@ -528,7 +605,40 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
             https_host(&args.url).map_err(|error| ArgsError::Shape(error.to_string()))?;
             Ok(ToolArgs::GitClone(args))
         }
+        ToolName::BashBg => {
+            let args: BashBgArgs = shape(arguments)?;
+            within_cap("command", &args.command)?;
+            if let Some(cwd) = &args.cwd {
+                within_path_cap("cwd", cwd)?;
+            }
+            Ok(ToolArgs::BashBg(args.script()))
+        }
+        ToolName::BashTail => {
+            let args: BashTailArgs = shape(arguments)?;
+            job_id(args.job)?;
+            if args.max_bytes == Some(0) {
+                return Err(ArgsError::Shape(
+                    "max_bytes is 0: give at least 1 byte".into(),
+                ));
+            }
+            Ok(ToolArgs::BashTail(args))
+        }
+        ToolName::BashKill => {
+            let args: BashKillArgs = shape(arguments)?;
+            job_id(args.job)?;
+            Ok(ToolArgs::BashKill(args))
+        }
     }
+}
+
+/// Job ids start at 1 (`bash_bg` numbers a session's jobs 1, 2, …).
+fn job_id(job: u64) -> Result<(), ArgsError> {
+    if job == 0 {
+        return Err(ArgsError::Shape(
+            "job is 0: give the id bash_bg returned (1 or more)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A `consult` call's question, parsed as [`parse`] parses it (unknown fields refused) and cut

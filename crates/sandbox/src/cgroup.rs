@@ -89,7 +89,10 @@ impl Drop for PooledCgroup {
     }
 }
 
-/// Removes the empty cgroups named after a process that no longer exists.
+/// Kills what is left in the cgroups named after a process that no longer exists (a broker
+/// killed outright, whose boxes a parent-death signal did not reach: bubblewrap sets its own
+/// after it forks, so a broker killed in that window leaves the box running), then removes
+/// them.
 fn sweep() {
     for parent in [
         "/sys/fs/cgroup/pids/boxmaker",
@@ -105,6 +108,7 @@ fn sweep() {
                 continue;
             };
             if !Path::new("/proc").join(pid).exists() {
+                kill_procs_in(&entry.path());
                 let _ = fs::remove_dir(entry.path());
             }
         }
@@ -233,23 +237,28 @@ impl BoxCgroup {
     /// Kills every process still in the box's cgroups.
     fn kill_all(&self) {
         for dir in &self.dirs {
-            // Killed processes may leave zombies for a moment; a few rounds see them go.
-            for _ in 0..100 {
-                let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) else {
-                    break;
-                };
-                let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-                if pids.is_empty() {
-                    break;
-                }
-                for pid in pids {
-                    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
+            kill_procs_in(dir);
+        }
+    }
+}
+
+/// Kills every process in the cgroup `dir`.
+fn kill_procs_in(dir: &Path) {
+    // Killed processes may leave zombies for a moment; a few rounds see them go.
+    for _ in 0..100 {
+        let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) else {
+            break;
+        };
+        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 

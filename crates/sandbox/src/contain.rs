@@ -8,7 +8,7 @@
 
 use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{OFlags, fcntl_setfl};
-use rustix::io::{Errno, read};
+use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{
     Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, getegid, geteuid, kill_process,
@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::{IdMaps, Plan, Want};
 use crate::harden::Hardening;
+use crate::pipes::{pump, read_available, read_exact};
 use crate::record::{self, Record};
 
 /// How long past the deadline the broker waits for the supervisor's own report before it kills
@@ -129,6 +130,8 @@ pub struct Ended {
     /// Whether it was killed for writing more than its box's [`crate::Limits::output_bytes`]
     /// (what came past the limit was not passed on).
     pub output_exceeded: bool,
+    /// Whether its [`crate::Stopper`] stopped it (or was dropped) before it ended.
+    pub stopped: bool,
 }
 
 /// A running contained command. Dropping it without [`ContainedChild::finish`] kills every
@@ -156,6 +159,8 @@ pub struct ContainedChild {
     _scratch: Option<crate::boxed::Scratch>,
     /// The most bytes of output passed on before the box is killed (a box's limit).
     output_limit: Option<u64>,
+    /// The read end of a [`crate::Stopper`]'s pipe: a byte or its closing kills the box.
+    stop: Option<OwnedFd>,
 }
 
 /// Starts `spec` contained as `options` says, hardened ([`Hardening::apply`]) whatever the
@@ -301,6 +306,7 @@ pub(crate) fn spawn_once(
         cgroup,
         _scratch: scratch,
         output_limit: limits.map(|l| l.output_bytes),
+        stop: None,
     };
     match want {
         Want::Bubblewrap => contained.containment = Containment::Bubblewrap,
@@ -345,6 +351,16 @@ impl ContainedChild {
         Pid::from_raw(i32::try_from(self.id()?).ok()?)
     }
 
+    /// A handle another thread uses to kill the box while [`ContainedChild::finish`] reads it
+    /// (a background job's `kill`). [`crate::Stopper::stop`], or dropping the handle, kills
+    /// every process of the command as the deadline would; [`Ended::stopped`] then says so.
+    /// A second call replaces the first handle, which then stops nothing.
+    pub fn stopper(&mut self) -> io::Result<crate::Stopper> {
+        let (stop, stopper) = crate::stop::pipe()?;
+        self.stop = Some(stop);
+        Ok(stopper)
+    }
+
     /// Reads standard output and standard error into `on_stdout` and `on_stderr` until the
     /// command has ended and its box is gone, then reaps it. At the deadline everything is
     /// killed; the readers give up at the deadline (or shortly after the command ended) even
@@ -379,6 +395,7 @@ impl ContainedChild {
         let mut to_stdout = |bytes: &[u8]| bounded(on_stdout, bytes);
         let mut to_stderr = |bytes: &[u8]| bounded(on_stderr, bytes);
         let mut flooded = false;
+        let mut stopped = false;
         loop {
             let now = Instant::now();
             if ended_at.is_none() {
@@ -402,6 +419,11 @@ impl ContainedChild {
                 (None, None) => kill_at,
             };
             let events = self.poll_once(wake, &mut buf, &mut to_stdout, &mut to_stderr)?;
+            if events.stop && killed_at.is_none() && ended_at.is_none() {
+                self.kill_everything();
+                killed_at = Some(Instant::now());
+                stopped = true;
+            }
             if seen.get() > limit && !flooded && killed_at.is_none() && ended_at.is_none() {
                 self.kill_everything();
                 killed_at = Some(Instant::now());
@@ -418,13 +440,14 @@ impl ContainedChild {
             Some(mut child) => Some(child.wait()?),
             None => None,
         };
-        let timed_out_here = killed_at.is_some() && !flooded;
+        let timed_out_here = killed_at.is_some() && !flooded && !stopped;
         if group {
             return Ok(Ended {
                 exit: status
                     .and_then(|s| s.code().map(Exit::Code).or(s.signal().map(Exit::Signal))),
                 timed_out: timed_out_here,
                 output_exceeded: flooded,
+                stopped,
             });
         }
         let mut exit = None;
@@ -444,6 +467,7 @@ impl ContainedChild {
             exit,
             timed_out,
             output_exceeded: flooded,
+            stopped,
         })
     }
 
@@ -463,8 +487,8 @@ impl ContainedChild {
             }
         });
         let end_fd = self.status.as_ref().or(self.pidfd.as_ref());
-        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
-        let mut slots = [None; 3];
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(4);
+        let mut slots = [None; 4];
         if let Some(out) = &self.stdout {
             slots[0] = Some(fds.len());
             fds.push(PollFd::new(out, PollFlags::IN));
@@ -476,6 +500,10 @@ impl ContainedChild {
         if let Some(end) = end_fd {
             slots[2] = Some(fds.len());
             fds.push(PollFd::new(end, PollFlags::IN));
+        }
+        if let Some(stop) = &self.stop {
+            slots[3] = Some(fds.len());
+            fds.push(PollFd::new(stop, PollFlags::IN));
         }
         match poll(&mut fds, timeout.as_ref()) {
             Ok(_) | Err(Errno::INTR) => {}
@@ -506,7 +534,12 @@ impl ContainedChild {
                 }
             }
         }
-        Ok(Events { ended })
+        // A byte on the stop pipe, or its write end closed: either way, stop (once).
+        let stop = is_ready(slots[3]);
+        if stop {
+            self.stop = None;
+        }
+        Ok(Events { ended, stop })
     }
 
     /// Once the command has ended: for a process group, kill what is left of the group (the
@@ -578,55 +611,8 @@ impl Drop for ContainedChild {
 
 struct Events {
     ended: bool,
-}
-
-/// Reads what one stream has; `false` at its end or on an error.
-fn pump<S: AsFd>(stream: &mut Option<S>, buf: &mut [u8], sink: &mut dyn FnMut(&[u8])) -> bool {
-    let Some(fd) = stream else { return false };
-    loop {
-        match read(fd.as_fd(), &mut *buf) {
-            Ok(0) => return false,
-            Ok(n) => {
-                sink(buf.get(..n).unwrap_or_default());
-                return true;
-            }
-            Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => return true,
-            Err(_) => return false,
-        }
-    }
-}
-
-/// Appends what the status pipe has to `records`; `false` at its end.
-fn read_available(fd: &OwnedFd, records: &mut Vec<u8>) -> bool {
-    let mut buf = [0u8; 256];
-    loop {
-        match read(fd, &mut buf) {
-            Ok(0) => return false,
-            Ok(n) => {
-                records.extend_from_slice(buf.get(..n).unwrap_or_default());
-                if n < buf.len() {
-                    return true;
-                }
-            }
-            Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => return true,
-            Err(_) => return false,
-        }
-    }
-}
-
-fn read_exact(fd: &OwnedFd, out: &mut [u8]) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < out.len() {
-        match read(fd, out.get_mut(filled..).unwrap_or_default()) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => filled += n,
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
+    /// The stopper asked (or was dropped).
+    stop: bool,
 }
 
 /// `"<id> <id> 1"`: the caller's own id mapped onto itself in a new user namespace.

@@ -43,10 +43,12 @@ mod contain;
 mod harden;
 mod launcher;
 mod mounts;
+mod pipes;
 mod probe;
 mod reap;
 mod record;
 mod seccomp;
+mod stop;
 
 pub use boxed::{
     BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,
@@ -57,3 +59,4 @@ pub use contain::{
 pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
+pub use stop::Stopper;

@@ -5,6 +5,7 @@
 
 pub mod fs;
 pub mod git;
+pub mod jobs;
 pub mod search;
 pub mod shell;
 pub mod web;

@@ -239,25 +239,9 @@ pub enum ShellError {
 
 /// Runs `args.command` and waits for it, at most `options.timeout`.
 pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, ShellError> {
-    if args.command.trim().is_empty() {
-        return Err(ShellError::Empty);
-    }
-    if args.command.contains('\0') {
-        return Err(ShellError::Nul);
-    }
-    let cwd = match &args.cwd {
-        Some(dir) if Path::new(dir).is_absolute() && Path::new(dir).is_dir() => PathBuf::from(dir),
-        Some(dir) => return Err(ShellError::BadCwd(dir.clone())),
-        None => options.default_cwd.clone(),
-    };
+    let spec = command_spec(args, &options.default_cwd)?;
+    let shell = spec.program.clone();
     let timeout = args.effective_timeout(options.timeout);
-    let shell = find_shell();
-    let spec = CommandSpec {
-        program: shell.clone(),
-        args: vec!["-c".into(), args.command.clone().into()],
-        env: command_env(),
-        cwd,
-    };
     let contain = ContainOptions {
         timeout,
         containment: if options.contain {
@@ -299,6 +283,32 @@ pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, Sh
         stderr: stderr.text(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         containment,
+    })
+}
+
+/// The command `args` runs: its script through [`find_shell`]'s `-c`, the scrubbed environment
+/// ([`PASSED_ENV`], [`FIXED_ENV`], [`GIT_ENV`]), in `cwd` or `default_cwd`; a `shell` call and a
+/// background job (`crate::jobs`) start the same way.
+pub(crate) fn command_spec(
+    args: &ShellArgs,
+    default_cwd: &Path,
+) -> Result<CommandSpec, ShellError> {
+    if args.command.trim().is_empty() {
+        return Err(ShellError::Empty);
+    }
+    if args.command.contains('\0') {
+        return Err(ShellError::Nul);
+    }
+    let cwd = match &args.cwd {
+        Some(dir) if Path::new(dir).is_absolute() && Path::new(dir).is_dir() => PathBuf::from(dir),
+        Some(dir) => return Err(ShellError::BadCwd(dir.clone())),
+        None => default_cwd.to_path_buf(),
+    };
+    Ok(CommandSpec {
+        program: find_shell(),
+        args: vec!["-c".into(), args.command.clone().into()],
+        env: command_env(),
+        cwd,
     })
 }
 

@@ -12,6 +12,9 @@
 //! git_ms = 30000              # git_status and git_diff, every git of a call together
 //! git_clone_ms = 300000       # git_clone, the host check included
 //! git_clone_mb = 1024         # the most a clone may write; git is stopped past it
+//! job_lifetime_ms = 3600000   # a bash_bg job is killed after this long
+//! jobs_per_session = 8        # jobs a session keeps (running ones refuse one more)
+//! job_ring_bytes = 1048576    # the newest bytes of output a job keeps
 //! result_cap = 32768          # bytes of a rendered answer
 //! idle_timeout_ms = 60000     # a client silent mid-frame or never reading is closed
 //! session_idle_days = 30      # a session unused this long ends (or session_idle_ms)
@@ -65,6 +68,13 @@ pub struct Config {
     pub git_clone_ms: u64,
     /// The most mebibytes a `git_clone` may write.
     pub git_clone_mb: u64,
+    /// How long a `bash_bg` job may run before it is killed (the issue's `job_lifetime`).
+    pub job_lifetime_ms: u64,
+    /// How many jobs a session keeps at once: starting one more drops the oldest that has
+    /// ended, and is refused when every one still runs.
+    pub jobs_per_session: usize,
+    /// The newest bytes of output each job keeps for `bash_tail`.
+    pub job_ring_bytes: usize,
     /// The most bytes of a rendered answer.
     pub result_cap: usize,
     /// How long a connection may stay silent in the middle of a frame or not read an answer.
@@ -136,6 +146,9 @@ impl Default for Config {
             git_ms: 30_000,
             git_clone_ms: 300_000,
             git_clone_mb: 1024,
+            job_lifetime_ms: 3_600_000,
+            jobs_per_session: 8,
+            job_ring_bytes: 1 << 20,
             result_cap: 32 * 1024,
             idle_timeout_ms: 60_000,
             session_idle_days: 30,
@@ -165,6 +178,14 @@ impl Config {
                 "{}: result_cap is {}; it must be at least 1024 bytes",
                 path.display(),
                 config.result_cap
+            ));
+        }
+        if config.jobs_per_session == 0 || config.job_ring_bytes < 1024 {
+            return Err(format!(
+                "{}: jobs_per_session must be at least 1 and job_ring_bytes at least 1024 (they are {} and {})",
+                path.display(),
+                config.jobs_per_session,
+                config.job_ring_bytes
             ));
         }
         if let Some(bad) = config.protected.iter().find(|p| !p.is_absolute()) {
@@ -213,8 +234,16 @@ impl Config {
             ToolName::Ask => self.approval_ms,
             ToolName::GitStatus | ToolName::GitDiff => self.git_ms,
             ToolName::GitClone => self.git_clone_ms,
+            // Starting, reading and killing a job are quick; the job itself lives up to
+            // `job_lifetime_ms`.
+            ToolName::BashBg | ToolName::BashTail | ToolName::BashKill => self.shell_ms,
         };
         Duration::from_millis(ms)
+    }
+
+    /// How long a background job may run.
+    pub fn job_lifetime(&self) -> Duration {
+        Duration::from_millis(self.job_lifetime_ms)
     }
 
     /// How long an approval waits.

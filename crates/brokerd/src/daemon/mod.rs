@@ -8,6 +8,7 @@ pub mod calls;
 pub mod config;
 pub mod dirs;
 pub mod grants_watch;
+pub mod jobs;
 pub mod journal;
 pub mod memo;
 pub mod memory;
@@ -78,6 +79,8 @@ pub struct Broker {
     pub events: tokio::sync::broadcast::Sender<OwnerEvent>,
     /// The memory store behind `recall`, `memory` and `ask_memory` (and `bx memory`).
     pub memory: Arc<MemoryService>,
+    /// Every session's background jobs.
+    pub jobs: Arc<jobs::Jobs>,
     session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionMemo>>>>,
 }
 
@@ -107,6 +110,7 @@ impl Broker {
             approvals: Approvals::new(),
             events: tokio::sync::broadcast::channel(EVENT_BACKLOG).0,
             memory: Arc::new(memory),
+            jobs: Arc::default(),
             session_locks: Mutex::new(HashMap::new()),
         })
     }

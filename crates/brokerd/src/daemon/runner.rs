@@ -63,6 +63,25 @@ pub trait Runner: Send + Sync {
     fn path_walls(&self) -> policy::shell::PathWalls {
         policy::shell::PathWalls::Unenforced
     }
+
+    /// Starts a decided `bash_bg` call as a job (blocking until its box runs), with `options`
+    /// but for the box, which the runner chooses; returns the job and its header's fields
+    /// (`containment`, and the box's walls as `sandbox`). Without a box the job is contained as
+    /// an unboxed `shell` command is.
+    fn start_job(
+        &self,
+        allowed: &Allowed,
+        _context: &RunContext,
+        options: tools::jobs::JobOptions,
+    ) -> Result<(tools::jobs::Job, Map<String, Value>), String> {
+        let ToolArgs::BashBg(script) = &allowed.args else {
+            return Err("only a bash_bg call starts a job".to_string());
+        };
+        let job = tools::jobs::start(script, &options).map_err(|e| e.to_string())?;
+        let mut fields = Map::new();
+        fields.insert("containment".into(), job.containment().as_str().into());
+        Ok((job, fields))
+    }
 }
 
 /// Runs every tool in the broker's own process.
@@ -112,6 +131,10 @@ impl Runner for DirectRunner {
                 Map::new(),
             ),
             ToolArgs::GitClone(args) => self.clone(args, context),
+            // The broker's job table starts, reads and kills jobs (`start_job` for the box).
+            ToolArgs::BashBg(_) | ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => {
+                Outcome::Failed("background jobs are run by the broker's job table".to_string())
+            }
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
             // The router sends the memory tools to the store; one here is refused, never run.

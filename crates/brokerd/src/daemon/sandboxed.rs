@@ -186,6 +186,33 @@ impl Runner for SandboxedRunner {
         shell(args, &options, extra)
     }
 
+    fn start_job(
+        &self,
+        allowed: &Allowed,
+        context: &RunContext,
+        mut options: tools::jobs::JobOptions,
+    ) -> Result<(tools::jobs::Job, Map<String, Value>), String> {
+        let walls = if self.settings.file_walls {
+            if let Some(why) = self.unboxable() {
+                return Err(why);
+            }
+            let mut policy = self.policy(allowed, context);
+            // The ring bounds what is kept; a long-lived job may write more than a call would.
+            policy.limits.output_bytes = u64::MAX;
+            options.policy = Some(policy);
+            format!(
+                "{}; a fresh box of its own for the job (no warm worker yet), killed at job_lifetime_ms, at its session's end or when the broker stops",
+                boxed(self.file_walls, self.landlock())
+            )
+        } else {
+            options.policy = None;
+            UNBOXED.to_string()
+        };
+        let (job, mut fields) = self.direct.start_job(allowed, context, options)?;
+        fields.insert("sandbox".to_string(), Value::from(walls));
+        Ok((job, fields))
+    }
+
     fn path_walls(&self) -> policy::shell::PathWalls {
         if self.settings.file_walls && self.unboxable().is_none() {
             policy::shell::PathWalls::Enforced
@@ -233,6 +260,11 @@ impl Runner for SandboxedRunner {
             )
         } else {
             format!("git_status, git_diff: {GIT_UNBOXED}")
+        });
+        walls.push(if walls_on {
+            "bash_bg: each job in a fresh box of its own, as shell's, until it ends, bash_kill, job_lifetime_ms, its session's end or the broker's stop".to_string()
+        } else {
+            "bash_bg: its own PID and mount namespaces, without file walls ([sandbox] file_walls = false)".to_string()
         });
         walls.push(
             "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"

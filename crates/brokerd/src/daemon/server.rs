@@ -165,7 +165,8 @@ async fn left(reader: &mut OwnedReadHalf) -> Result<(), Refusal> {
     }
 }
 
-/// The schemas of every tool at least one live allow grant could cover.
+/// The schemas of every tool at least one live allow grant could cover (`bash_tail` and
+/// `bash_kill` with `bash_bg`).
 pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
     let GrantsState::Loaded(grants) = broker.grants_now() else {
         return Vec::new();
@@ -173,10 +174,11 @@ pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
     let now = proto::Timestamp::now();
     ToolName::KNOWN
         .iter()
+        .chain(&ToolName::JOB_COMPANIONS)
         .filter(|tool| {
             grants
                 .iter()
-                .any(|g| g.tool == **tool && !g.deny && !g.expired(now))
+                .any(|g| g.tool == tool.granted_by() && !g.deny && !g.expired(now))
         })
         .filter_map(|tool| schema_of(*tool))
         .collect()
@@ -201,6 +203,9 @@ fn schema_of(tool: ToolName) -> Option<ToolSchema> {
         ToolName::GitStatus => Some(tools::git::git_status_schema()),
         ToolName::GitDiff => Some(tools::git::git_diff_schema()),
         ToolName::GitClone => Some(tools::git::git_clone_schema()),
+        ToolName::BashBg => Some(tools::jobs::bash_bg_schema()),
+        ToolName::BashTail => Some(tools::jobs::bash_tail_schema()),
+        ToolName::BashKill => Some(tools::jobs::bash_kill_schema()),
     }
 }
 

@@ -106,7 +106,7 @@ pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refus
 }
 
 /// Ends `session` (its client asked, or it was idle too long); its waiting calls are
-/// abandoned.
+/// abandoned and its background jobs killed.
 pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> Result<(), Refusal> {
     broker
         .journal
@@ -117,6 +117,7 @@ pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> R
         .await
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
     broker.approvals.end_session(broker, session).await;
+    broker.jobs.end_session(session).await;
     Ok(())
 }
 

@@ -126,9 +126,17 @@ pub struct Write {
 /// (`consult`, and the memory tools like it when the grant names no `tags`);
 /// `Some(Some(scope))` with what the covering paths, host or tags are. A `memory` entry is
 /// covered when each of its tags is one of the grant's (an entry without tags gets them).
+///
+/// A `bash_bg` grant covers `bash_tail` and `bash_kill` (of the session's own jobs, which the
+/// broker checks): any allow grant, and a deny grant that names no commands or paths (one that
+/// forbids every job).
 pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
-    if grant.tool != call.args.tool() {
+    if grant.tool != call.args.tool().granted_by() {
         return None;
+    }
+    if let ToolArgs::BashTail(_) | ToolArgs::BashKill(_) = &call.args {
+        return (!grant.deny || (grant.commands.is_empty() && grant.paths.is_empty()))
+            .then_some(None);
     }
     if !grant.deny
         && (call.unknown_writes.is_some() || !call.writes.iter().all(|w| writable(grant, w)))
@@ -162,7 +170,7 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
             }
             paths_scope(grant, &[Path::new(&a.path)])
         }
-        ToolArgs::Shell(a) => {
+        ToolArgs::Shell(a) | ToolArgs::BashBg(a) => {
             if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect, call.walls) {
                 return None;
             }
@@ -191,6 +199,8 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 .then_some(Some(Scope::Host(host, port)))
         }
         ToolArgs::Consult { .. } | ToolArgs::Ask(_) | ToolArgs::WebSearch(_) => Some(None),
+        // Answered above.
+        ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => Some(None),
         ToolArgs::Recall(_) | ToolArgs::AskMemory(_) => Some(tags_scope(grant)),
         ToolArgs::Memory(a) => match a.action() {
             MemoryAction::Add { tags, .. }
@@ -357,8 +367,8 @@ pub fn decide_in(
         Ok(call) => call,
         Err(detail) => {
             // The rails hold even when a place the script names cannot be resolved.
-            if let ToolArgs::Shell(a) = args
-                && let Some(refused) = guard_rails(a, grants, protected)
+            if let Some(a) = args.script()
+                && let Some(refused) = guard_rails(a, tool, grants, protected)
             {
                 return refused;
             }
@@ -378,8 +388,8 @@ pub fn decide_in(
             );
         }
     }
-    if let ToolArgs::Shell(a) = &call.args
-        && let Some(refused) = guard_rails(a, grants, protected)
+    if let Some(a) = call.args.script()
+        && let Some(refused) = guard_rails(a, tool, grants, protected)
     {
         return refused;
     }
@@ -517,15 +527,22 @@ fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) ->
     })
 }
 
-/// The guard rails on a `shell` call, in seed 003's order, whatever a grant says: a
-/// catastrophic command (`CatastrophicCommand`), a command sent to the background
-/// (`BackgroundCommand`), and any literal word or redirection target of the script inside a
-/// protected folder (`ProtectedPath`).
-fn guard_rails(args: &ShellArgs, grants: &[Grant], protected: &Protected) -> Option<Decision> {
+/// The guard rails on a `shell` or `bash_bg` call, in seed 003's order, whatever a grant says:
+/// a catastrophic command (`CatastrophicCommand`), a command sent to the background
+/// (`BackgroundCommand`; a job is in the background already, and refusing `&` there too keeps
+/// every process of the script the box's own), and any literal word or redirection target of
+/// the script inside a protected folder (`ProtectedPath`). The granted bases `rm` may not
+/// remove are those of the grants of the call's own tool.
+fn guard_rails(
+    args: &ShellArgs,
+    tool: ToolName,
+    grants: &[Grant],
+    protected: &Protected,
+) -> Option<Decision> {
     let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
     let granted: Vec<PathBuf> = grants
         .iter()
-        .filter(|g| g.tool == ToolName::Shell && !g.deny)
+        .filter(|g| g.tool == tool && !g.deny)
         .flat_map(|g| g.paths.iter().map(|p| p.base()))
         .collect();
     let place = shell::Place {

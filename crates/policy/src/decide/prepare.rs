@@ -8,7 +8,7 @@ use proto::Timestamp;
 use tools::shell::ShellArgs;
 
 use super::{Call, Protected, Write, shell_covered, shell_dialect};
-use crate::args::{ToolArgs, ToolName};
+use crate::args::ToolArgs;
 use crate::grants::Grant;
 use crate::paths::resolve;
 use crate::{git, shell};
@@ -24,16 +24,13 @@ pub fn resolve_args(args: &ToolArgs) -> Result<ToolArgs, String> {
         }
         return Ok(args);
     }
-    Ok(match args {
-        ToolArgs::Shell(a) => {
-            let mut a = a.clone();
-            if let Some(cwd) = &a.cwd {
-                a.cwd = Some(text(absolute(cwd)?));
-            }
-            ToolArgs::Shell(a)
-        }
-        other => other.clone(),
-    })
+    let mut args = args.clone();
+    if let Some(a) = args.script_mut()
+        && let Some(cwd) = &a.cwd
+    {
+        a.cwd = Some(text(absolute(cwd)?));
+    }
+    Ok(args)
 }
 
 fn absolute(path: &str) -> Result<PathBuf, String> {
@@ -41,17 +38,17 @@ fn absolute(path: &str) -> Result<PathBuf, String> {
 }
 
 pub(super) fn named_paths(call: &Call) -> Vec<&Path> {
-    let mut paths: Vec<&Path> = match &call.args {
-        ToolArgs::Shell(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
-        other => other.path().map(Path::new).into_iter().collect(),
+    let mut paths: Vec<&Path> = match call.args.script() {
+        Some(a) => a.cwd.as_deref().map(Path::new).into_iter().collect(),
+        None => call.args.path().map(Path::new).into_iter().collect(),
     };
     paths.extend(call.writes.iter().map(|w| w.path.as_path()));
     paths
 }
 
 /// The call with its paths resolved and what it writes, or why it cannot be decided
-/// (`InvalidArguments`). A `shell` call without `cwd` runs in the first folder of the first
-/// grant that could cover it, and says so in its arguments.
+/// (`InvalidArguments`). A `shell` (or `bash_bg`) call without `cwd` runs in the first folder of
+/// the first grant of its tool that could cover it, and says so in its arguments.
 pub(super) fn prepare(
     args: &ToolArgs,
     grants: &[Grant],
@@ -60,16 +57,17 @@ pub(super) fn prepare(
     walls: shell::PathWalls,
 ) -> Result<Call, String> {
     let mut args = resolve_args(args)?;
-    let dialect = match &args {
-        ToolArgs::Shell(_) => shell_dialect(),
-        _ => shell::Dialect::Bash,
+    let tool = args.tool();
+    let dialect = match args.script() {
+        Some(_) => shell_dialect(),
+        None => shell::Dialect::Bash,
     };
-    if let ToolArgs::Shell(a) = &mut args
+    if let Some(a) = args.script_mut()
         && a.cwd.is_none()
     {
         a.cwd = grants
             .iter()
-            .filter(|g| g.tool == ToolName::Shell && !g.deny && !g.expired(now))
+            .filter(|g| g.tool == tool && !g.deny && !g.expired(now))
             .filter(|g| g.commands.is_empty() || shell_covered(g, a, dialect, walls))
             .find_map(|g| g.paths.first())
             .map(|rule| rule.base().to_string_lossy().into_owned());
@@ -79,10 +77,12 @@ pub(super) fn prepare(
         ToolArgs::EditFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
         // A clone writes its destination (and below it, which the grant's paths cover too).
         ToolArgs::GitClone(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
-        ToolArgs::Shell(a) => match shell::write_targets_in(&a.command, dialect, walls) {
-            Ok(targets) => (shell_writes(a, &targets, protected)?, None),
-            Err(why) => (Vec::new(), Some(why.to_string())),
-        },
+        ToolArgs::Shell(a) | ToolArgs::BashBg(a) => {
+            match shell::write_targets_in(&a.command, dialect, walls) {
+                Ok(targets) => (shell_writes(a, &targets, protected)?, None),
+                Err(why) => (Vec::new(), Some(why.to_string())),
+            }
+        }
         _ => (Vec::new(), None),
     };
     Ok(Call {

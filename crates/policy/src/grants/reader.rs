@@ -239,7 +239,8 @@ impl GrantReader<'_> {
     ) {
         let name = tool.as_str();
         let at = |key: &str, this: &Self| field(key).map_or(line, |v| this.line_of(v));
-        let takes_paths = tool.is_path_tool() || tool == ToolName::Shell;
+        let runs_scripts = matches!(tool, ToolName::Shell | ToolName::BashBg);
+        let takes_paths = tool.is_path_tool() || runs_scripts;
         if !paths.is_empty() && !takes_paths {
             let line = at("paths", self);
             self.say(line, format!("{name} does not take paths"));
@@ -248,7 +249,7 @@ impl GrantReader<'_> {
             let line = at("hosts", self);
             self.say(line, format!("{name} does not take hosts"));
         }
-        if !commands.is_empty() && tool != ToolName::Shell {
+        if !commands.is_empty() && !runs_scripts {
             let line = at("commands", self);
             self.say(line, format!("{name} does not take commands"));
         }
@@ -271,10 +272,11 @@ impl GrantReader<'_> {
                 line,
                 format!("{name} needs paths: the files and folders it may open"),
             ),
-            ToolName::Shell if commands.is_empty() && unset("commands") => self.say(
-                line,
-                "shell needs commands: the command prefixes it may run".to_string(),
-            ),
+            ToolName::Shell | ToolName::BashBg if commands.is_empty() && unset("commands") => self
+                .say(
+                    line,
+                    format!("{name} needs commands: the command prefixes it may run"),
+                ),
             ToolName::HttpFetch if hosts.is_empty() && unset("hosts") => self.say(
                 line,
                 "http_fetch needs hosts: the hosts it may fetch from".to_string(),
@@ -399,6 +401,17 @@ impl GrantReader<'_> {
                 "read" => ToolName::READ_GROUP.to_vec(),
                 "write" => ToolName::WRITE_GROUP.to_vec(),
                 other => match ToolName::parse(other) {
+                    Some(tool) if tool.granted_by() != tool => {
+                        self.say(
+                            line,
+                            format!(
+                                "{text} is not granted by name: a {} grant covers it for the session's own jobs",
+                                tool.granted_by().as_str()
+                            ),
+                        );
+                        wrong = true;
+                        continue;
+                    }
                     Some(tool) => vec![tool],
                     None => {
                         self.say(

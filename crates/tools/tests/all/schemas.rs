@@ -140,6 +140,17 @@ fn the_git_tools_args_accept_exactly_their_schemas() {
 }
 
 #[test]
+fn the_job_tools_args_accept_exactly_their_schemas() {
+    accepts_exactly::<tools::jobs::BashBgArgs>(&tools::jobs::bash_bg_schema());
+    accepts_exactly::<tools::jobs::BashTailArgs>(&tools::jobs::bash_tail_schema());
+    accepts_exactly::<tools::jobs::BashKillArgs>(&tools::jobs::bash_kill_schema());
+    // bash_bg takes shell's command and cwd with the same words, and no time limit.
+    let bg = tools::jobs::bash_bg_schema();
+    let shell = tools::shell::shell_schema();
+    assert_eq!(bg.parameters["properties"], shell.parameters["properties"]);
+}
+
+#[test]
 fn each_args_struct_accepts_exactly_its_schemas_properties() {
     accepts_exactly::<tools::fs::ReadFileArgs>(&tools::fs::read_file_schema());
     accepts_exactly::<tools::fs::WriteFileArgs>(&tools::fs::write_file_schema());

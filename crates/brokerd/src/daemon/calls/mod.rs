@@ -169,7 +169,11 @@ async fn answer_locked(
         }
     };
     let Some(tool) = ToolName::parse(&request.tool) else {
-        let known: Vec<&str> = ToolName::KNOWN.iter().map(|t| t.as_str()).collect();
+        let known: Vec<&str> = ToolName::KNOWN
+            .iter()
+            .chain(&ToolName::JOB_COMPANIONS)
+            .map(|t| t.as_str())
+            .collect();
         let detail = format!(
             "there is no tool {:?}; the tools are {}",
             request.tool,

@@ -47,20 +47,30 @@ pub(super) async fn run(
     let cap = broker.config.result_cap;
     // The memory tools go to the store, never to a runner; their results carry the labels of
     // the entries they hold, not the grant's.
-    if tool.is_memory() {
+    // Jobs belong to the session: its job table starts, reads and kills them, and their output
+    // carries the labels of the call that started them.
+    if tool.is_memory() || tool.is_job() {
         if let Some(decided) = decided
             && let Err(error) = broker.journal.record(vec![decided]).await
         {
             tracing::error!(%error, "decision not recorded; the call does not run");
             return Ok(Answered::unrecorded(unavailable()));
         }
-        let routed =
-            crate::daemon::memory::route(&broker.memory, &call.session, &allowed, context, limit);
-        let routed = routed.await;
+        let routed = if tool.is_job() {
+            let routed = crate::daemon::jobs::route(broker, &call.session, &allowed, context);
+            let routed = routed.await;
+            (routed.outcome, routed.class, routed.untrusted)
+        } else {
+            let memory = &broker.memory;
+            let routed =
+                crate::daemon::memory::route(memory, &call.session, &allowed, context, limit);
+            let routed = routed.await;
+            (routed.outcome, routed.class, routed.untrusted)
+        };
         let ran = Ran {
-            outcome: routed.outcome,
-            class: routed.class,
-            untrusted: routed.untrusted,
+            outcome: routed.0,
+            class: routed.1,
+            untrusted: routed.2,
             seen: None,
         };
         let (finished, detail) = ran.finished(&call.tool, labels, cap);

@@ -9,6 +9,7 @@ mod calls;
 mod coding;
 mod frames;
 mod git;
+mod jobs;
 mod memory;
 mod owner_socket;
 mod restart;
