@@ -289,8 +289,12 @@ pub fn spawn_boxed(
         inherit.push(fd);
     }
     args.extend(box_args(spec, policy, &file_fds)?);
-    let cgroup = PooledCgroup::take(policy.limits.processes, policy.limits.memory)
-        .map_err(BoxError::Cgroup)?;
+    let cgroup = PooledCgroup::take(
+        policy.limits.processes,
+        policy.limits.memory,
+        policy.launcher.as_deref(),
+    )
+    .map_err(BoxError::Cgroup)?;
     let outer = CommandSpec {
         program: bwrap,
         args,
@@ -376,8 +380,12 @@ fn spawn_landlocked(
         cwd: spec.cwd.clone(),
     };
     let seccomp = crate::seccomp::compiled(true).map_err(BoxError::Seccomp)?;
-    let cgroup = PooledCgroup::take(policy.limits.processes, policy.limits.memory)
-        .map_err(BoxError::Cgroup)?;
+    let cgroup = PooledCgroup::take(
+        policy.limits.processes,
+        policy.limits.memory,
+        policy.launcher.as_deref(),
+    )
+    .map_err(BoxError::Cgroup)?;
     let options = ContainOptions {
         timeout,
         containment: crate::Containment::Cgroup,

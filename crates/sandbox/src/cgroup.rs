@@ -41,7 +41,14 @@ pub(crate) struct PooledCgroup(Option<BoxCgroup>);
 
 impl PooledCgroup {
     /// A cgroup from the pool (or a new one) with these limits.
-    pub(crate) fn take(processes: u64, memory: u64) -> io::Result<PooledCgroup> {
+    /// The first one taken starts the process's warden through `launcher`
+    /// ([`crate::warden`]).
+    pub(crate) fn take(
+        processes: u64,
+        memory: u64,
+        launcher: Option<&Path>,
+    ) -> io::Result<PooledCgroup> {
+        crate::warden::ensure(launcher);
         // Only one that nothing is charged to any more: an ended box's last zombie may still
         // wait for the host's init to reap it.
         let pooled = POOL.lock().ok().and_then(|mut pool| {
@@ -90,10 +97,20 @@ impl Drop for PooledCgroup {
 }
 
 /// Kills what is left in the cgroups named after a process that no longer exists (a broker
-/// killed outright, whose boxes a parent-death signal did not reach: bubblewrap sets its own
-/// after it forks, so a broker killed in that window leaves the box running), then removes
-/// them.
+/// killed outright whose warden was killed too, or that had none), then removes them.
 fn sweep() {
+    sweep_where(|pid| !Path::new("/proc").join(pid).exists());
+}
+
+/// Kills what is left in the box cgroups of process `pid` and removes them: the warden's work
+/// once that process is gone ([`crate::warden`]).
+pub(crate) fn remove_all_of(pid: u32) {
+    let pid = pid.to_string();
+    sweep_where(|owner| owner == pid);
+}
+
+/// Kills what is in each box cgroup whose maker's pid `owned` picks, then removes it.
+fn sweep_where(owned: impl Fn(&str) -> bool) {
     for parent in [
         "/sys/fs/cgroup/pids/boxmaker",
         "/sys/fs/cgroup/memory/boxmaker",
@@ -107,9 +124,14 @@ fn sweep() {
             let Some(pid) = name.strip_prefix("box-").and_then(|r| r.split('-').next()) else {
                 continue;
             };
-            if !Path::new("/proc").join(pid).exists() {
+            if owned(pid) {
                 kill_procs_in(&entry.path());
-                let _ = fs::remove_dir(entry.path());
+                for _ in 0..50 {
+                    if fs::remove_dir(entry.path()).is_ok() || !entry.path().exists() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
             }
         }
     }

@@ -162,12 +162,17 @@ impl Rules {
 /// standard error and exits with [`LAUNCH_FAILED`]. When the command is this very binary (a
 /// worker in the box, as `brokerd box-file` is), it is not `exec`ed again: this returns the
 /// command's arguments (its program first), restricted as the command would be, for `main` to
-/// go on with instead of its own. Otherwise (not a launcher) it returns `None` at once.
+/// go on with instead of its own. Started as the cgroup warden of a process that builds boxes
+/// (`--boxmaker-cgroup-warden PID`), it does the warden's work and exits. Otherwise (not a
+/// launcher) it returns `None` at once.
 ///
 /// A binary named in [`crate::Policy::launcher`] calls this first thing in `main`, before it
 /// starts threads or reads its own arguments.
 pub fn launch_if_asked() -> Option<Vec<OsString>> {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == crate::warden::WARDEN) {
+        std::process::exit(crate::warden::run(args.get(2..).unwrap_or_default()));
+    }
     if args.get(1).is_none_or(|a| a != LAUNCH) {
         return None;
     }

@@ -49,6 +49,7 @@ mod reap;
 mod record;
 mod seccomp;
 mod stop;
+mod warden;
 
 pub use boxed::{
     BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,

@@ -273,6 +273,59 @@ fn no_job_process_outlives_a_broker_stopped_by_sigterm_or_killed() {
     assert_eq!(header["job"], 1, "the restarted broker runs jobs");
 }
 
+/// The box cgroups `brokerd` process `pid` made, under every controller.
+fn box_cgroups_of(pid: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("box-{pid}-");
+    [
+        "/sys/fs/cgroup/pids/boxmaker",
+        "/sys/fs/cgroup/memory/boxmaker",
+        "/sys/fs/cgroup/boxmaker",
+    ]
+    .iter()
+    .filter_map(|parent| std::fs::read_dir(parent).ok())
+    .flat_map(|entries| entries.flatten())
+    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    .map(|e| e.path())
+    .collect()
+}
+
+#[test]
+fn a_broker_killed_at_any_moment_leaves_no_box_process_and_no_box_cgroup() {
+    // The broker's warden (its own binary, started with the first box) kills and removes the
+    // broker's box cgroups once the broker is gone, however early in a box's start it died:
+    // no waiting here for bubblewrap's own parent-death signal to be set.
+    let mut broker = BrokerProcess::start(JOBS, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    start(&mut client, 1, "sleep 3002.5", &broker);
+    let pid = broker.pid().unwrap();
+    assert_eq!(
+        processes_named(&format!("--boxmaker-cgroup-warden {pid}")),
+        1,
+        "one warden for the broker"
+    );
+    assert!(
+        !box_cgroups_of(pid).is_empty(),
+        "the job's box has a cgroup"
+    );
+    let args = json!({ "command": "sleep 3002.6", "cwd": broker.work }).to_string();
+    client.start_call(2, "bash_bg", &args);
+    std::thread::sleep(Duration::from_millis(3));
+    broker.kill();
+    assert!(
+        eventually(|| processes_named("sleep 3002.") == 0),
+        "a box outlived a broker killed with SIGKILL: {}",
+        described("sleep 3002.")
+    );
+    assert!(
+        eventually(|| box_cgroups_of(pid).is_empty()),
+        "the dead broker's cgroups are still there: {:?}",
+        box_cgroups_of(pid)
+    );
+    assert!(eventually(|| processes_named(&format!(
+        "--boxmaker-cgroup-warden {pid}"
+    )) == 0));
+}
+
 #[test]
 fn output_past_the_ring_keeps_the_newest_bytes_and_says_how_many_were_dropped() {
     let config = format!("{FAST}job_ring_bytes = 1024\n");
