@@ -16,7 +16,7 @@ use proto::ToolResponse;
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 use testkit::{AgentClient, BrokerProcess};
 
-use super::daemon::{FAST, searxng};
+use super::daemon::{FAST, git, searxng};
 
 /// The journal's grants: labels explicit, nothing asks.
 const GRANTS: &str = r#"
@@ -55,6 +55,30 @@ on_untrusted = "allow"
 id = "search"
 tool = "web_search"
 class = "public"
+on_untrusted = "allow"
+
+[[grant]]
+id = "git"
+tool = ["git_status", "git_diff"]
+paths = ["{work}/repo"]
+class = "private"
+untrusted = false
+
+[[grant]]
+id = "clone"
+tool = "git_clone"
+hosts = ["127.0.0.1:{port}"]
+paths = ["{work}/cloned"]
+class = "public"
+on_untrusted = "allow"
+
+[[grant]]
+id = "jobs"
+tool = "bash_bg"
+paths = ["{work}"]
+commands = ["echo", "sleep"]
+class = "private"
+untrusted = false
 on_untrusted = "allow"
 "#;
 
@@ -97,6 +121,42 @@ fn set_up(work: &Path) {
             .unwrap();
     }
     std::os::unix::fs::symlink(work.join("notes.txt"), work.join("link.txt")).unwrap();
+    let repo = work.join("repo");
+    fs::create_dir_all(repo.join("docs")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.email", "parity@example.com"]);
+    git(&repo, &["config", "user.name", "Parity"]);
+    fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    fs::write(repo.join("b.txt"), "bee\n").unwrap();
+    fs::write(repo.join("docs/guide.md"), "# Guide\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    fs::write(repo.join("a.txt"), "one\n2\n").unwrap();
+    fs::write(repo.join("b.txt"), "bee\nsee\n").unwrap();
+    git(&repo, &["add", "b.txt"]);
+    fs::write(repo.join("c.txt"), "new\n").unwrap();
+}
+
+/// The journal's repository as a bare one served over https by git's dumb protocol, from
+/// `served` (outside the work folder).
+fn serve_repository(server: &TlsServer, work: &Path, served: &Path) {
+    let bare = served.join("repo.git");
+    git(
+        served,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.join("repo").to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    git(&bare, &["update-server-info"]);
+    server.route_folder("/repo.git", &bare);
+    server.route(
+        "/repo.git/info/refs?service=git-upload-pack",
+        TlsResponse::ok("text/plain", fs::read(bare.join("info/refs")).unwrap()),
+    );
 }
 
 /// The calls: a label, a tool, and its arguments (`{work}` and `{config}` replaced).
@@ -525,6 +585,95 @@ const CALLS: &[(&str, &str, &str)] = &[
         r#"{"query":"rust docs","max_results":11}"#,
     ),
     (
+        "git status of a changed repository",
+        "git_status",
+        r#"{"path":"{work}/repo"}"#,
+    ),
+    (
+        "git status from a sub-folder",
+        "git_status",
+        r#"{"path":"{work}/repo/docs"}"#,
+    ),
+    (
+        "git diff of the work tree",
+        "git_diff",
+        r#"{"path":"{work}/repo"}"#,
+    ),
+    (
+        "git diff of what is staged",
+        "git_diff",
+        r#"{"path":"{work}/repo","staged":true}"#,
+    ),
+    (
+        "git diff of one path",
+        "git_diff",
+        r#"{"path":"{work}/repo","paths":["a.txt"]}"#,
+    ),
+    (
+        "git diff with an option as a path",
+        "git_diff",
+        r#"{"path":"{work}/repo","paths":["--output=/tmp/x"]}"#,
+    ),
+    (
+        "git status outside the grant",
+        "git_status",
+        r#"{"path":"{work}"}"#,
+    ),
+    (
+        "git clone over https",
+        "git_clone",
+        r#"{"url":"https://127.0.0.1:{port}/repo.git","path":"{work}/cloned"}"#,
+    ),
+    (
+        "git clone over ssh",
+        "git_clone",
+        r#"{"url":"git@github.com:example/repo.git","path":"{work}/cloned/ssh"}"#,
+    ),
+    (
+        "git clone of a file URL",
+        "git_clone",
+        r#"{"url":"file:///etc","path":"{work}/cloned/file"}"#,
+    ),
+    (
+        "git clone outside the grant",
+        "git_clone",
+        r#"{"url":"https://127.0.0.1:{port}/repo.git","path":"{work}/elsewhere"}"#,
+    ),
+    (
+        "start a job",
+        "bash_bg",
+        r#"{"command":"echo one; echo two; echo three","cwd":"{work}"}"#,
+    ),
+    ("tail the ended job", "bash_tail", r#"{"job":1}"#),
+    ("tail it again", "bash_tail", r#"{"job":1}"#),
+    (
+        "start a long job",
+        "bash_bg",
+        r#"{"command":"echo begun; sleep 30","cwd":"{work}"}"#,
+    ),
+    ("kill the long job", "bash_kill", r#"{"job":2}"#),
+    ("tail the killed job", "bash_tail", r#"{"job":2}"#),
+    (
+        "tail a job that does not exist",
+        "bash_tail",
+        r#"{"job":9}"#,
+    ),
+    (
+        "a job in the background of a job",
+        "bash_bg",
+        r#"{"command":"sleep 5 &","cwd":"{work}"}"#,
+    ),
+    (
+        "a catastrophic job",
+        "bash_bg",
+        r#"{"command":"rm -rf ~","cwd":"{work}"}"#,
+    ),
+    (
+        "a job no grant covers",
+        "bash_bg",
+        r#"{"command":"cat notes.txt","cwd":"{work}"}"#,
+    ),
+    (
         "grep after the edits",
         "grep",
         r#"{"pattern":"DONE|BETA|1 \\+ 0","path":"{work}","output_mode":"content"}"#,
@@ -536,8 +685,19 @@ const CALLS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Calls made only after a pause (ms), so what they read no longer depends on timing: a job
+/// that prints three lines has ended, a long one has printed its first line.
+const PAUSES: &[(&str, u64)] = &[("tail the ended job", 1500), ("kill the long job", 1500)];
+
+/// Folders left out of the final tree: real repositories, whose insides are git's.
+const NOT_SHOWN: &[&str] = &["repo/.git", "cloned/.git"];
+
 /// Header fields that depend on the machine.
 const VOLATILE: &[&str] = &["containment", "duration_ms"];
+
+/// Header fields of one tool that depend on the machine: the size of a clone, `.git` and the
+/// sample hooks of this git included.
+const VOLATILE_OF: &[(&str, &str)] = &[("git_clone", "bytes")];
 
 /// The broker and the servers its calls reach.
 struct Journal {
@@ -588,6 +748,11 @@ fn entry(response: &ToolResponse, at: &Journal) -> String {
                     header[key] = "…".into();
                 }
             }
+            for (tool, key) in VOLATILE_OF {
+                if header["tool"] == *tool && header.get(key).is_some() {
+                    header[key] = "…".into();
+                }
+            }
             normalize(&format!("result {header}\n{body}"), at)
         }
         ToolResponse::Failed { message } => normalize(&format!("failed\n{message}"), at),
@@ -604,6 +769,9 @@ fn final_tree(work: &Path, out: &mut String) {
     while let Some(folder) = stack.pop() {
         for item in fs::read_dir(&folder).unwrap() {
             let path = item.unwrap().path();
+            if NOT_SHOWN.iter().any(|n| path == work.join(n)) {
+                continue;
+            }
             if path.is_dir() && !path.is_symlink() {
                 stack.push(path.clone());
             }
@@ -651,6 +819,7 @@ fn the_parity_journal_replays_byte_for_byte() {
         &[("BOXMAKER_EXTRA_ROOTS", &ca_file.display().to_string())],
     );
     set_up(&broker.work);
+    serve_repository(&server, &broker.work, roots.path());
     let at = Journal {
         broker,
         port: server.port(),
@@ -664,8 +833,11 @@ fn the_parity_journal_replays_byte_for_byte() {
     );
     let tools: std::collections::BTreeSet<&str> = CALLS.iter().map(|c| c.1).collect();
     assert!(CALLS.len() >= 60, "{} calls", CALLS.len());
-    assert_eq!(tools.len(), 9, "{tools:?}");
+    assert_eq!(tools.len(), 15, "{tools:?}");
     for (index, (label, tool, arguments)) in CALLS.iter().enumerate() {
+        if let Some((_, ms)) = PAUSES.iter().find(|(l, _)| l == label) {
+            std::thread::sleep(Duration::from_millis(*ms));
+        }
         let arguments = arguments
             .replace("{work}", &broker.work.display().to_string())
             .replace("{config}", &broker.config.display().to_string())

@@ -5,13 +5,12 @@
 //! boxmaker's folders refused.
 
 use std::path::Path;
-use std::process::Command;
 
 use proto::{DenyReason, ToolResponse};
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 use testkit::{AgentClient, BrokerProcess};
 
-use super::{FAST, content, denied};
+use super::{FAST, content, denied, git};
 
 const GIT: &str = r#"
 [[grant]]
@@ -28,17 +27,6 @@ paths = ["{work}"]
 untrusted = false
 on_untrusted = "allow"
 "#;
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-}
 
 fn repository(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
