@@ -1,6 +1,8 @@
 //! The broker's background jobs (`bash_bg`, `bash_tail`, `bash_kill`): a table of each
-//! session's jobs, numbered 1, 2, … per session, so one session's ids say nothing of
-//! another's, and a job of another session is answered exactly as a job that does not exist.
+//! session's jobs, each numbered by the id of the `bash_bg` call that started it (call ids are
+//! never reused in a session, so a job id never names two jobs, not even across a broker's
+//! restart, and one session's ids say nothing of another's); a job of another session is
+//! answered exactly as a job that does not exist.
 //! A job is the one exception to "every descendant dies with its call": it has a box of its own
 //! ([`super::runner::Runner::start_job`]) and dies at `job_lifetime_ms`, by `bash_kill`, when
 //! its session ends ([`Jobs::end_session`]), or when the broker stops ([`Jobs::stop_all`];
@@ -32,8 +34,6 @@ pub struct Jobs {
 
 #[derive(Debug, Default)]
 struct SessionJobs {
-    /// The id the next job gets.
-    next: u64,
     jobs: BTreeMap<u64, Arc<Entry>>,
 }
 
@@ -94,13 +94,11 @@ impl Jobs {
         }
     }
 
-    fn insert(&self, session: &SessionId, entry: Entry) -> u64 {
+    /// Keeps `entry` as job `id` of `session` (the id of the call that started it).
+    fn insert(&self, session: &SessionId, id: u64, entry: Entry) {
         let mut sessions = self.lock();
         let jobs = sessions.entry(session.clone()).or_default();
-        jobs.next += 1;
-        let id = jobs.next;
         jobs.jobs.insert(id, Arc::new(entry));
-        id
     }
 
     /// Kills every job of `session` and forgets them (its session ended). Blocking.
@@ -154,10 +152,11 @@ fn no_such_job(job: u64) -> String {
     format!("this session has no job {job}; bash_bg returns the id of each job it starts")
 }
 
-/// Runs a decided job call of `session`.
+/// Runs decided job call `call` of `session` (a `bash_bg` call's id is its job's).
 pub async fn route(
     broker: &Arc<Broker>,
     session: &SessionId,
+    call: proto::CallId,
     allowed: &Allowed,
     mut context: RunContext,
 ) -> Routed {
@@ -195,8 +194,10 @@ pub async fn route(
                     )));
                 }
             };
-            let id = broker.jobs.insert(
+            let id = call.0;
+            broker.jobs.insert(
                 session,
+                id,
                 Entry {
                     job,
                     class: allowed.class,

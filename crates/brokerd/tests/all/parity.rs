@@ -692,6 +692,19 @@ const PAUSES: &[(&str, u64)] = &[("tail the ended job", 1500), ("kill the long j
 /// Folders left out of the final tree: real repositories, whose insides are git's.
 const NOT_SHOWN: &[&str] = &["repo/.git", "cloned/.git"];
 
+/// `arguments` with each `{job:LABEL}` written as the id of the job the call labelled LABEL
+/// started (a job is numbered by the `bash_bg` call that started it: its place in the list).
+fn with_job_ids(arguments: &str) -> String {
+    let mut out = arguments.to_string();
+    while let Some(at) = out.find("{job:") {
+        let end = at + out[at..].find('}').unwrap();
+        let label = &out[at + 5..end];
+        let index = CALLS.iter().position(|c| c.0 == label).unwrap();
+        out.replace_range(at..=end, &(index + 1).to_string());
+    }
+    out
+}
+
 /// Header fields that depend on the machine.
 const VOLATILE: &[&str] = &["containment", "duration_ms"];
 
@@ -843,6 +856,7 @@ fn the_parity_journal_replays_byte_for_byte() {
             .replace("{config}", &broker.config.display().to_string())
             .replace("{state}", &broker.state.display().to_string())
             .replace("{port}", &at.port.to_string());
+        let arguments = with_job_ids(&arguments);
         let response = client
             .call(index as u64 + 1, tool, &arguments)
             .unwrap_or_else(|frame| panic!("call {label}: {frame:?}"));

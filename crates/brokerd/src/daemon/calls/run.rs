@@ -57,7 +57,8 @@ pub(super) async fn run(
             return Ok(Answered::unrecorded(unavailable()));
         }
         let routed = if tool.is_job() {
-            let routed = crate::daemon::jobs::route(broker, &call.session, &allowed, context);
+            let routed =
+                crate::daemon::jobs::route(broker, &call.session, call.call_id, &allowed, context);
             let routed = routed.await;
             (routed.outcome, routed.class, routed.untrusted)
         } else {

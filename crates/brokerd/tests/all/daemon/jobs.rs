@@ -159,7 +159,10 @@ fn a_job_outlives_its_call_is_tailed_killed_and_reaped_with_its_session() {
     );
     // A second job dies with its session.
     let (header, _) = start(&mut client, 102, "sleep 3001.2", &broker);
-    assert_eq!(header["job"], 2);
+    assert_eq!(
+        header["job"], 102,
+        "a job is numbered by the call that started it"
+    );
     assert!(eventually(|| processes_named("sleep 3001.2") > 0));
     assert!(matches!(
         client.send(&AgentFrame::Close {}),
@@ -271,6 +274,26 @@ fn no_job_process_outlives_a_broker_stopped_by_sigterm_or_killed() {
     let mut client = AgentClient::open(&broker.socket(), None);
     let (header, _) = start(&mut client, 1, "echo again", &broker);
     assert_eq!(header["job"], 1, "the restarted broker runs jobs");
+}
+
+#[test]
+fn after_a_restart_a_resumed_sessions_old_job_id_names_no_new_job() {
+    let mut broker = BrokerProcess::start(JOBS, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let (header, _) = start(&mut client, 1, "echo before", &broker);
+    assert_eq!(header["job"], 1);
+    let resume = client.session.clone().unwrap();
+    broker.restart();
+    let mut again = AgentClient::open(&broker.socket(), Some(resume));
+    let (header, _) = start(&mut again, 2, "echo after", &broker);
+    assert_eq!(header["job"], 2, "the new job takes its own call's id");
+    let old = again
+        .call(3, "bash_tail", &json!({ "job": 1 }).to_string())
+        .unwrap();
+    let ToolResponse::Failed { message } = &old else {
+        panic!("the old id reached a job: {old:?}");
+    };
+    assert!(message.contains("no job 1"), "{message}");
 }
 
 /// The box cgroups `brokerd` process `pid` made, under every controller.
