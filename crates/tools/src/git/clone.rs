@@ -14,8 +14,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -142,7 +142,7 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
             .chain([destination.clone().into_os_string()]),
     );
     let watch = SizeWatch::start(&destination, options.max_bytes);
-    let mut on_start = |pid: Option<u32>| watch.follow(pid);
+    let mut on_start = |stopper: sandbox::Stopper| watch.follow(stopper);
     let cwd = destination.parent().unwrap_or(Path::new("/")).to_path_buf();
     let ran = run_git(
         command,
@@ -314,10 +314,11 @@ impl Drop for RootsFile {
     }
 }
 
-/// A thread that sums the destination's size while git runs and kills git's process group
-/// once it passes the limit.
+/// A thread that sums the destination's size while git runs and stops git's box (every
+/// process of it, through the box's own [`sandbox::Stopper`], never a process id that could
+/// have been reused) once it passes the limit.
 struct SizeWatch {
-    pid: Arc<AtomicU64>,
+    stopper: Arc<Mutex<Option<sandbox::Stopper>>>,
     done: Arc<AtomicBool>,
     exceeded: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -325,12 +326,15 @@ struct SizeWatch {
 
 impl SizeWatch {
     fn start(destination: &Path, max_bytes: u64) -> SizeWatch {
-        let pid = Arc::new(AtomicU64::new(0));
+        let stopper: Arc<Mutex<Option<sandbox::Stopper>>> = Arc::new(Mutex::new(None));
         let done = Arc::new(AtomicBool::new(false));
         let exceeded = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (pid, done, exceeded) =
-                (Arc::clone(&pid), Arc::clone(&done), Arc::clone(&exceeded));
+            let (stopper, done, exceeded) = (
+                Arc::clone(&stopper),
+                Arc::clone(&done),
+                Arc::clone(&exceeded),
+            );
             let destination = destination.to_path_buf();
             std::thread::Builder::new()
                 .name("git_clone-size".to_string())
@@ -341,16 +345,10 @@ impl SizeWatch {
                             continue;
                         }
                         exceeded.store(true, Ordering::SeqCst);
-                        let raw = i32::try_from(pid.load(Ordering::SeqCst)).unwrap_or(0);
-                        if !done.load(Ordering::SeqCst)
-                            && let Some(pid) = rustix::process::Pid::from_raw(raw)
+                        if let Ok(held) = stopper.lock()
+                            && let Some(stopper) = held.as_ref()
                         {
-                            // The broker's child leads git's process group (its supervisor
-                            // and the namespace's init with it): all of it ends.
-                            let _ = rustix::process::kill_process_group(
-                                pid,
-                                rustix::process::Signal::KILL,
-                            );
+                            stopper.stop();
                         }
                         return;
                     }
@@ -358,15 +356,17 @@ impl SizeWatch {
                 .ok()
         };
         SizeWatch {
-            pid,
+            stopper,
             done,
             exceeded,
             thread,
         }
     }
 
-    fn follow(&self, pid: Option<u32>) {
-        self.pid.store(pid.map_or(0, u64::from), Ordering::SeqCst);
+    fn follow(&self, stopper: sandbox::Stopper) {
+        if let Ok(mut held) = self.stopper.lock() {
+            *held = Some(stopper);
+        }
     }
 
     /// Stops the watch; whether the limit was passed.

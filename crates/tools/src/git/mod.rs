@@ -399,8 +399,8 @@ pub(crate) struct Run<'a> {
     pub(crate) timeout: Duration,
     pub(crate) head_bytes: usize,
     pub(crate) tail_bytes: usize,
-    /// Called with the broker's child's process id once git started (the clone's size watch).
-    pub(crate) on_start: Option<&'a mut dyn FnMut(Option<u32>)>,
+    /// Called once git started with what stops its box (the clone's size watch).
+    pub(crate) on_start: Option<&'a mut dyn FnMut(sandbox::Stopper)>,
 }
 
 /// Runs git with `args` in `cwd` under `env`, and waits for it.
@@ -416,7 +416,7 @@ pub(crate) fn run_git(
         env,
         cwd: cwd.to_path_buf(),
     };
-    let child = match run.walls {
+    let mut child = match run.walls {
         GitWalls::Boxed(policy) => sandbox::spawn_boxed(&spec, policy, run.timeout)?,
         GitWalls::Contained => sandbox::spawn_contained(
             &spec,
@@ -428,7 +428,7 @@ pub(crate) fn run_git(
         .map_err(GitError::Spawn)?,
     };
     if let Some(on_start) = run.on_start {
-        on_start(child.id());
+        on_start(child.stopper().map_err(GitError::Spawn)?);
     }
     let containment = child.containment();
     let merged = std::cell::RefCell::new(Captured::new(run.head_bytes, run.tail_bytes));

@@ -450,10 +450,10 @@ fn a_clone_larger_than_its_limit_is_stopped_and_leaves_nothing() {
     let (_keep, work) = temp();
     let ca = TestCa::new("boxmaker git test CA");
     let server = TlsServer::start(&ca.issue(&["git.test"])).unwrap();
-    // 4 MiB that do not compress.
-    let mut noise = Vec::with_capacity(4 << 20);
+    // 48 MiB that do not compress: more than git fetches within one of the watch's periods.
+    let mut noise = Vec::with_capacity(48 << 20);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    while noise.len() < 4 << 20 {
+    while noise.len() < 48 << 20 {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -474,6 +474,9 @@ fn a_clone_larger_than_its_limit_is_stopped_and_leaves_nothing() {
     .unwrap();
     assert!(result.too_large, "{result:?}");
     assert!(!result.cloned());
+    // Stopped while it fetched, not measured after it finished: git's box was killed before
+    // git exited (a clone that finished has exit code 0).
+    assert_eq!(result.exit_code, None, "{result:?}");
     // The empty folder it was given is left empty.
     assert!(destination.is_dir());
     assert_eq!(std::fs::read_dir(&destination).unwrap().count(), 0);
