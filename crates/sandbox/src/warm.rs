@@ -60,7 +60,7 @@ impl WarmError {
 }
 
 /// How many bytes of the last request reached the box (see [`WarmError::before_request`]).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Sent(usize);
 
 /// A box whose command answers requests line by line. Dropping it kills the box.
@@ -141,6 +141,16 @@ impl WarmBox {
         let mut answer = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         *sent = Sent(0);
+        // Nothing may wait in the pipe before the request: it would pass for the answer.
+        if !self.is_idle() {
+            return match self.stdout.as_ref().map(|out| read(out, &mut buf)) {
+                Some(Ok(n)) if n > 0 => Err(WarmError::Extra),
+                _ => {
+                    self.stdout = None;
+                    Err(self.ended())
+                }
+            };
+        }
         loop {
             let now = Instant::now();
             if now >= deadline {
