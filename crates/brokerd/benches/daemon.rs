@@ -1,8 +1,9 @@
 //! The daemon's round trip, measured: a small `read_file` over the agent socket with the audit
 //! fsync on, beside one `fsync` of a small append on the same disk (the physical floor). The
 //! broker runs the file tools in its own process here (`[sandbox] file_walls = false`), so
-//! what is measured is the broker itself; one more line gives the same call in a fresh box
-//! (`file_walls = true`, the default) from a second broker.
+//! what is measured is the broker itself; two more lines give the same call in a box
+//! (`file_walls = true`, the default): a fresh box per call (`[sandbox] warm_idle_ms = 0`) and
+//! the session's warm box (the default), each from a broker of its own.
 //!
 //! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd`).
 //! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
@@ -85,7 +86,8 @@ fn main() {
         median.as_secs_f64() / fsync_median.as_secs_f64()
     );
 
-    boxed_round_trip(median);
+    boxed_round_trip(median, "a fresh box", "[sandbox]\nwarm_idle_ms = 0\n");
+    boxed_round_trip(median, "the warm box", "");
 
     // A call whose grant asks: from the owner's answer to the client's result.
     std::fs::create_dir_all(broker.work.join("asked")).unwrap();
@@ -153,9 +155,10 @@ fn main() {
     }
 }
 
-/// The same small `read_file` from a broker with the box on (a fresh box per call).
-fn boxed_round_trip(unboxed: Duration) {
-    let broker = BrokerProcess::start(GRANTS, "idle_timeout_ms = 60000\n");
+/// The same small `read_file` from a broker with the box on, its `[sandbox]` settings `sandbox`
+/// (a fresh box per call, or the session's warm box).
+fn boxed_round_trip(unboxed: Duration, label: &str, sandbox: &str) {
+    let broker = BrokerProcess::start(GRANTS, &format!("idle_timeout_ms = 60000\n{sandbox}"));
     std::fs::write(broker.work.join("small.txt"), "a small file\n").unwrap();
     let args = serde_json::json!({ "path": broker.work.join("small.txt") }).to_string();
     let mut client = AgentClient::open(&broker.socket(), None);
@@ -171,7 +174,7 @@ fn boxed_round_trip(unboxed: Duration) {
     times.sort();
     let median = percentile(&times, 0.5);
     println!(
-        "1 client read_file round trip in a fresh box: median {median:?}, p99 {:?} ({:.1}x the unboxed round trip)",
+        "1 client read_file round trip in {label}: median {median:?}, p99 {:?} ({:.1}x the unboxed round trip)",
         percentile(&times, 0.99),
         median.as_secs_f64() / unboxed.as_secs_f64()
     );

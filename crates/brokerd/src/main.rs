@@ -34,7 +34,12 @@ enum Command {
     /// The file tools' worker, run by the broker inside a box: reads its request from the
     /// box's /tmp/boxmaker-request.json and prints the outcome.
     #[command(hide = true)]
-    BoxFile,
+    BoxFile {
+        /// Stay up as a session's warm worker: one request per line on standard input, one
+        /// answer line for each on standard output.
+        #[arg(long)]
+        warm: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -77,7 +82,11 @@ fn main() -> ExitCode {
             command: AuditCommand::Verify { state_dir },
         }) => audit_verify(state_dir),
         Some(Command::Serve(args)) => serve(args),
-        Some(Command::BoxFile) => match brokerd::daemon::worker::serve() {
+        Some(Command::BoxFile { warm }) => match if warm {
+            brokerd::daemon::worker::serve_warm()
+        } else {
+            brokerd::daemon::worker::serve()
+        } {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("brokerd box-file: {e}");

@@ -126,6 +126,9 @@ pub(crate) struct BoxParts {
     pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
     /// The scratch folder of a box without bubblewrap.
     pub(crate) scratch: Option<Scratch>,
+    /// Whether the command's standard input is a pipe from the caller (a warm worker's
+    /// requests) instead of `/dev/null`.
+    pub(crate) stdin: bool,
 }
 
 /// Which walls keep a box to its paths.
@@ -269,11 +272,21 @@ pub fn spawn_boxed(
     policy: &Policy,
     timeout: Duration,
 ) -> Result<ContainedChild, BoxError> {
+    spawn_boxed_with(spec, policy, timeout, false)
+}
+
+/// [`spawn_boxed`], with the command's standard input a pipe from the caller when `stdin`.
+pub(crate) fn spawn_boxed_with(
+    spec: &CommandSpec,
+    policy: &Policy,
+    timeout: Duration,
+    stdin: bool,
+) -> Result<ContainedChild, BoxError> {
     if policy.files.len() > MAX_FILES {
         return Err(BoxError::TooManyFiles(policy.files.len()));
     }
     if policy.file_walls == FileWalls::LandlockOnly {
-        return spawn_landlocked(spec, policy, timeout);
+        return spawn_landlocked(spec, policy, timeout, stdin);
     }
     let bwrap = find_bwrap().ok_or(BoxError::NoBubblewrap)?;
     let mut inherit = crate::seccomp::programs().map_err(BoxError::Seccomp)?;
@@ -317,6 +330,7 @@ pub fn spawn_boxed(
             inherit,
             seccomp: Vec::new(),
             scratch: None,
+            stdin,
         }),
     )
     .map_err(|e| BoxError::Spawn(e.into_error()))
@@ -328,6 +342,7 @@ fn spawn_landlocked(
     spec: &CommandSpec,
     policy: &Policy,
     timeout: Duration,
+    stdin: bool,
 ) -> Result<ContainedChild, BoxError> {
     let launcher = policy.launcher.as_ref().ok_or(BoxError::NoFileWalls(
         "the box names no launcher to apply Landlock",
@@ -402,6 +417,7 @@ fn spawn_landlocked(
             inherit: Vec::new(),
             seccomp,
             scratch: Some(scratch),
+            stdin,
         }),
     )
     .map_err(|e| BoxError::Launch(e.into_error()))

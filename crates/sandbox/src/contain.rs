@@ -11,7 +11,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -141,6 +141,8 @@ pub struct Ended {
 /// ties between the broker and the box, follows the spawning thread.
 #[derive(Debug)]
 pub struct ContainedChild {
+    /// The command's standard input, when the caller asked for a pipe (a warm worker).
+    stdin: Option<ChildStdin>,
     child: Option<Child>,
     containment: Containment,
     stdout: Option<ChildStdout>,
@@ -222,6 +224,7 @@ pub(crate) fn spawn_once(
             *slot = fd.as_raw_fd();
         }
     }
+    let piped_stdin = boxed.as_ref().is_some_and(|parts| parts.stdin);
     // The inherited descriptors stay open until `spawn` has returned, then close here.
     let (limits, cgroup, _inherited, seccomp, scratch) = match boxed {
         Some(parts) => (
@@ -261,7 +264,11 @@ pub(crate) fn spawn_once(
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
+        .stdin(if piped_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -291,9 +298,11 @@ pub(crate) fn spawn_once(
             });
         }
     };
+    let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let mut contained = ContainedChild {
+        stdin,
         child: Some(child),
         containment: Containment::ProcessGroup,
         stdout,
@@ -336,6 +345,14 @@ pub(crate) fn spawn_once(
 }
 
 impl ContainedChild {
+    /// The three pipes, taken by a warm worker ([`crate::WarmBox`]), which speaks to the box
+    /// itself instead of [`ContainedChild::finish`]; the child still kills the box on drop.
+    pub(crate) fn take_pipes(
+        &mut self,
+    ) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
+        (self.stdin.take(), self.stdout.take(), self.stderr.take())
+    }
+
     /// The containment that applied.
     pub fn containment(&self) -> Containment {
         self.containment

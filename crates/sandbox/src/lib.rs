@@ -23,6 +23,9 @@
 //!   [`FileWalls::LandlockOnly`] is the box where bubblewrap or user namespaces are missing:
 //!   Landlock, a wider seccomp filter, rlimits, no capability and the cgroup alone.
 //!
+//! - [`spawn_warm`]: the same box with its command kept up as a worker that answers one line
+//!   for each request line ([`WarmBox::exchange`]), so the box is built once for many requests.
+//!
 //! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
 //! what they touch: a contained command sees the whole file system and network of the broker.
 //! [`spawn_boxed`] needs bubblewrap and root or user namespaces (or, without them, a launcher
@@ -50,6 +53,7 @@ mod record;
 mod seccomp;
 mod stop;
 mod warden;
+mod warm;
 
 pub use boxed::{
     BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,
@@ -61,3 +65,4 @@ pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
 pub use stop::Stopper;
+pub use warm::{Sent, WarmBox, WarmError, spawn_warm};

@@ -34,6 +34,8 @@
 //! tmp_mb = 64                 # the box's private /tmp
 //! processes = 256             # processes in one box
 //! memory_mb = 2048            # memory of one box
+//! warm_idle_ms = 60000        # a session's warm file-tool box ends after this long unused;
+//!                             #   0: a fresh box for every file call
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -118,6 +120,9 @@ pub struct SandboxConfig {
     pub processes: u64,
     /// The most memory of one box, in MiB.
     pub memory_mb: u64,
+    /// How long a session's warm box for the file tools waits unused before it is ended, in
+    /// milliseconds; 0 builds a fresh box for every file call (see `daemon::warm`).
+    pub warm_idle_ms: u64,
 }
 
 impl Default for SandboxConfig {
@@ -129,6 +134,7 @@ impl Default for SandboxConfig {
             tmp_mb: 64,
             processes: 256,
             memory_mb: 2048,
+            warm_idle_ms: 60_000,
         }
     }
 }

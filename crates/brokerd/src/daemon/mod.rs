@@ -21,6 +21,7 @@ pub mod search;
 pub mod server;
 pub mod sessions;
 pub mod startup;
+pub mod warm;
 pub mod worker;
 
 use std::collections::HashMap;

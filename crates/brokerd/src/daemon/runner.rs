@@ -37,6 +37,8 @@ pub enum Outcome {
 /// decide each redirect again.
 #[derive(Clone)]
 pub struct RunContext {
+    /// The session the call belongs to (a session's warm box serves only its own calls).
+    pub session: proto::SessionId,
     /// The grants in force.
     pub grants: Arc<Vec<Grant>>,
     /// The session's labels when the call was decided.
@@ -57,6 +59,12 @@ pub trait Runner: Send + Sync {
 
     /// The walls around a run, as `bx status` shows them.
     fn walls(&self) -> Vec<String>;
+
+    /// Lets go of what the runner keeps for `session` (its warm boxes), once it has ended;
+    /// returns how many boxes ended. Blocking.
+    fn end_session(&self, _session: &proto::SessionId) -> usize {
+        0
+    }
 
     /// Whether a `shell` call's box keeps it to its grant's folders, for the decision (then a
     /// redirection into a granted folder is covered). No box: the strict rules.

@@ -45,6 +45,8 @@ pub struct SandboxedRunner {
     file_walls: sandbox::FileWalls,
     /// brokerd's own binary, the boxes' launcher (`main` starts with `sandbox::launch_if_asked`).
     launcher: Option<PathBuf>,
+    /// The sessions' warm boxes for the file tools.
+    warm: super::warm::WarmPool,
 }
 
 impl SandboxedRunner {
@@ -63,12 +65,15 @@ impl SandboxedRunner {
         } else {
             sandbox::FileWalls::LandlockOnly
         };
+        let warm =
+            super::warm::WarmPool::new(std::time::Duration::from_millis(settings.warm_idle_ms));
         SandboxedRunner {
             direct,
             settings,
             read_only,
             file_walls,
             launcher: std::env::current_exe().ok(),
+            warm,
         }
     }
 
@@ -213,6 +218,10 @@ impl Runner for SandboxedRunner {
         Ok((job, fields))
     }
 
+    fn end_session(&self, session: &proto::SessionId) -> usize {
+        self.warm.end_session(session)
+    }
+
     fn path_walls(&self) -> policy::shell::PathWalls {
         if self.settings.file_walls && self.unboxable().is_none() {
             policy::shell::PathWalls::Enforced
@@ -247,7 +256,15 @@ impl Runner for SandboxedRunner {
         }));
         walls.push(if walls_on {
             format!(
-                "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a fresh box holding only the granted folder (read-only to read_file and the walkers); the walkers leave out boxmaker's folders and what deny grants cover: {}",
+                "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a box holding only the granted folder (read-only to read_file and the walkers), {}; the walkers leave out boxmaker's folders and what deny grants cover: {}",
+                if self.warm.enabled() {
+                    format!(
+                        "kept warm per session, folder and access for the next call (ended after {} ms unused, at the session's end, or when the folder, an ignore file or a protected folder is not the one it was built on)",
+                        self.settings.warm_idle_ms
+                    )
+                } else {
+                    "a fresh box per call ([sandbox] warm_idle_ms = 0)".to_string()
+                },
                 file_boxed(self.file_walls, self.landlock(), false)
             )
         } else {
@@ -368,38 +385,39 @@ impl SandboxedRunner {
             Err(e) => return Outcome::Failed(format!("cannot write the file tool's request: {e}")),
         };
         let (mut read_only, read_write) = if writes {
-            (Vec::new(), vec![base])
+            (Vec::new(), vec![base.clone()])
         } else {
-            (vec![base], Vec::new())
+            (vec![base.clone()], Vec::new())
         };
         read_only.push(exe.clone());
-        read_only.extend(parents_ignores);
+        read_only.extend(parents_ignores.iter().cloned());
         let mut policy = self.policy_with(read_only, read_write, context);
-        policy.files = vec![(PathBuf::from(REQUEST), bytes)];
-        let spec = sandbox::CommandSpec {
+        let mut spec = sandbox::CommandSpec {
             program: exe,
             args: vec!["box-file".into()],
             env: Vec::new(),
             cwd: PathBuf::from("/"),
         };
-        let child = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
-            Ok(child) => child,
-            Err(sandbox::BoxError::NoBubblewrap) => return Outcome::Failed(no_bubblewrap()),
-            Err(e @ sandbox::BoxError::NoFileWalls(_)) => {
-                return Outcome::Failed(format!(
-                    "{e}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls"
-                ));
+        let masked = context.protected.folders();
+        let outcome = if self.warm_fits(&base, masked) {
+            spec.args.push("--warm".into());
+            // Its CPU limit covers its life; each call's deadline is the call's own.
+            policy.limits.cpu_seconds = super::warm::LIFETIME.as_secs().saturating_mul(cores());
+            let key =
+                super::warm::Key::of(&context.session, writes, &base, &parents_ignores, masked);
+            let cap = usize::try_from(policy.limits.output_bytes).unwrap_or(usize::MAX);
+            match self
+                .warm
+                .exchange(key, &spec, &policy, &bytes, context.limit, cap)
+            {
+                Ok((answer, _)) => worker::outcome(&answer, b"", None),
+                Err(e) => Outcome::Failed(format!("the file tool's warm box failed: {e}")),
             }
-            Err(e) => return Outcome::Failed(format!("cannot build the file tool's box: {e}")),
+        } else {
+            policy.files = vec![(PathBuf::from(REQUEST), bytes)];
+            fresh_box(&spec, &policy, context)
         };
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let ended = match child.finish(&mut |b| out.extend_from_slice(b), &mut |b| {
-            err.extend_from_slice(b)
-        }) {
-            Ok(ended) => ended,
-            Err(e) => return Outcome::Failed(format!("lost track of the file tool's box: {e}")),
-        };
-        match worker::outcome(&out, &err, ended.exit) {
+        match outcome {
             Outcome::Ran { mut fields, body } => {
                 fields.insert(
                     "sandbox".to_string(),
@@ -409,6 +427,50 @@ impl SandboxedRunner {
             }
             other => other,
         }
+    }
+
+    /// Whether a file call in `base` may use a warm box: kept warm, and (without bubblewrap)
+    /// no protected folder below `base`, whose siblings Landlock's rules list as they were.
+    fn warm_fits(&self, base: &Path, masked: &[PathBuf]) -> bool {
+        self.warm.enabled()
+            && (self.file_walls == sandbox::FileWalls::Bubblewrap
+                || !masked.iter().any(|m| m.starts_with(base)))
+    }
+}
+
+/// The cores of this machine (a box's threads share its CPU limit).
+fn cores() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| u64::try_from(n.get()).unwrap_or(1))
+}
+
+/// Runs the file tool's worker once in a fresh box and reads its outcome.
+fn fresh_box(
+    spec: &sandbox::CommandSpec,
+    policy: &sandbox::Policy,
+    context: &RunContext,
+) -> Outcome {
+    let child = match sandbox::spawn_boxed(spec, policy, context.limit) {
+        Ok(child) => child,
+        Err(e) => return Outcome::Failed(box_error(e)),
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let ended = match child.finish(&mut |b| out.extend_from_slice(b), &mut |b| {
+        err.extend_from_slice(b)
+    }) {
+        Ok(ended) => ended,
+        Err(e) => return Outcome::Failed(format!("lost track of the file tool's box: {e}")),
+    };
+    worker::outcome(&out, &err, ended.exit)
+}
+
+/// What a file call says when its box cannot be built.
+pub fn box_error(e: sandbox::BoxError) -> String {
+    match e {
+        sandbox::BoxError::NoBubblewrap => no_bubblewrap(),
+        e @ sandbox::BoxError::NoFileWalls(_) => format!(
+            "{e}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls"
+        ),
+        e => format!("cannot build the file tool's box: {e}"),
     }
 }
 

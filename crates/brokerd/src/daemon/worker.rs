@@ -125,6 +125,43 @@ pub fn serve() -> Result<(), String> {
     Ok(())
 }
 
+/// The most bytes of one request line a warm worker reads (a `write_file` of the largest frame,
+/// escaped, fits).
+pub const MAX_REQUEST: u64 = 64 << 20;
+
+/// The warm worker (`brokerd box-file --warm`, see [`super::warm`]): reads one request per
+/// line on standard input and prints one answer line for each, until standard input ends.
+pub fn serve_warm() -> Result<(), String> {
+    use std::io::{BufRead, Read, Write};
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    loop {
+        let mut line = Vec::new();
+        let read = input
+            .by_ref()
+            .take(MAX_REQUEST)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read a request: {e}"))?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.last() != Some(&b'\n') {
+            return Err(format!(
+                "a request ended without a newline or passed {MAX_REQUEST} bytes"
+            ));
+        }
+        let answered = match serde_json::from_slice::<Request>(&line) {
+            Ok(request) => answer(file_outcome(run(&request))),
+            Err(e) => answer(Outcome::Failed(format!(
+                "the warm worker got a request it cannot read: {e}"
+            ))),
+        };
+        writeln!(output, "{answered}")
+            .and_then(|()| output.flush())
+            .map_err(|e| format!("cannot write an answer: {e}"))?;
+    }
+}
+
 /// The worker's answer for `outcome`, as [`outcome`] reads it back.
 fn answer(outcome: Outcome) -> Value {
     match outcome {

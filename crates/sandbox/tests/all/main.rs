@@ -5,3 +5,4 @@
 mod contain;
 mod escape;
 mod harden;
+mod warm;

@@ -38,6 +38,7 @@ pub(super) async fn run(
         limit += broker.config.time_limit(ToolName::Consult);
     }
     let context = RunContext {
+        session: call.session.clone(),
         grants,
         labels,
         protected: Arc::clone(&broker.protected),

@@ -294,7 +294,7 @@ fn bx_status_lists_the_walkers_among_the_boxed_file_tools() {
     };
     assert!(
         status.walls.iter().any(|w| w.starts_with(
-            "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a fresh box"
+            "read_file, write_file, edit_file, list_files, glob, grep: brokerd's own worker in a box holding only the granted folder"
         )),
         "{:?}",
         status.walls

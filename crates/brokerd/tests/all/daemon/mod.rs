@@ -14,6 +14,7 @@ mod memory;
 mod owner_socket;
 mod restart;
 mod sandbox;
+mod warm;
 mod web_search;
 
 use std::time::Duration;

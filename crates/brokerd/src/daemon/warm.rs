@@ -1,0 +1,309 @@
+//! The warm boxes of the file tools: instead of a fresh box per call, each session keeps one
+//! box per granted folder and access (read-only for `read_file` and the walkers, read-write
+//! for `write_file` and `edit_file`) with `brokerd box-file --warm` inside, which answers one
+//! request line after another (`sandbox::spawn_warm`). A box is the one a fresh call would
+//! get, built the same way from the same policy; what changes is that it serves the next call
+//! too, which then costs about a pipe round trip instead of bubblewrap, seccomp, Landlock and a
+//! cgroup.
+//!
+//! A box is used again only for a call whose box would be the same: the same session, the same
+//! folder and access, and the same files under the same names: the granted folder, each ignore
+//! file bound beside it and each protected folder by device and inode (or absence), so a
+//! folder renamed and replaced, a new ignore file or a protected folder made since the box was
+//! built get a new box. Without bubblewrap a folder holding a protected folder is never kept
+//! warm (Landlock's rules list its entries as they were when the box was built).
+//!
+//! A box ends when its session ends ([`WarmPool::end_session`]), after `warm_idle_ms` unused,
+//! after [`LIFETIME`] or [`MAX_CALLS`] calls, when [`MAX_PARKED`] others are newer, and at
+//! once after any exchange that fails (the deadline included), as a fresh box would. Boxes
+//! are spawned from one thread that lives as long as the pool, since a box's parent-death
+//! signal follows the thread that spawned it; that thread also ends the idle ones.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use proto::SessionId;
+
+/// The longest a box lives, however busy.
+pub const LIFETIME: Duration = Duration::from_secs(30 * 60);
+
+/// The most calls one box answers.
+pub const MAX_CALLS: u32 = 1000;
+
+/// The most boxes kept waiting, over every session.
+pub const MAX_PARKED: usize = 16;
+
+/// How often the spawning thread looks for boxes idle too long.
+const SWEEP: Duration = Duration::from_secs(1);
+
+/// What makes two calls' boxes the same.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    session: SessionId,
+    writes: bool,
+    /// The policy's folders, in order: the granted folder, then the ignore files bound beside
+    /// it.
+    bound: Vec<PathBuf>,
+    /// Device and inode of each bound path, then of each protected folder (`None`: absent).
+    ids: Vec<Option<(u64, u64)>>,
+}
+
+impl Key {
+    /// The key of a call of `session` in `base` (read-write when `writes`), with `ignores`
+    /// bound beside it and `masked` masked.
+    pub fn of(
+        session: &SessionId,
+        writes: bool,
+        base: &Path,
+        ignores: &[PathBuf],
+        masked: &[PathBuf],
+    ) -> Key {
+        let mut bound = Vec::with_capacity(1 + ignores.len());
+        bound.push(base.to_path_buf());
+        bound.extend(ignores.iter().cloned());
+        let ids = std::iter::once(std::fs::metadata(base).ok())
+            .chain(ignores.iter().map(|p| p.symlink_metadata().ok()))
+            .chain(masked.iter().map(|p| std::fs::metadata(p).ok()))
+            .map(|m| m.map(|m| (m.dev(), m.ino())))
+            .collect();
+        Key {
+            session: session.clone(),
+            writes,
+            bound,
+            ids,
+        }
+    }
+}
+
+/// A box waiting for its next call.
+struct Parked {
+    warm: sandbox::WarmBox,
+    born: Instant,
+    last: Instant,
+    calls: u32,
+}
+
+impl Parked {
+    /// Whether it may serve another call at `now`.
+    fn usable(&self, now: Instant, idle_for: Duration) -> bool {
+        now.duration_since(self.last) < idle_for
+            && now.duration_since(self.born) < LIFETIME
+            && self.calls < MAX_CALLS
+    }
+}
+
+/// A box to spawn, and where to send it.
+struct Spawn {
+    spec: sandbox::CommandSpec,
+    policy: sandbox::Policy,
+    reply: mpsc::SyncSender<Result<sandbox::WarmBox, sandbox::BoxError>>,
+}
+
+/// How a call's box came about, for the tests and the benches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// A waiting box answered.
+    Warm,
+    /// A new box was built for it (and kept for the next call).
+    Built,
+}
+
+/// The warm boxes of every session.
+pub struct WarmPool {
+    idle_for: Duration,
+    parked: Arc<Mutex<HashMap<Key, Parked>>>,
+    spawner: OnceLock<Mutex<mpsc::Sender<Spawn>>>,
+}
+
+impl WarmPool {
+    /// A pool whose boxes end after `idle_for` unused; zero keeps none.
+    pub fn new(idle_for: Duration) -> WarmPool {
+        WarmPool {
+            idle_for,
+            parked: Arc::new(Mutex::new(HashMap::new())),
+            spawner: OnceLock::new(),
+        }
+    }
+
+    /// Whether boxes are kept at all.
+    pub fn enabled(&self) -> bool {
+        !self.idle_for.is_zero()
+    }
+
+    /// How many boxes wait now.
+    pub fn parked(&self) -> usize {
+        self.parked.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
+    /// Sends `request` (one line) to the box for `key`, a waiting one or a new one built from
+    /// `spec` and `policy`, and returns its answer line within `limit`, at most `cap` bytes.
+    pub fn exchange(
+        &self,
+        key: Key,
+        spec: &sandbox::CommandSpec,
+        policy: &sandbox::Policy,
+        request: &[u8],
+        limit: Duration,
+        cap: usize,
+    ) -> Result<(Vec<u8>, Reuse), String> {
+        let deadline = Instant::now() + limit;
+        if let Some(parked) = self.take(&key) {
+            let mut sent = sandbox::Sent::default();
+            let Parked {
+                mut warm,
+                born,
+                calls,
+                ..
+            } = parked;
+            match warm.exchange(request, deadline, cap, &mut sent) {
+                Ok(answer) => {
+                    self.park(key, warm, born, calls + 1);
+                    return Ok((answer, Reuse::Warm));
+                }
+                // Gone before the request reached it: the request had no effect, so a new
+                // box may take it.
+                Err(e) if e.before_request(&sent) => {
+                    tracing::debug!(error = %e, "a warm box had ended; building another");
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let mut warm = self.spawn(spec, policy)?;
+        let born = Instant::now();
+        let mut sent = sandbox::Sent::default();
+        let answer = warm
+            .exchange(request, deadline, cap, &mut sent)
+            .map_err(|e| e.to_string())?;
+        self.park(key, warm, born, 1);
+        Ok((answer, Reuse::Built))
+    }
+
+    /// Ends the boxes of `session`; returns how many.
+    pub fn end_session(&self, session: &SessionId) -> usize {
+        let ended: Vec<Parked> = match self.parked.lock() {
+            Ok(mut parked) => {
+                let keys: Vec<Key> = parked
+                    .keys()
+                    .filter(|k| &k.session == session)
+                    .cloned()
+                    .collect();
+                keys.iter().filter_map(|k| parked.remove(k)).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        // Dropped outside the lock: each drop kills a box and reaps it.
+        ended.len()
+    }
+
+    /// The waiting box for `key`, if it may still serve.
+    fn take(&self, key: &Key) -> Option<Parked> {
+        let parked = self.parked.lock().ok()?.remove(key)?;
+        (parked.usable(Instant::now(), self.idle_for) && parked.warm.is_idle()).then_some(parked)
+    }
+
+    /// Keeps `warm` for the next call with `key`, unless it has served its share; the oldest
+    /// waiting box ends when too many wait.
+    fn park(&self, key: Key, warm: sandbox::WarmBox, born: Instant, calls: u32) {
+        let parked = Parked {
+            warm,
+            born,
+            last: Instant::now(),
+            calls,
+        };
+        if !parked.usable(parked.last, self.idle_for) {
+            return;
+        }
+        let mut ended = Vec::new();
+        if let Ok(mut map) = self.parked.lock() {
+            if let Some(before) = map.insert(key, parked) {
+                ended.push(before);
+            }
+            while map.len() > MAX_PARKED {
+                let oldest = map
+                    .iter()
+                    .min_by_key(|(_, p)| p.last)
+                    .map(|(k, _)| k.clone());
+                match oldest.and_then(|k| map.remove(&k)) {
+                    Some(p) => ended.push(p),
+                    None => break,
+                }
+            }
+        }
+        drop(ended);
+    }
+
+    /// A new box, spawned by the pool's thread.
+    fn spawn(
+        &self,
+        spec: &sandbox::CommandSpec,
+        policy: &sandbox::Policy,
+    ) -> Result<sandbox::WarmBox, String> {
+        let spawner = self.spawner.get_or_init(|| Mutex::new(self.start_thread()));
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job = Spawn {
+            spec: spec.clone(),
+            policy: policy.clone(),
+            reply,
+        };
+        spawner
+            .lock()
+            .map_err(|_| "the warm boxes' thread is gone".to_string())?
+            .send(job)
+            .map_err(|_| "the warm boxes' thread is gone".to_string())?;
+        match answer.recv() {
+            Ok(Ok(warm)) => Ok(warm),
+            Ok(Err(e)) => Err(super::sandboxed::box_error(e)),
+            Err(_) => Err("the warm boxes' thread is gone".to_string()),
+        }
+    }
+
+    /// The thread that spawns every box and ends the idle ones; it ends with the pool.
+    fn start_thread(&self) -> mpsc::Sender<Spawn> {
+        let (send, receive) = mpsc::channel::<Spawn>();
+        let parked = Arc::downgrade(&self.parked);
+        let idle_for = self.idle_for;
+        let started = std::thread::Builder::new()
+            .name("warm-boxes".to_string())
+            .spawn(move || {
+                loop {
+                    match receive.recv_timeout(SWEEP) {
+                        Ok(job) => {
+                            let _ = job.reply.send(sandbox::spawn_warm(&job.spec, &job.policy));
+                        }
+                        Err(RecvTimeoutError::Timeout) => {
+                            let Some(parked) = parked.upgrade() else {
+                                break;
+                            };
+                            sweep(&parked, idle_for);
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            });
+        if let Err(error) = started {
+            tracing::error!(%error, "cannot start the warm boxes' thread");
+        }
+        send
+    }
+}
+
+/// Ends the boxes that may not serve again.
+fn sweep(parked: &Mutex<HashMap<Key, Parked>>, idle_for: Duration) {
+    let now = Instant::now();
+    let ended: Vec<Parked> = match parked.lock() {
+        Ok(mut map) => {
+            let keys: Vec<Key> = map
+                .iter()
+                .filter(|(_, p)| !p.usable(now, idle_for))
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter().filter_map(|k| map.remove(k)).collect()
+        }
+        Err(_) => Vec::new(),
+    };
+    drop(ended);
+}

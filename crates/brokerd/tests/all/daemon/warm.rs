@@ -1,0 +1,276 @@
+//! The file tools' warm boxes through a real broker: a session's next call in the same folder
+//! is answered by the box its first call built (the same process), a write gets a read-write
+//! box of its own while the read box stays mounted read-only, another session never shares a
+//! box, a closed session's and an idle box end, a folder renamed and replaced gets a new box
+//! that sees the new folder, a box killed between calls is replaced, and `warm_idle_ms = 0`
+//! keeps none.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use proto::{AgentFrame, BrokerFrame};
+use testkit::{AgentClient, BrokerProcess};
+
+use super::{FAST, content, path_args};
+
+const GRANTS: &str = r#"
+[[grant]]
+id = "read-work"
+tool = "read_file"
+paths = ["{work}"]
+class = "private"
+untrusted = false
+
+[[grant]]
+id = "grep-work"
+tool = "grep"
+paths = ["{work}"]
+class = "private"
+untrusted = false
+
+[[grant]]
+id = "write-work"
+tool = "write_file"
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+
+/// The pids of the warm workers (`brokerd box-file --warm`, not the bubblewrap around them)
+/// below the broker's process.
+fn warm_workers(broker: &BrokerProcess) -> Vec<u32> {
+    let Some(root) = broker.pid() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_worker = args.contains(&&b"box-file"[..]) && args.contains(&&b"--warm"[..]);
+        let is_brokerd = fs::read_link(entry.path().join("exe"))
+            .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "brokerd"));
+        if is_worker && is_brokerd && pid != root && descends_from(pid, root) {
+            found.push(pid);
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// Whether `root` is an ancestor of `pid`.
+fn descends_from(mut pid: u32, root: u32) -> bool {
+    for _ in 0..64 {
+        let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return false;
+        };
+        let parent = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        match parent {
+            Some(p) if p == root => return true,
+            Some(p) if p > 1 => pid = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Waits up to 10 s for `done`.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+/// The body of a result (after its header line).
+fn body(response: &proto::ToolResponse) -> String {
+    let text = content(response);
+    text.split_once('\n').map_or("", |(_, b)| b).to_string()
+}
+
+/// The options of the mount at `point` in the mount namespace of `pid`.
+fn mount_options(pid: u32, point: &Path) -> Option<String> {
+    let info = fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
+    let point = point.to_str()?;
+    info.lines()
+        .rev()
+        .find_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            (fields.get(4) == Some(&point)).then(|| fields.get(5).map(|o| o.to_string()))
+        })
+        .flatten()
+}
+
+fn read(client: &mut AgentClient, id: u64, path: PathBuf) -> proto::ToolResponse {
+    client.call(id, "read_file", &path_args(&path)).unwrap()
+}
+
+#[test]
+fn a_sessions_next_file_calls_are_answered_by_the_box_its_first_call_built() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    fs::write(broker.work.join("a.txt"), "alpha\n").unwrap();
+    fs::write(broker.work.join("b.txt"), "beta\n").unwrap();
+    assert_eq!(warm_workers(&broker), Vec::<u32>::new());
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let first = read(&mut client, 1, broker.work.join("a.txt"));
+    assert!(body(&first).contains("alpha"), "{first:?}");
+    let header: serde_json::Value =
+        serde_json::from_str(content(&first).lines().next().unwrap()).unwrap();
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap:"),
+        "{header}"
+    );
+    let workers = warm_workers(&broker);
+    assert_eq!(workers.len(), 1, "one warm box after the first call");
+    let second = read(&mut client, 2, broker.work.join("b.txt"));
+    assert!(body(&second).contains("beta"), "{second:?}");
+    let args = serde_json::json!({ "pattern": "alpha", "path": broker.work }).to_string();
+    let grep = client.call(3, "grep", &args).unwrap();
+    assert!(body(&grep).contains("a.txt"), "{grep:?}");
+    assert_eq!(
+        warm_workers(&broker),
+        workers,
+        "the read and the walker used the same box"
+    );
+}
+
+#[test]
+fn a_write_gets_a_read_write_box_and_the_read_box_stays_read_only() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    fs::write(broker.work.join("a.txt"), "alpha\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    read(&mut client, 1, broker.work.join("a.txt"));
+    let readers = warm_workers(&broker);
+    assert_eq!(readers.len(), 1);
+    let args = serde_json::json!({ "path": broker.work.join("new.txt"), "content": "made\n" });
+    let wrote = client.call(2, "write_file", &args.to_string()).unwrap();
+    content(&wrote);
+    assert_eq!(
+        fs::read_to_string(broker.work.join("new.txt")).unwrap(),
+        "made\n"
+    );
+    let both = warm_workers(&broker);
+    assert_eq!(both.len(), 2, "{both:?}");
+    let writer = *both.iter().find(|p| !readers.contains(p)).unwrap();
+    let ro = mount_options(readers[0], &broker.work).unwrap();
+    let rw = mount_options(writer, &broker.work).unwrap();
+    assert!(ro.split(',').any(|o| o == "ro"), "read box: {ro}");
+    assert!(rw.split(',').any(|o| o == "rw"), "write box: {rw}");
+    // The next write goes to the write box, the next read to the read box.
+    let args = serde_json::json!({ "path": broker.work.join("new2.txt"), "content": "again\n" });
+    content(&client.call(3, "write_file", &args.to_string()).unwrap());
+    read(&mut client, 4, broker.work.join("new2.txt"));
+    assert_eq!(warm_workers(&broker), both);
+}
+
+#[test]
+fn another_session_gets_a_box_of_its_own_and_a_closed_sessions_box_ends() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    fs::write(broker.work.join("a.txt"), "alpha\n").unwrap();
+    let mut one = AgentClient::open(&broker.socket(), None);
+    read(&mut one, 1, broker.work.join("a.txt"));
+    let first = warm_workers(&broker);
+    assert_eq!(first.len(), 1);
+    let mut two = AgentClient::open(&broker.socket(), None);
+    read(&mut two, 1, broker.work.join("a.txt"));
+    let both = warm_workers(&broker);
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert!(matches!(
+        one.send(&AgentFrame::Close {}),
+        Some(BrokerFrame::Closed {})
+    ));
+    assert!(
+        eventually(|| !warm_workers(&broker).contains(&first[0])),
+        "the closed session's box still runs"
+    );
+    let left = warm_workers(&broker);
+    assert_eq!(left.len(), 1, "{left:?}");
+    read(&mut two, 2, broker.work.join("a.txt"));
+    assert_eq!(
+        warm_workers(&broker),
+        left,
+        "the other session kept its box"
+    );
+}
+
+#[test]
+fn a_granted_folder_renamed_and_replaced_gets_a_new_box_that_sees_the_new_folder() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    fs::write(broker.work.join("a.txt"), "old folder\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    assert!(body(&read(&mut client, 1, broker.work.join("a.txt"))).contains("old folder"));
+    let before = warm_workers(&broker);
+    assert_eq!(before.len(), 1);
+    // The old box still has the old folder bound; it must not answer for the new one.
+    fs::rename(&broker.work, broker.root.path().join("work.old")).unwrap();
+    fs::create_dir(&broker.work).unwrap();
+    fs::write(broker.work.join("a.txt"), "new folder\n").unwrap();
+    let again = read(&mut client, 2, broker.work.join("a.txt"));
+    assert!(body(&again).contains("new folder"), "{again:?}");
+    let after = warm_workers(&broker);
+    assert!(
+        after.iter().any(|p| !before.contains(p)),
+        "no new box: {before:?} {after:?}"
+    );
+}
+
+#[test]
+fn a_warm_box_killed_between_calls_is_replaced_and_the_call_answered() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    fs::write(broker.work.join("a.txt"), "alpha\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    read(&mut client, 1, broker.work.join("a.txt"));
+    let before = warm_workers(&broker);
+    assert_eq!(before.len(), 1);
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &before[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(eventually(|| warm_workers(&broker).is_empty()));
+    let again = read(&mut client, 2, broker.work.join("a.txt"));
+    assert!(body(&again).contains("alpha"), "{again:?}");
+    let after = warm_workers(&broker);
+    assert_eq!(after.len(), 1);
+    assert_ne!(after, before);
+}
+
+#[test]
+fn an_idle_box_ends_after_warm_idle_ms_and_zero_keeps_none() {
+    let config = format!("{FAST}[sandbox]\nwarm_idle_ms = 300\n");
+    let broker = BrokerProcess::start(GRANTS, &config);
+    fs::write(broker.work.join("a.txt"), "alpha\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    read(&mut client, 1, broker.work.join("a.txt"));
+    assert_eq!(warm_workers(&broker).len(), 1);
+    assert!(
+        eventually(|| warm_workers(&broker).is_empty()),
+        "the idle box still runs"
+    );
+    let config = format!("{FAST}[sandbox]\nwarm_idle_ms = 0\n");
+    let cold = BrokerProcess::start(GRANTS, &config);
+    fs::write(cold.work.join("a.txt"), "alpha\n").unwrap();
+    let mut client = AgentClient::open(&cold.socket(), None);
+    let answer = read(&mut client, 1, cold.work.join("a.txt"));
+    assert!(body(&answer).contains("alpha"), "{answer:?}");
+    assert_eq!(warm_workers(&cold), Vec::<u32>::new());
+}

@@ -1,0 +1,269 @@
+//! A warm worker: a box built once from a [`Policy`] whose command stays up and answers one
+//! line of output for each line of input, so that a caller pays for the box (bubblewrap,
+//! seccomp, Landlock, the cgroup) once, not on every request.
+//!
+//! The box is the one [`crate::spawn_boxed`] builds, with the command's standard input a pipe
+//! from the caller. Each [`WarmBox::exchange`] writes one request line and reads one answer
+//! line within a deadline; on any failure (the deadline, the box gone, an answer too long or
+//! followed by more bytes than one line) the box is not to be used again: dropping it kills
+//! every process of it and its cgroup, as the deadline kills a fresh box.
+//!
+//! The box's parent-death signal follows the thread that spawned it (bubblewrap's
+//! `--die-with-parent`), so a caller that keeps a box beyond one request spawns it from a
+//! thread that lives as long as the box may.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::fs::{OFlags, fcntl_setfl};
+use rustix::io::{Errno, read, write};
+
+use crate::boxed::{BoxError, Policy, spawn_boxed_with};
+use crate::contain::{CommandSpec, ContainedChild};
+
+/// The most bytes of the box's standard error kept for an error message.
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// Why an exchange with a warm box failed; the box is not to be used again.
+#[derive(Debug, thiserror::Error)]
+pub enum WarmError {
+    /// No whole answer came before the deadline.
+    #[error("the warm box gave no answer within {0:?}")]
+    TimedOut(Duration),
+    /// The box closed its output (it ended, or was killed) before a whole answer; what it
+    /// wrote to standard error is attached.
+    #[error("the warm box ended before answering: {0}")]
+    Ended(String),
+    /// The answer grew past the caller's limit.
+    #[error("the warm box's answer passed {0} bytes")]
+    TooLong(usize),
+    /// The box wrote more than one line for one request.
+    #[error("the warm box wrote more than one answer line for one request")]
+    Extra,
+    /// A request held a newline (it must be one line).
+    #[error("a request to a warm box must be one line")]
+    NotOneLine,
+    /// The pipes failed.
+    #[error("the warm box's pipes failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl WarmError {
+    /// Whether the box took none of the request and gave no answer: it was gone before the
+    /// request reached it, so the request had no effect and may be sent to another box.
+    pub fn before_request(&self, sent: &Sent) -> bool {
+        matches!(self, WarmError::Ended(_)) && sent.0 == 0
+    }
+}
+
+/// How many bytes of the last request reached the box (see [`WarmError::before_request`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sent(usize);
+
+/// A box whose command answers requests line by line. Dropping it kills the box.
+#[derive(Debug)]
+pub struct WarmBox {
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// What the box wrote to standard error so far (at most [`STDERR_KEPT`] bytes).
+    errors: Vec<u8>,
+    // Last: it kills the box once the pipes are closed.
+    child: ContainedChild,
+}
+
+/// Starts `spec` in a box built from `policy`, its standard input a pipe from the caller. The
+/// box has no deadline of its own: each exchange has one, and dropping the box ends it.
+pub fn spawn_warm(spec: &CommandSpec, policy: &Policy) -> Result<WarmBox, BoxError> {
+    // The deadline of `ContainedChild::finish`, which a warm box never calls.
+    let mut child = spawn_boxed_with(spec, policy, Duration::MAX, true)?;
+    let (stdin, stdout, stderr) = child.take_pipes();
+    for fd in [
+        stdin.as_ref().map(|f| f.as_fd()),
+        stdout.as_ref().map(|f| f.as_fd()),
+        stderr.as_ref().map(|f| f.as_fd()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        fcntl_setfl(fd, OFlags::NONBLOCK).map_err(|e| BoxError::Spawn(io::Error::from(e)))?;
+    }
+    Ok(WarmBox {
+        stdin,
+        stdout,
+        stderr,
+        errors: Vec::new(),
+        child,
+    })
+}
+
+impl WarmBox {
+    /// The process id of the broker's child that leads the box (bubblewrap, or the launcher
+    /// without it).
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Whether the box still waits for a request: its output is open and holds nothing (a
+    /// box that ended, or wrote without being asked, is not).
+    pub fn is_idle(&self) -> bool {
+        let Some(out) = &self.stdout else {
+            return false;
+        };
+        let mut fds = [PollFd::new(out, PollFlags::IN)];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        matches!(poll(&mut fds, Some(&zero)), Ok(0))
+    }
+
+    /// Sends `request` (one line, without its newline) and returns the answer line (without
+    /// its newline), at most `limit` bytes, before `deadline`. `sent` says afterwards how much
+    /// of the request reached the box.
+    pub fn exchange(
+        &mut self,
+        request: &[u8],
+        deadline: Instant,
+        limit: usize,
+        sent: &mut Sent,
+    ) -> Result<Vec<u8>, WarmError> {
+        if request.contains(&b'\n') {
+            return Err(WarmError::NotOneLine);
+        }
+        let mut line = Vec::with_capacity(request.len() + 1);
+        line.extend_from_slice(request);
+        line.push(b'\n');
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        *sent = Sent(0);
+        // Nothing may wait in the pipe before the request: it would pass for the answer.
+        if !self.is_idle() {
+            return match self.stdout.as_ref().map(|out| read(out, &mut buf)) {
+                Some(Ok(n)) if n > 0 => Err(WarmError::Extra),
+                _ => {
+                    self.stdout = None;
+                    Err(self.ended())
+                }
+            };
+        }
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(WarmError::TimedOut(deadline.duration_since(started)));
+            }
+            let left = deadline.duration_since(now);
+            let timeout = Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let Some(out) = &self.stdout else {
+                return Err(self.ended());
+            };
+            let writing = sent.0 < line.len();
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
+            fds.push(PollFd::new(out, PollFlags::IN));
+            let err_slot = self.stderr.as_ref().map(|err| {
+                fds.push(PollFd::new(err, PollFlags::IN));
+                fds.len() - 1
+            });
+            let in_slot = match (&self.stdin, writing) {
+                (Some(stdin), true) => {
+                    fds.push(PollFd::new(stdin, PollFlags::OUT));
+                    Some(fds.len() - 1)
+                }
+                _ => None,
+            };
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(io::Error::from(e).into()),
+            }
+            let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+            drop(fds);
+            let is_ready = |slot: Option<usize>| slot.and_then(|i| ready.get(i).copied());
+            if is_ready(in_slot) == Some(true) {
+                self.write_some(&line, sent)?;
+            }
+            if is_ready(err_slot) == Some(true) {
+                self.read_errors(&mut buf);
+            }
+            if ready.first() == Some(&true) {
+                let n = match self.stdout.as_ref().map(|out| read(out, &mut buf)) {
+                    Some(Ok(n)) => n,
+                    Some(Err(Errno::INTR | Errno::AGAIN)) => continue,
+                    Some(Err(e)) => return Err(io::Error::from(e).into()),
+                    None => 0,
+                };
+                if n == 0 {
+                    self.stdout = None;
+                    return Err(self.ended());
+                }
+                let bytes = buf.get(..n).unwrap_or_default();
+                if let Some(end) = bytes.iter().position(|b| *b == b'\n') {
+                    if end + 1 != bytes.len() || sent.0 < line.len() {
+                        return Err(WarmError::Extra);
+                    }
+                    answer.extend_from_slice(bytes.get(..end).unwrap_or_default());
+                    if answer.len() > limit {
+                        return Err(WarmError::TooLong(limit));
+                    }
+                    return Ok(answer);
+                }
+                answer.extend_from_slice(bytes);
+                if answer.len() > limit {
+                    return Err(WarmError::TooLong(limit));
+                }
+            }
+        }
+    }
+
+    /// Writes what the pipe takes of the rest of `line`.
+    fn write_some(&mut self, line: &[u8], sent: &mut Sent) -> Result<(), WarmError> {
+        let Some(stdin) = &self.stdin else {
+            return Err(self.ended());
+        };
+        match write(stdin, line.get(sent.0..).unwrap_or_default()) {
+            Ok(n) => sent.0 += n,
+            Err(Errno::INTR | Errno::AGAIN) => {}
+            Err(Errno::PIPE) => {
+                self.stdin = None;
+                return Err(self.ended());
+            }
+            Err(e) => return Err(io::Error::from(e).into()),
+        }
+        Ok(())
+    }
+
+    /// Keeps what standard error has (up to [`STDERR_KEPT`] bytes); closes it at its end.
+    fn read_errors(&mut self, buf: &mut [u8]) {
+        let Some(err) = &self.stderr else { return };
+        match read(err, &mut *buf) {
+            Ok(0) => self.stderr = None,
+            Ok(n) => {
+                let room = STDERR_KEPT.saturating_sub(self.errors.len()).min(n);
+                self.errors
+                    .extend_from_slice(buf.get(..room).unwrap_or_default());
+            }
+            Err(Errno::INTR | Errno::AGAIN) => {}
+            Err(_) => self.stderr = None,
+        }
+    }
+
+    /// The error for a box that ended, with what it wrote to standard error (what is still in
+    /// the pipe included).
+    fn ended(&mut self) -> WarmError {
+        let mut buf = vec![0u8; 4096];
+        for _ in 0..16 {
+            let before = self.errors.len();
+            self.read_errors(&mut buf);
+            if self.stderr.is_none() || self.errors.len() == before {
+                break;
+            }
+        }
+        WarmError::Ended(String::from_utf8_lossy(&self.errors).trim().to_string())
+    }
+}
