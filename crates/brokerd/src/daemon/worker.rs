@@ -133,6 +133,9 @@ pub const MAX_REQUEST: u64 = 64 << 20;
 /// line on standard input and prints one answer line for each, until standard input ends.
 pub fn serve_warm() -> Result<(), String> {
     use std::io::{BufRead, Read, Write};
+    // A worker lives across a session's calls: no other process may read its memory.
+    sandbox::make_non_dumpable()
+        .map_err(|e| format!("cannot make the worker non-dumpable: {e}"))?;
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
     loop {
