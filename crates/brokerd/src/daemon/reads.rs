@@ -41,6 +41,10 @@ fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {
 /// must be refused; otherwise what the write must find on its own descriptor when it runs
 /// ([`Expected`]: the content this session read, or no file), `None` for a call that does not
 /// write.
+/// The header field in which a file tool's run reports the SHA-256 of what it read (computed
+/// by the same read, in the box or not); taken out before the answer is rendered.
+pub const SEEN_FIELD: &str = "seen_sha256";
+
 pub(super) fn check(
     broker: &Broker,
     session: &SessionId,
@@ -78,9 +82,16 @@ pub(super) fn check(
 }
 
 /// The record of the content a successful `read_file`, `write_file` or `edit_file` saw or
-/// left, for the call's own answer batch (one fsync for both); blocking: it hashes the file
-/// (a `write_file`'s own content instead).
-pub(super) fn seen(session: &SessionId, allowed: &Allowed) -> Option<ledger::Event> {
+/// left, for the call's own answer batch (one fsync for both): a read's hash as the read
+/// reported it in `fields` ([`SEEN_FIELD`], taken out), a `write_file`'s own content; only an
+/// `edit_file` (blocking) hashes the file again.
+pub(super) fn seen(
+    session: &SessionId,
+    allowed: &Allowed,
+    fields: &mut serde_json::Map<String, serde_json::Value>,
+) -> Option<ledger::Event> {
+    // The hash a read reported leaves the header here, whatever the tool: never shown.
+    let reported = fields.remove(SEEN_FIELD);
     if !matches!(
         allowed.args,
         ToolArgs::ReadFile(_) | ToolArgs::WriteFile(_) | ToolArgs::EditFile(_)
@@ -97,6 +108,15 @@ pub(super) fn seen(session: &SessionId, allowed: &Allowed) -> Option<ledger::Eve
             session: session.clone(),
             path: write.path.clone(),
             sha256: ledger::sha256_hex(hashed.unwrap_or(bytes)),
+        });
+    }
+    if let (ToolArgs::ReadFile(read), Some(serde_json::Value::String(sha256))) =
+        (&allowed.args, reported)
+    {
+        return Some(ledger::Event::FileSeen {
+            session: session.clone(),
+            path: read.path.clone(),
+            sha256,
         });
     }
     match content_hash(allowed) {
@@ -147,7 +167,8 @@ mod tests {
         let allowed = write_of(folder.path(), "written\n".to_string());
         // Someone else changed the file right after the write: the session saw only its own.
         std::fs::write(folder.path().join("a.txt"), "changed by someone else\n").unwrap();
-        let (path, sha256) = recorded(seen(&session, &allowed)).unwrap();
+        let (path, sha256) =
+            recorded(seen(&session, &allowed, &mut serde_json::Map::new())).unwrap();
         assert_eq!(path, folder.path().join("a.txt").display().to_string());
         assert_eq!(sha256, ledger::sha256_hex(b"written\n"));
     }
@@ -159,8 +180,37 @@ mod tests {
         let content = "x".repeat(EDIT_LIMIT as usize + 10);
         std::fs::write(folder.path().join("a.txt"), &content).unwrap();
         let allowed = write_of(folder.path(), content);
-        let (_, written) = recorded(seen(&session, &allowed)).unwrap();
+        let (_, written) = recorded(seen(&session, &allowed, &mut serde_json::Map::new())).unwrap();
         let (_, on_disk) = content_hash(&allowed).unwrap().unwrap();
         assert_eq!(written, on_disk);
+    }
+
+    #[test]
+    fn a_read_records_the_hash_its_own_read_reported_not_the_file_read_again() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("a.txt");
+        std::fs::write(&path, "first\n").unwrap();
+        let dir = tools::fs::GrantedDir::open(folder.path()).unwrap();
+        let args = tools::fs::ReadFileArgs {
+            path: path.display().to_string(),
+            offset: None,
+            limit: None,
+        };
+        let read = tools::fs::read_file(&dir, &args, 1 << 20).unwrap();
+        assert_eq!(read.sha256, ledger::sha256_hex(b"first\n"));
+        let allowed = Allowed {
+            args: ToolArgs::ReadFile(args),
+            ..write_of(folder.path(), String::new())
+        };
+        let super::super::runner::Outcome::Ran { mut fields, .. } =
+            super::super::runner::file_outcome(Ok(crate::files::FileOutcome::Read(read)))
+        else {
+            panic!("not a result");
+        };
+        // The file changes after the read: what the session saw is still the first content.
+        std::fs::write(&path, "changed after the read\n").unwrap();
+        let (_, sha256) = recorded(seen(&SessionId::from("s-1"), &allowed, &mut fields)).unwrap();
+        assert_eq!(sha256, ledger::sha256_hex(b"first\n"));
+        assert!(!fields.contains_key(SEEN_FIELD), "the hash is never shown");
     }
 }

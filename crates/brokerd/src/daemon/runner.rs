@@ -197,6 +197,7 @@ pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome
             if read.binary {
                 header["binary"] = json!(true);
             }
+            header[super::reads::SEEN_FIELD] = json!(read.sha256);
             Outcome::Ran {
                 fields: fields(header),
                 body: read.content,

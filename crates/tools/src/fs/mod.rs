@@ -139,6 +139,11 @@ pub struct ReadFileResult {
     /// content is one sentence saying so, and `total_lines` is 0.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub binary: bool,
+    /// The SHA-256 (lower-case hex) of the file's first [`EDIT_LIMIT`] + 1 bytes as this read
+    /// saw them: what read before write records for the session, taken from the same read that
+    /// produced the content, so a file changed after it cannot be recorded as seen.
+    #[serde(skip)]
+    pub sha256: String,
 }
 
 /// How many bytes at the start of a file `read_file` looks at for a NUL byte, as ripgrep and

@@ -6,8 +6,10 @@ use std::io::{BufRead, BufReader};
 
 use rustix::fs::{Mode, OFlags};
 
+use super::write::PrefixHash;
 use super::{
-    BINARY_PROBE, FileError, GrantedDir, ReadFileArgs, ReadFileResult, absolute, io_error, kind_of,
+    BINARY_PROBE, EDIT_LIMIT, FileError, GrantedDir, ReadFileArgs, ReadFileResult, absolute,
+    io_error, kind_of,
 };
 
 /// Reads the text file at `args.path`, below `dir`: from line `args.offset` (1 when absent), at
@@ -38,7 +40,18 @@ pub fn read_file(
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let first = reader.fill_buf().map_err(|e| io_error(&args.path, e))?;
     let probe = first.get(..BINARY_PROBE.min(first.len())).unwrap_or(first);
+    let mut hash = PrefixHash::new(EDIT_LIMIT + 1);
     if probe.contains(&0) {
+        // Not shown, but hashed all the same: read before write holds for a binary file too.
+        loop {
+            let block = reader.fill_buf().map_err(|e| io_error(&args.path, e))?;
+            if block.is_empty() || !hash.wants_more() {
+                break;
+            }
+            hash.update(block);
+            let len = block.len();
+            reader.consume(len);
+        }
         return Ok(ReadFileResult {
             path: args.path.clone(),
             content: format!(
@@ -51,10 +64,12 @@ pub fn read_file(
             total_lines: 0,
             start_line: None,
             binary: true,
+            sha256: hash.finish(),
         });
     }
     let window = Window::of(args);
-    let scan = scan_lines(&mut reader, &window, cap).map_err(|e| io_error(&args.path, e))?;
+    let scan =
+        scan_lines(&mut reader, &window, cap, &mut hash).map_err(|e| io_error(&args.path, e))?;
     let content = if scan.truncated {
         lossy_head(&scan.kept)
     } else {
@@ -68,6 +83,7 @@ pub fn read_file(
         total_lines: scan.total_lines,
         start_line: window.asked.then_some(window.first),
         binary: false,
+        sha256: hash.finish(),
     })
 }
 
@@ -102,8 +118,13 @@ struct Scan {
 }
 
 /// One pass over the file: keeps the bytes of the window's lines up to `cap` (one byte more
-/// tells a cut), and counts every line.
-fn scan_lines(reader: &mut impl BufRead, window: &Window, cap: usize) -> std::io::Result<Scan> {
+/// tells a cut), counts every line, and feeds every byte to `hash`.
+fn scan_lines(
+    reader: &mut impl BufRead,
+    window: &Window,
+    cap: usize,
+    hash: &mut PrefixHash,
+) -> std::io::Result<Scan> {
     let mut kept = Vec::new();
     let mut truncated = false;
     let mut line: u64 = 1;
@@ -114,6 +135,7 @@ fn scan_lines(reader: &mut impl BufRead, window: &Window, cap: usize) -> std::io
             break;
         }
         let len = block.len();
+        hash.update(block);
         last = block.last().copied();
         let mut from = 0;
         while from < len {

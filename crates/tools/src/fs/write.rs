@@ -245,6 +245,41 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// The SHA-256 of a file's first `limit` bytes, fed block by block as a read goes.
+pub(crate) struct PrefixHash {
+    hasher: Sha256,
+    left: u64,
+}
+
+impl PrefixHash {
+    /// A hash of at most `limit` bytes.
+    pub(crate) fn new(limit: u64) -> PrefixHash {
+        PrefixHash {
+            hasher: Sha256::new(),
+            left: limit,
+        }
+    }
+
+    /// Adds the next bytes read (those past the limit are left out).
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        let take = usize::try_from(self.left)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        self.hasher.update(bytes.get(..take).unwrap_or_default());
+        self.left -= take as u64;
+    }
+
+    /// Whether more bytes would still count.
+    pub(crate) fn wants_more(&self) -> bool {
+        self.left > 0
+    }
+
+    /// The digest in lower-case hex ([`sha256_hex`]'s digits).
+    pub(crate) fn finish(self) -> String {
+        hex(&self.hasher.finalize())
+    }
+}
+
 fn hex(digest: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut hex = String::with_capacity(64);

@@ -98,10 +98,12 @@ pub(super) async fn run(
                 claimed.store(true, Ordering::SeqCst);
                 return Some(Answered::unrecorded(unavailable()));
             }
-            let outcome = broker.runner.run(&allowed, &context);
-            // The content a file tool saw is hashed on the same thread, right after the run.
-            let seen = match outcome {
-                Outcome::Ran { .. } => crate::daemon::reads::seen(&call.session, &allowed),
+            let mut outcome = broker.runner.run(&allowed, &context);
+            // What a file tool saw, as the run reported it (taken out of the header).
+            let seen = match &mut outcome {
+                Outcome::Ran { fields, .. } => {
+                    crate::daemon::reads::seen(&call.session, &allowed, fields)
+                }
                 _ => None,
             };
             if claimed.swap(true, Ordering::SeqCst) {
