@@ -63,7 +63,7 @@ impl Applied {
 
 /// How long the writer waits for more records before an fsync once it has seen concurrent
 /// callers: a few more answers share each fsync at the cost of at most this much latency.
-const GATHER: Duration = Duration::from_micros(300);
+const GATHER: Duration = Duration::from_micros(600);
 
 /// How much writing the journal has done: for the benchmark's fsyncs per call.
 #[derive(Debug, Default)]
