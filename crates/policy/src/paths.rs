@@ -51,11 +51,14 @@ pub fn resolve(path: &Path) -> Result<PathBuf, ResolveError> {
             Component::Normal(name) if !missing.is_empty() => missing.push(name),
             Component::Normal(name) => {
                 let next = out.join(name);
+                // `out` is always a real path, so a component that is not a link keeps it one:
+                // only a link needs the kernel's walk (one `lstat` a component otherwise).
                 match std::fs::symlink_metadata(&next) {
-                    Ok(_) => match next.canonicalize() {
+                    Ok(meta) if meta.file_type().is_symlink() => match next.canonicalize() {
                         Ok(real) => out = real,
                         Err(_) => return Err(ResolveError::DanglingLink(shown())),
                     },
+                    Ok(_) => out = next,
                     Err(_) => missing.push(name),
                 }
             }

@@ -5,6 +5,7 @@
 mod args;
 mod decide;
 mod grants;
+mod paths;
 mod shell_coverage;
 mod shell_dialects;
 mod shell_git;
