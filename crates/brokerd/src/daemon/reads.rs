@@ -82,9 +82,9 @@ pub(super) fn check(
 }
 
 /// The record of the content a successful `read_file`, `write_file` or `edit_file` saw or
-/// left, for the call's own answer batch (one fsync for both): a read's hash as the read
-/// reported it in `fields` ([`SEEN_FIELD`], taken out), a `write_file`'s own content; only an
-/// `edit_file` (blocking) hashes the file again.
+/// left, for the call's own answer batch (one fsync for both): the hash a read or an edit
+/// reported in `fields` ([`SEEN_FIELD`], taken out), a `write_file`'s own content; the file is
+/// hashed again (blocking) only when a run reported nothing.
 pub(super) fn seen(
     session: &SessionId,
     allowed: &Allowed,
@@ -110,12 +110,10 @@ pub(super) fn seen(
             sha256: ledger::sha256_hex(hashed.unwrap_or(bytes)),
         });
     }
-    if let (ToolArgs::ReadFile(read), Some(serde_json::Value::String(sha256))) =
-        (&allowed.args, reported)
-    {
+    if let (Some(path), Some(serde_json::Value::String(sha256))) = (allowed.args.path(), reported) {
         return Some(ledger::Event::FileSeen {
             session: session.clone(),
-            path: read.path.clone(),
+            path: path.to_string(),
             sha256,
         });
     }
@@ -211,6 +209,36 @@ mod tests {
         std::fs::write(&path, "changed after the read\n").unwrap();
         let (_, sha256) = recorded(seen(&SessionId::from("s-1"), &allowed, &mut fields)).unwrap();
         assert_eq!(sha256, ledger::sha256_hex(b"first\n"));
+        assert!(!fields.contains_key(SEEN_FIELD), "the hash is never shown");
+    }
+
+    #[test]
+    fn an_edit_records_the_hash_of_what_it_wrote_not_the_file_read_again() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("a.txt");
+        std::fs::write(&path, "one two\n").unwrap();
+        let dir = tools::fs::GrantedDir::open(folder.path()).unwrap();
+        let args = tools::fs::EditFileArgs {
+            path: path.display().to_string(),
+            edits: vec![tools::fs::Edit {
+                old_str: "two".to_string(),
+                new_str: "three".to_string(),
+                replace_all: false,
+            }],
+        };
+        let edited = tools::fs::edit_file(&dir, &args).unwrap();
+        let allowed = Allowed {
+            args: ToolArgs::EditFile(args),
+            ..write_of(folder.path(), String::new())
+        };
+        let super::super::runner::Outcome::Ran { mut fields, .. } =
+            super::super::runner::file_outcome(Ok(crate::files::FileOutcome::Edited(edited)))
+        else {
+            panic!("not a result");
+        };
+        std::fs::write(&path, "changed after the edit\n").unwrap();
+        let (_, sha256) = recorded(seen(&SessionId::from("s-1"), &allowed, &mut fields)).unwrap();
+        assert_eq!(sha256, ledger::sha256_hex(b"one three\n"));
         assert!(!fields.contains_key(SEEN_FIELD), "the hash is never shown");
     }
 }

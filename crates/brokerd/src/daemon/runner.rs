@@ -208,6 +208,7 @@ pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome
                 "path": edited.path, "edits_applied": edited.edits_applied,
                 "replacements": edited.replacements, "original_bytes": edited.original_bytes,
                 "new_bytes": edited.new_bytes, "created": edited.created,
+                super::reads::SEEN_FIELD: edited.sha256,
             })),
             body: edited.diff,
         },

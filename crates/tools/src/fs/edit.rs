@@ -63,6 +63,11 @@ pub struct EditFileResult {
     /// What changed, as a unified diff (3 lines of context; invalid UTF-8 shown as U+FFFD), or
     /// a one-line summary when either side is over [`super::DIFF_LIMIT`] bytes.
     pub diff: String,
+    /// The SHA-256 (lower-case hex) of the first [`EDIT_LIMIT`] + 1 bytes of what the edit
+    /// wrote: what read before write records as the session's, from the edit itself rather than
+    /// the file read again (never serialized).
+    #[serde(skip)]
+    pub sha256: String,
 }
 
 /// `edit_file`'s schema.
@@ -145,6 +150,8 @@ pub fn edit_file_expecting(
         .to_string()
     };
     target.replace(&edited, shown, expected.is_some())?;
+    let mut hash = super::write::PrefixHash::new(EDIT_LIMIT + 1);
+    hash.update(&edited);
     Ok(EditFileResult {
         path: args.path.clone(),
         edits_applied: args.edits.len(),
@@ -153,6 +160,7 @@ pub fn edit_file_expecting(
         new_bytes: edited.len() as u64,
         created,
         diff,
+        sha256: hash.finish(),
     })
 }
 
