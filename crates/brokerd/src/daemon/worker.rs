@@ -88,14 +88,22 @@ impl FileCall {
 const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".rgignore"];
 
 /// What a walk in a box holding only `base` needs of the folders above it: their ignore files
-/// (regular files only, bound read-only at the same paths), and whether one of them holds a
-/// git work tree's `.git` (which stays outside the box; its `.gitignore` rules then apply
-/// without it).
+/// and a repository's `.git/info/exclude` (regular files only, bound read-only at the same
+/// paths), and whether one of them holds a git work tree's `.git` (which stays outside the box
+/// but for that file; its `.gitignore` rules then apply without it).
 pub fn above_the_grant(base: &Path) -> (Vec<PathBuf>, bool) {
     let mut files = Vec::new();
     let mut git = false;
     for folder in base.ancestors().skip(1) {
-        git |= folder.join(".git").symlink_metadata().is_ok();
+        let dot_git = folder.join(".git");
+        git |= dot_git.symlink_metadata().is_ok();
+        // The repository's own exclude file applies as its .gitignore files do.
+        let exclude = dot_git.join("info/exclude");
+        if dot_git.symlink_metadata().is_ok_and(|m| m.is_dir())
+            && exclude.symlink_metadata().is_ok_and(|m| m.is_file())
+        {
+            files.push(exclude);
+        }
         for name in IGNORE_FILES {
             let file = folder.join(name);
             if file.symlink_metadata().is_ok_and(|m| m.is_file()) {

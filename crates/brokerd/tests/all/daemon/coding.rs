@@ -172,16 +172,19 @@ paths = ["{work}/proj/secret"]
 deny = true
 "#;
 
-/// A git work tree at `work` (its `.gitignore` leaves out `*.log`) holding the granted `proj`.
+/// A git work tree at `work` (its `.gitignore` leaves out `*.log`, its `.git/info/exclude`
+/// `*.tmp`) holding the granted `proj`.
 fn project(broker: &BrokerProcess) -> std::path::PathBuf {
     let proj = broker.work.join("proj");
-    fs::create_dir_all(broker.work.join(".git")).unwrap();
+    fs::create_dir_all(broker.work.join(".git/info")).unwrap();
+    fs::write(broker.work.join(".git/info/exclude"), "*.tmp\n").unwrap();
     fs::write(broker.work.join(".gitignore"), "*.log\n").unwrap();
     fs::create_dir_all(proj.join("src")).unwrap();
     fs::create_dir_all(proj.join("secret")).unwrap();
     fs::write(proj.join("src/main.rs"), "needle\n").unwrap();
     fs::write(proj.join("src/id.pem"), "needle\n").unwrap();
     fs::write(proj.join("build.log"), "needle\n").unwrap();
+    fs::write(proj.join("scratch.tmp"), "needle\n").unwrap();
     fs::write(proj.join("secret/plan.txt"), "needle\n").unwrap();
     proj
 }
@@ -207,8 +210,9 @@ fn the_walkers_run_in_brokerds_worker_in_a_box_and_leave_out_what_the_grants_and
             .starts_with("bubblewrap: brokerd's worker walks only the granted folder"),
         "{header}"
     );
-    // The key is denied to grep; build.log is ignored by the .gitignore above the grant,
-    // which the box binds read-only although the repository's .git stays outside.
+    // The key is denied to grep; build.log is ignored by the .gitignore above the grant and
+    // scratch.tmp by the repository's .git/info/exclude, which the box binds read-only
+    // although the rest of the repository's .git stays outside.
     let mut found: Vec<&str> = body.lines().collect();
     found.sort();
     assert_eq!(
@@ -233,6 +237,7 @@ fn the_walkers_run_in_brokerds_worker_in_a_box_and_leave_out_what_the_grants_and
         "only grep is denied the key: {body}"
     );
     assert!(!body.contains("build.log"), "{body}");
+    assert!(!body.contains("scratch.tmp"), "{body}");
     let list = serde_json::json!({ "path": path, "recursive": true });
     let (header, body) = header_and_body(&client.call(3, "list_files", &list.to_string()).unwrap());
     assert!(
