@@ -114,7 +114,13 @@ fn serve(args: ServeArgs) -> ExitCode {
             tracing::Level::INFO
         })
         .init();
+    // The async threads only move frames and decide; tools and the audit's writes run on the
+    // blocking pool. One async thread per four cores: measured on two, one thread (instead of
+    // one per core) cut the 1-client round trip from 512-566 us to 417-458 us and raised
+    // 16 clients from about 5,000 to 6,500 calls a second, fewer threads waking each other.
+    let async_threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 4).max(1));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(async_threads)
         .enable_all()
         .build()
     {
