@@ -28,7 +28,7 @@ pub enum JournalError {
     /// restart catches it up from the log).
     #[error("the ledger cannot be updated: {0}")]
     Ledger(String),
-    /// The writer thread is gone.
+    /// The thread that wrote or applied the records is gone (the broker is stopping).
     #[error("the audit writer has stopped")]
     Stopped,
 }

@@ -1,7 +1,7 @@
 //! What a session's next call must know before the ledger has applied the previous answer.
 //!
 //! An answer leaves once its record is on disk; the ledger follows a moment later, on the
-//! journal's thread. Rather than hold the session until then, the broker keeps, under the
+//! journal's applier thread. Rather than hold the session until then, the broker keeps, under the
 //! session's lock, the labels its answers raised and the answers the ledger may not have yet.
 //! The next call joins those with what the ledger says, so it never sees a session less tainted
 //! than its answers made it, and a re-sent call id finds its answer either here or there.
