@@ -19,6 +19,29 @@ pub fn temp_dir() -> tempfile::TempDir {
     }
 }
 
+/// How many processes of this machine have a command line (its arguments joined by spaces)
+/// that holds `marker`: for tests that a box, a job or a command left nothing behind.
+pub fn processes_named(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|cmdline| {
+            String::from_utf8_lossy(cmdline)
+                .replace('\0', " ")
+                .contains(marker)
+        })
+        .count()
+}
+
 /// The command prefixes that shell-coverage tables and benchmarks are checked against.
 pub const COVERAGE_PREFIXES: &[&str] = &[
     "git status",

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use testkit::processes_named;
 use tools::jobs::{JobOptions, JobState, start};
 use tools::shell::ShellArgs;
 
@@ -114,20 +115,4 @@ fn dropping_a_job_kills_its_processes() {
     assert_eq!(processes_named(&marker), 1);
     drop(job);
     assert_eq!(processes_named(&marker), 0);
-}
-
-/// Processes whose command line holds `marker`.
-fn processes_named(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(marker))
-        .count()
 }

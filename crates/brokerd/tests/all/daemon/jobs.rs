@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use proto::{AgentFrame, BrokerFrame, DenyReason, ToolResponse};
 use serde_json::{Value, json};
-use testkit::{AgentClient, BrokerProcess};
+use testkit::{AgentClient, BrokerProcess, processes_named};
 
 use super::{FAST, content, denied};
 
@@ -56,27 +56,6 @@ fn kill(client: &mut AgentClient, id: u64, job: u64) -> ToolResponse {
     client
         .call(id, "bash_kill", &json!({ "job": job }).to_string())
         .unwrap()
-}
-
-/// Processes whose command line (arguments joined by spaces) holds `marker`: the box's
-/// bubblewrap, its launcher and the command itself all name it.
-fn processes_named(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|cmdline| {
-            String::from_utf8_lossy(cmdline)
-                .replace('\0', " ")
-                .contains(marker)
-        })
-        .count()
 }
 
 /// The processes [`processes_named`] counts, each with its status lines, for a failure.
