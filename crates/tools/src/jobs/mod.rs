@@ -71,19 +71,13 @@ pub struct BashKillArgs {
 /// The bytes `bash_tail` returns when the call names no `max_bytes`.
 pub const DEFAULT_TAIL_BYTES: u64 = 16 * 1024;
 
-/// `bash_bg`'s schema.
+/// `bash_bg`'s schema: `shell`'s `command` and `cwd` (the seed's words, taken from
+/// [`crate::shell::shell_schema`]), without a time limit.
 pub fn bash_bg_schema() -> ToolSchema {
     ToolSchema {
         name: "bash_bg".to_string(),
         description: "Start a shell command in the background, in a sandbox, and return its job id at once; read its output with bash_tail and stop it with bash_kill. Needs a grant from the owner.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "command": { "type": "string", "description": "The command line to run." },
-                "cwd": { "type": "string", "description": "The absolute path of the directory to run it in." }
-            },
-            "required": ["command"]
-        }),
+        parameters: crate::shell::shell_schema().parameters,
     }
 }
 
