@@ -182,9 +182,10 @@ impl Journal {
                 continue;
             }
             queue.writing = true;
-            let (jobs, gathered) = self.gather(queue);
+            // The queue is let go while the batch is written, so others can queue the next one.
+            let jobs = self.gather(queue);
             let outcomes = self.write(jobs);
-            queue = gathered;
+            queue = lock(&inner.queue);
             queue.writing = false;
             queue.concurrent = outcomes.len() > 1;
             queue.outcomes.extend(outcomes);
@@ -192,9 +193,9 @@ impl Journal {
         }
     }
 
-    /// Takes the queued jobs as one batch; after a batch of several, waits up to [`GATHER`]
-    /// for more. Returns the batch and the queue's lock, let go while the batch is written.
-    fn gather<'a>(&'a self, mut queue: MutexGuard<'a, Queue>) -> (Vec<Job>, MutexGuard<'a, Queue>) {
+    /// Takes the queued jobs as one batch, and lets the queue go; after a batch of several,
+    /// waits up to [`GATHER`] for more first.
+    fn gather(&self, mut queue: MutexGuard<'_, Queue>) -> Vec<Job> {
         if queue.concurrent {
             let until = Instant::now() + GATHER;
             while queue.jobs.len() < MAX_BATCH {
@@ -211,9 +212,7 @@ impl Journal {
             }
         }
         let take = queue.jobs.len().min(MAX_BATCH);
-        let jobs: Vec<Job> = queue.jobs.drain(..take).collect();
-        drop(queue);
-        (jobs, lock(&self.inner.queue))
+        queue.jobs.drain(..take).collect()
     }
 
     /// Writes one batch with one fsync and hands it to the ledger's thread; the outcome of
