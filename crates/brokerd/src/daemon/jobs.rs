@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tools::jobs::{DEFAULT_TAIL_BYTES, Job, JobOptions, JobState, JobStatus};
 
 use super::Broker;
+use super::memory::Routed;
 use super::runner::{Outcome, RunContext};
 use crate::args::ToolArgs;
 use crate::policy::Allowed;
@@ -44,16 +45,6 @@ struct Entry {
     /// The labels of the `bash_bg` call that started it: its output's.
     class: Class,
     untrusted: bool,
-}
-
-/// A job tool's outcome with the labels of the job it read.
-pub struct Routed {
-    /// The outcome, rendered by the caller like any other.
-    pub outcome: Outcome,
-    /// The result's class.
-    pub class: Class,
-    /// Whether the result is marked untrusted.
-    pub untrusted: bool,
 }
 
 impl Jobs {

@@ -58,21 +58,15 @@ pub(super) async fn run(
             return Ok(Answered::unrecorded(unavailable()));
         }
         let routed = if tool.is_job() {
-            let routed =
-                crate::daemon::jobs::route(broker, &call.session, call.call_id, &allowed, context);
-            let routed = routed.await;
-            (routed.outcome, routed.class, routed.untrusted)
+            crate::daemon::jobs::route(broker, &call.session, call.call_id, &allowed, context).await
         } else {
             let memory = &broker.memory;
-            let routed =
-                crate::daemon::memory::route(memory, &call.session, &allowed, context, limit);
-            let routed = routed.await;
-            (routed.outcome, routed.class, routed.untrusted)
+            crate::daemon::memory::route(memory, &call.session, &allowed, context, limit).await
         };
         let ran = Ran {
-            outcome: routed.0,
-            class: routed.1,
-            untrusted: routed.2,
+            outcome: routed.outcome,
+            class: routed.class,
+            untrusted: routed.untrusted,
             seen: None,
         };
         let (finished, detail) = ran.finished(&call.tool, labels, cap);

@@ -91,7 +91,8 @@ fn unusable(error: MemoryError) -> String {
     format!("the memory store cannot be used: {error}; the other tools still work")
 }
 
-/// What the router gives for a memory call: the outcome and the labels of its result.
+/// What the router gives for a memory call (and the job table for a job call): the outcome and
+/// the labels of its result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Routed {
     /// The outcome, rendered by the caller like any other.
