@@ -126,16 +126,7 @@ pub fn status(dirs: &Dirs, json: bool) -> Exit {
         Err(e) => return failed(&e),
     };
     if json {
-        return match serde_json::to_string_pretty(&status) {
-            Ok(text) => {
-                println!("{text}");
-                Exit::Done
-            }
-            Err(e) => {
-                eprintln!("bx: {e}");
-                Exit::Failed
-            }
-        };
+        return print_json(&status);
     }
     println!("brokerd {} (pid {}) is running", status.version, status.pid);
     println!("  agent socket: {}", escape_terminal(&status.agent_socket));
@@ -177,6 +168,20 @@ pub fn audit_verify(dirs: &Dirs) -> Exit {
         }
         Err(e) => {
             println!("{}: {}", log.display(), escape_terminal(&e.to_string()));
+            Exit::Failed
+        }
+    }
+}
+
+/// Prints `value` as pretty JSON (`--json`); a value that cannot be written is a failure.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Exit {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => {
+            println!("{text}");
+            Exit::Done
+        }
+        Err(e) => {
+            eprintln!("bx: {e}");
             Exit::Failed
         }
     }

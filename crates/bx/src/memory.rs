@@ -8,6 +8,8 @@ use proto::dirs::Dirs;
 use proto::text::escape_terminal;
 use proto::{MemoryEntry, OwnerReply, OwnerRequest};
 
+use crate::commands::print_json;
+
 use crate::Exit;
 use crate::commands::failed;
 use crate::owner::Owner;
@@ -29,19 +31,6 @@ fn entries(dirs: &Dirs, request: &OwnerRequest) -> Result<(Vec<MemoryEntry>, u64
         Ok(OwnerReply::Error { message, .. }) => Err(refused(&message)),
         Ok(other) => Err(failed(&owner.unexpected(&other))),
         Err(e) => Err(failed(&e)),
-    }
-}
-
-fn print_json<T: serde::Serialize>(value: &T) -> Exit {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => {
-            println!("{text}");
-            Exit::Done
-        }
-        Err(e) => {
-            eprintln!("bx: {e}");
-            Exit::Failed
-        }
     }
 }
 
