@@ -3,9 +3,10 @@
 //! command prints 100 MB.
 //!
 //! `cargo bench -p brokerd --bench shell` (builds brokerd first). Each `shell` line is measured
-//! twice: from a broker with the box (a fresh bubblewrap box per call, the default) and from
-//! one with `[sandbox] file_walls = false` (the command contained in its own PID namespace but
-//! not boxed), so the cost of the box and the cost of the broker show apart. The direct line is
+//! three times: from a broker with `[sandbox] file_walls = false` (the command contained in its
+//! own PID namespace but not boxed), one with a fresh bubblewrap box per call
+//! (`warm_idle_ms = 0`) and one with the session's warm box (the default: the sandbox's command
+//! worker forks each command), so the cost of the box and the cost of the broker show apart. The direct line is
 //! `std::process::Command` running `bash -c` with the same script in the same folder.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -116,57 +117,65 @@ fn peak_kib(broker: &BrokerProcess) -> u64 {
         .unwrap()
 }
 
-fn main() {
-    let boxed = BrokerProcess::start(GRANTS, "idle_timeout_ms = 600000\nshell_ms = 300000\n");
-    let unboxed = BrokerProcess::start(
-        GRANTS,
-        "idle_timeout_ms = 600000\nshell_ms = 300000\n[sandbox]\nfile_walls = false\n",
-    );
-    let repo = make_repository(&boxed.work);
-    let unboxed_repo = make_repository(&unboxed.work);
-    let mut boxed_client = AgentClient::open(&boxed.socket(), None);
-    let mut unboxed_client = AgentClient::open(&unboxed.socket(), None);
-    let mut id = 0;
-    let mut unboxed_id = 0;
+/// A broker measured: its name, the process, a client and the repository in its folder.
+struct Side {
+    name: &'static str,
+    broker: BrokerProcess,
+    client: AgentClient,
+    id: u64,
+    repo: std::path::PathBuf,
+}
 
+impl Side {
+    fn start(name: &'static str, sandbox: &str) -> Side {
+        let config = format!("idle_timeout_ms = 600000\nshell_ms = 300000\n[sandbox]\n{sandbox}");
+        let broker = BrokerProcess::start(GRANTS, &config);
+        let repo = make_repository(&broker.work);
+        let client = AgentClient::open(&broker.socket(), None);
+        Side {
+            name,
+            broker,
+            client,
+            id: 0,
+            repo,
+        }
+    }
+
+    fn call(&mut self, script: &str) {
+        through(&mut self.client, &mut self.id, script, &self.repo);
+    }
+}
+
+fn main() {
+    let mut sides = [
+        Side::start("broker, contained, no box:   ", "file_walls = false\n"),
+        Side::start("broker, fresh bubblewrap box:", "warm_idle_ms = 0\n"),
+        Side::start("broker, warm box (default):  ", ""),
+    ];
     for (script, warm, runs) in [("true", 10, 200), ("git status", 3, 40)] {
-        let (d50, d99) = measure(warm, runs, || direct(script, &repo));
-        let (u50, u99) = measure(warm, runs, || {
-            through(&mut unboxed_client, &mut unboxed_id, script, &unboxed_repo)
-        });
-        let (b50, b99) = measure(warm, runs, || {
-            through(&mut boxed_client, &mut id, script, &repo)
-        });
+        let (d50, d99) = measure(warm, runs, || direct(script, &sides[0].repo));
         println!("shell `{script}` ({runs} calls each):");
         println!("  spawned directly (bash -c):    median {d50:?}, p99 {d99:?}");
-        println!(
-            "  broker, contained, no box:     median {u50:?}, p99 {u99:?} ({:.2}x direct)",
-            u50.as_secs_f64() / d50.as_secs_f64()
-        );
-        println!(
-            "  broker, fresh bubblewrap box:  median {b50:?}, p99 {b99:?} ({:.2}x direct)",
-            b50.as_secs_f64() / d50.as_secs_f64()
-        );
+        for side in &mut sides {
+            let (m50, m99) = measure(warm, runs, || side.call(script));
+            println!(
+                "  {} median {m50:?}, p99 {m99:?} ({:.2}x direct)",
+                side.name,
+                m50.as_secs_f64() / d50.as_secs_f64()
+            );
+        }
     }
 
     let script = "yes | head -c 100000000";
-    for (name, broker, client, id, cwd) in [
-        ("fresh box", &boxed, &mut boxed_client, &mut id, &repo),
-        (
-            "no box",
-            &unboxed,
-            &mut unboxed_client,
-            &mut unboxed_id,
-            &unboxed_repo,
-        ),
-    ] {
-        let before = peak_kib(broker);
+    for side in &mut sides {
+        let before = peak_kib(&side.broker);
         let start = Instant::now();
-        through(client, id, script, cwd);
+        side.call(script);
         let elapsed = start.elapsed();
-        let after = peak_kib(broker);
+        let after = peak_kib(&side.broker);
         println!(
-            "100 MB of output ({name}): {elapsed:?}; broker's peak RSS {before} KiB before, {after} KiB after (+{} KiB)",
+            "100 MB of output ({}): {elapsed:?}; broker's peak RSS {before} KiB before, {after} KiB after (+{} KiB)",
+            side.name.trim_end_matches([' ', ':']),
             after.saturating_sub(before)
         );
     }

@@ -2,7 +2,8 @@
 //! alone with the box's options, (3) in a fresh box without the Landlock layer (`spawn_boxed`:
 //! bubblewrap plus cgroup, rlimits, seccomp), (4) in a fresh box with it (launched through this
 //! binary), and (5) an in-process `read_file` in a fresh box: this binary as the worker, as
-//! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only.
+//! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only, and (6) `/bin/true`
+//! through a warm box's command worker (`spawn_command_worker`), built once before the runs.
 //! Run as root: `cargo run --release -p sandbox --example box_bench [runs]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -72,6 +73,21 @@ fn main() {
     let boxed = measure(runs, || run_box(&spec, &policy, 0));
     let with_landlock = measure(runs, || run_box(&spec, &landlocked, 0));
     let read = measure(runs, || run_box(&reader, &read_policy, 4096));
+    let mut worker = sandbox::spawn_command_worker(&landlocked).unwrap();
+    let warm = measure(runs, || {
+        let ended = worker
+            .run_command(
+                &spec,
+                Duration::from_secs(10),
+                10,
+                1 << 20,
+                &mut |_| {},
+                &mut |b| eprint!("{}", String::from_utf8_lossy(b)),
+                &mut sandbox::Sent::default(),
+            )
+            .unwrap();
+        assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
+    });
     println!(
         "{runs} runs each; median and p99 in ms; Landlock {}",
         sandbox::landlock_enforcement()
@@ -82,6 +98,7 @@ fn main() {
         ("fresh box, no Landlock", &boxed),
         ("fresh box /bin/true", &with_landlock),
         ("fresh box read_file", &read),
+        ("warm worker /bin/true", &warm),
     ] {
         println!(
             "{name:24} median {:7.2}  p99 {:7.2}",
@@ -96,6 +113,11 @@ fn main() {
         ratio(&boxed),
         ratio(&read),
         ms(percentile(&with_landlock, 50)) - ms(percentile(&boxed, 50))
+    );
+    println!(
+        "warm worker / fork/exec: median {:.2}x, p99 {:.2}x",
+        ms(percentile(&warm, 50)) / ms(percentile(&plain, 50)),
+        ms(percentile(&warm, 99)) / ms(percentile(&plain, 99))
     );
 }
 

@@ -255,6 +255,9 @@ pub enum BoxError {
         "no file walls: {0}; install bubblewrap, or run on a kernel with Landlock (5.13 or later, enabled in the lsm= boot list)"
     )]
     NoFileWalls(&'static str),
+    /// A command worker was asked for where a box cannot take one.
+    #[error("no command worker: {0}")]
+    NoCommandWorker(&'static str),
     /// The box without bubblewrap could not be started.
     #[error("cannot start the box's launcher: {0}")]
     Launch(io::Error),

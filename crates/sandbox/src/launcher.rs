@@ -162,7 +162,9 @@ impl Rules {
 /// standard error and exits with [`LAUNCH_FAILED`]. When the command is this very binary (a
 /// worker in the box, as `brokerd box-file` is), it is not `exec`ed again: this returns the
 /// command's arguments (its program first), restricted as the command would be, for `main` to
-/// go on with instead of its own. Started as the cgroup warden of a process that builds boxes
+/// go on with instead of its own; when that command is a command worker
+/// ([`crate::spawn_command_worker`]), the worker runs here and the process exits with it.
+/// Started as the cgroup warden of a process that builds boxes
 /// (`--boxmaker-cgroup-warden PID`), it does the warden's work and exits. Otherwise (not a
 /// launcher) it returns `None` at once.
 ///
@@ -177,6 +179,9 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
         return None;
     }
     match launch(args.get(2..).unwrap_or_default()) {
+        Ok(command) if command.get(1).is_some_and(|a| a == crate::commands::SERVE) => {
+            std::process::exit(crate::commands::serve())
+        }
         Ok(command) => Some(command),
         Err(error) => {
             eprintln!("boxmaker box: {error}");

@@ -25,6 +25,8 @@
 //!
 //! - [`spawn_warm`]: the same box with its command kept up as a worker that answers one line
 //!   for each request line ([`WarmBox::exchange`]), so the box is built once for many requests.
+//! - [`spawn_command_worker`]: the same box with a worker that forks each command it is sent
+//!   ([`WarmBox::run_command`]), each kept from the worker and ended whole before the next.
 //!
 //! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
 //! what they touch: a contained command sees the whole file system and network of the broker.
@@ -42,6 +44,7 @@
 mod boxed;
 mod cgroup;
 mod child;
+mod commands;
 mod contain;
 mod harden;
 mod launcher;
@@ -58,6 +61,7 @@ mod warm;
 pub use boxed::{
     BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,
 };
+pub use commands::{command_worker_missing, spawn_command_worker};
 pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };
@@ -65,4 +69,4 @@ pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
 pub use stop::Stopper;
-pub use warm::{Sent, WarmBox, WarmError, spawn_warm};
+pub use warm::{Sent, WORKER_GRACE, WarmBox, WarmError, spawn_warm};

@@ -22,7 +22,12 @@ use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::{Errno, read, write};
 
 use crate::boxed::{BoxError, Policy, spawn_boxed_with};
-use crate::contain::{CommandSpec, ContainedChild};
+use crate::commands::wire::{self, Request, Tag};
+use crate::contain::{CommandSpec, ContainedChild, Ended};
+
+/// How long past a command's timeout its worker may take to answer (it kills the command at
+/// the timeout and then waits for its processes to be gone).
+pub const WORKER_GRACE: Duration = Duration::from_secs(5);
 
 /// The most bytes of the box's standard error kept for an error message.
 const STDERR_KEPT: usize = 64 * 1024;
@@ -43,6 +48,9 @@ pub enum WarmError {
     /// The box wrote more than one line for one request.
     #[error("the warm box wrote more than one answer line for one request")]
     Extra,
+    /// The worker's answer is not made of frames it may send.
+    #[error("the command worker's answer is garbled: {0}")]
+    Garbled(String),
     /// A request held a newline (it must be one line).
     #[error("a request to a warm box must be one line")]
     NotOneLine,
@@ -141,83 +149,158 @@ impl WarmBox {
         let mut answer = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         *sent = Sent(0);
-        // Nothing may wait in the pipe before the request: it would pass for the answer.
-        if !self.is_idle() {
-            return match self.stdout.as_ref().map(|out| read(out, &mut buf)) {
-                Some(Ok(n)) if n > 0 => Err(WarmError::Extra),
-                _ => {
-                    self.stdout = None;
-                    Err(self.ended())
-                }
-            };
-        }
+        self.expect_idle(&mut buf)?;
         loop {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(WarmError::TimedOut(deadline.duration_since(started)));
-            }
-            let left = deadline.duration_since(now);
-            let timeout = Timespec {
-                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
-                tv_nsec: i64::from(left.subsec_nanos()),
-            };
-            let Some(out) = &self.stdout else {
-                return Err(self.ended());
-            };
-            let writing = sent.0 < line.len();
-            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
-            fds.push(PollFd::new(out, PollFlags::IN));
-            let err_slot = self.stderr.as_ref().map(|err| {
-                fds.push(PollFd::new(err, PollFlags::IN));
-                fds.len() - 1
-            });
-            let in_slot = match (&self.stdin, writing) {
-                (Some(stdin), true) => {
-                    fds.push(PollFd::new(stdin, PollFlags::OUT));
-                    Some(fds.len() - 1)
+            let n = self.pump(&line, sent, started, deadline, &mut buf)?;
+            let bytes = buf.get(..n).unwrap_or_default();
+            if let Some(end) = bytes.iter().position(|b| *b == b'\n') {
+                if end + 1 != bytes.len() || sent.0 < line.len() {
+                    return Err(WarmError::Extra);
                 }
-                _ => None,
-            };
-            match poll(&mut fds, Some(&timeout)) {
-                Ok(_) | Err(Errno::INTR) => {}
-                Err(e) => return Err(io::Error::from(e).into()),
-            }
-            let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
-            drop(fds);
-            let is_ready = |slot: Option<usize>| slot.and_then(|i| ready.get(i).copied());
-            if is_ready(in_slot) == Some(true) {
-                self.write_some(&line, sent)?;
-            }
-            if is_ready(err_slot) == Some(true) {
-                self.read_errors(&mut buf);
-            }
-            if ready.first() == Some(&true) {
-                let n = match self.stdout.as_ref().map(|out| read(out, &mut buf)) {
-                    Some(Ok(n)) => n,
-                    Some(Err(Errno::INTR | Errno::AGAIN)) => continue,
-                    Some(Err(e)) => return Err(io::Error::from(e).into()),
-                    None => 0,
-                };
-                if n == 0 {
-                    self.stdout = None;
-                    return Err(self.ended());
-                }
-                let bytes = buf.get(..n).unwrap_or_default();
-                if let Some(end) = bytes.iter().position(|b| *b == b'\n') {
-                    if end + 1 != bytes.len() || sent.0 < line.len() {
-                        return Err(WarmError::Extra);
-                    }
-                    answer.extend_from_slice(bytes.get(..end).unwrap_or_default());
-                    if answer.len() > limit {
-                        return Err(WarmError::TooLong(limit));
-                    }
-                    return Ok(answer);
-                }
-                answer.extend_from_slice(bytes);
+                answer.extend_from_slice(bytes.get(..end).unwrap_or_default());
                 if answer.len() > limit {
                     return Err(WarmError::TooLong(limit));
                 }
+                return Ok(answer);
             }
+            answer.extend_from_slice(bytes);
+            if answer.len() > limit {
+                return Err(WarmError::TooLong(limit));
+            }
+        }
+    }
+
+    /// Runs `spec` in a box of [`crate::spawn_command_worker`]: its output goes to `on_stdout`
+    /// and `on_stderr` as it comes, and this returns once it and every process it started are
+    /// gone. The worker kills it at `timeout` (and past `output_bytes` of output); a worker
+    /// that has not answered [`WORKER_GRACE`] later is given up on ([`WarmError::TimedOut`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_command(
+        &mut self,
+        spec: &CommandSpec,
+        timeout: Duration,
+        cpu_seconds: u64,
+        output_bytes: u64,
+        on_stdout: &mut dyn FnMut(&[u8]),
+        on_stderr: &mut dyn FnMut(&[u8]),
+        sent: &mut Sent,
+    ) -> Result<Ended, WarmError> {
+        let request = Request {
+            spec: spec.clone(),
+            timeout,
+            cpu_seconds,
+            output_bytes,
+        }
+        .encode();
+        let started = Instant::now();
+        let deadline = started + timeout.saturating_add(WORKER_GRACE);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut frames = Vec::new();
+        *sent = Sent(0);
+        self.expect_idle(&mut buf)?;
+        loop {
+            let n = self.pump(&request, sent, started, deadline, &mut buf)?;
+            frames.extend_from_slice(buf.get(..n).unwrap_or_default());
+            while let Some((tag, payload)) =
+                wire::take_frame(&mut frames, wire::MAX_ANSWER).map_err(WarmError::Garbled)?
+            {
+                match tag {
+                    Tag::Stdout => on_stdout(&payload),
+                    Tag::Stderr => on_stderr(&payload),
+                    Tag::End if frames.is_empty() && sent.0 == request.len() => {
+                        return wire::decode_end(&payload).map_err(WarmError::Garbled);
+                    }
+                    Tag::End => return Err(WarmError::Extra),
+                    Tag::Failed => {
+                        return Err(WarmError::Ended(
+                            String::from_utf8_lossy(&payload).into_owned(),
+                        ));
+                    }
+                    Tag::Request => {
+                        return Err(WarmError::Garbled(
+                            "the worker sent a request frame".to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fails unless nothing waits in the box's output (it would pass for the answer).
+    fn expect_idle(&mut self, buf: &mut [u8]) -> Result<(), WarmError> {
+        if self.is_idle() {
+            return Ok(());
+        }
+        match self.stdout.as_ref().map(|out| read(out, buf)) {
+            Some(Ok(n)) if n > 0 => Err(WarmError::Extra),
+            _ => {
+                self.stdout = None;
+                Err(self.ended())
+            }
+        }
+    }
+
+    /// Waits once for the box (before `deadline`): writes what the pipe takes of the rest of
+    /// `request`, keeps what came on standard error, and returns how many bytes of output it
+    /// read into `buf` (0: nothing yet). The box closing its output is [`WarmError::Ended`].
+    fn pump(
+        &mut self,
+        request: &[u8],
+        sent: &mut Sent,
+        started: Instant,
+        deadline: Instant,
+        buf: &mut [u8],
+    ) -> Result<usize, WarmError> {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(WarmError::TimedOut(deadline.duration_since(started)));
+        }
+        let left = deadline.duration_since(now);
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let Some(out) = &self.stdout else {
+            return Err(self.ended());
+        };
+        let writing = sent.0 < request.len();
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
+        fds.push(PollFd::new(out, PollFlags::IN));
+        let err_slot = self.stderr.as_ref().map(|err| {
+            fds.push(PollFd::new(err, PollFlags::IN));
+            fds.len() - 1
+        });
+        let in_slot = match (&self.stdin, writing) {
+            (Some(stdin), true) => {
+                fds.push(PollFd::new(stdin, PollFlags::OUT));
+                Some(fds.len() - 1)
+            }
+            _ => None,
+        };
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(io::Error::from(e).into()),
+        }
+        let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+        drop(fds);
+        let is_ready = |slot: Option<usize>| slot.and_then(|i| ready.get(i).copied());
+        if is_ready(in_slot) == Some(true) {
+            self.write_some(request, sent)?;
+        }
+        if is_ready(err_slot) == Some(true) {
+            self.read_errors(buf);
+        }
+        if ready.first() != Some(&true) {
+            return Ok(0);
+        }
+        match self.stdout.as_ref().map(|out| read(out, &mut *buf)) {
+            Some(Ok(0)) | None => {
+                self.stdout = None;
+                Err(self.ended())
+            }
+            Some(Ok(n)) => Ok(n),
+            Some(Err(Errno::INTR | Errno::AGAIN)) => Ok(0),
+            Some(Err(e)) => Err(io::Error::from(e).into()),
         }
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use proto::ToolSchema;
-use sandbox::{CommandSpec, ContainOptions, Exit, spawn_contained};
+use sandbox::{CommandSpec, ContainOptions, Ended, Exit, spawn_contained};
 
 pub use sandbox::Containment;
 
@@ -235,37 +235,66 @@ pub enum ShellError {
     /// The command started, but its output or its end could not be followed.
     #[error("lost track of the command: {0}")]
     Follow(io::Error),
+    /// The warm box that was to run the command failed (it is replaced for the next call).
+    #[error("the command's warm box failed: {0}")]
+    Warm(String),
 }
 
 /// Runs `args.command` and waits for it, at most `options.timeout`.
 pub fn shell(args: &ShellArgs, options: &ShellOptions) -> Result<ShellResult, ShellError> {
+    shell_with(args, options, &mut |spec, timeout, on_stdout, on_stderr| {
+        let contain = ContainOptions {
+            timeout,
+            containment: if options.contain {
+                Containment::PidNamespace
+            } else {
+                Containment::ProcessGroup
+            },
+        };
+        let child = match &options.policy {
+            Some(policy) => sandbox::spawn_boxed(spec, policy, timeout)?,
+            None => spawn_contained(spec, &contain).map_err(|source| ShellError::Spawn {
+                shell: spec.program.display().to_string(),
+                source,
+            })?,
+        };
+        let containment = child.containment();
+        let ended = child
+            .finish(on_stdout, on_stderr)
+            .map_err(ShellError::Follow)?;
+        Ok((ended, containment))
+    })
+}
+
+/// Starts a command and follows it to its end: its output to the two sinks as it comes, then
+/// how it ended and how its processes were held together. [`shell`] starts each command
+/// itself; a caller with a warm box passes one of these to [`shell_with`].
+pub type RunCommand<'a> = dyn FnMut(
+        &CommandSpec,
+        Duration,
+        &mut dyn FnMut(&[u8]),
+        &mut dyn FnMut(&[u8]),
+    ) -> Result<(Ended, Containment), ShellError>
+    + 'a;
+
+/// Runs `args.command` as [`shell`] does, started and followed by `run` (given the command and
+/// its time limit); `options.contain` and `options.policy` are `run`'s to honour.
+pub fn shell_with(
+    args: &ShellArgs,
+    options: &ShellOptions,
+    run: &mut RunCommand<'_>,
+) -> Result<ShellResult, ShellError> {
     let spec = command_spec(args, &options.default_cwd)?;
-    let shell = spec.program.clone();
     let timeout = args.effective_timeout(options.timeout);
-    let contain = ContainOptions {
-        timeout,
-        containment: if options.contain {
-            Containment::PidNamespace
-        } else {
-            Containment::ProcessGroup
-        },
-    };
     let started = Instant::now();
-    let child = match &options.policy {
-        Some(policy) => sandbox::spawn_boxed(&spec, policy, timeout)?,
-        None => spawn_contained(&spec, &contain).map_err(|source| ShellError::Spawn {
-            shell: shell.display().to_string(),
-            source,
-        })?,
-    };
-    let containment = child.containment();
     let mut stdout = Captured::new(options.head_bytes, options.tail_bytes);
     let mut stderr = Captured::new(options.head_bytes, options.tail_bytes);
-    let ended = child
-        .finish(&mut |bytes| stdout.push(bytes), &mut |bytes| {
-            stderr.push(bytes)
-        })
-        .map_err(ShellError::Follow)?;
+    let (ended, containment) = run(
+        &spec,
+        timeout,
+        &mut |bytes| stdout.push(bytes),
+        &mut |bytes| stderr.push(bytes),
+    )?;
     Ok(ShellResult {
         exit_code: match ended.exit {
             Some(Exit::Code(code)) if !ended.timed_out => Some(code),

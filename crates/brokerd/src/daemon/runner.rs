@@ -127,7 +127,7 @@ impl Runner for DirectRunner {
                     timeout: context.limit,
                     ..tools::shell::ShellOptions::default()
                 };
-                shell(args, &options, Map::new())
+                shell(args, tools::shell::shell(args, &options), Map::new())
             }
             ToolArgs::HttpFetch(args) => self.fetch(args, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
@@ -253,13 +253,14 @@ pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome
     }
 }
 
-/// Runs a `shell` call with `options`; `extra` joins the header's fields (the box's walls).
+/// The outcome of a `shell` call that ran (or failed) as `ran` says; `extra` joins the
+/// header's fields (the box's walls).
 pub(super) fn shell(
     args: &tools::shell::ShellArgs,
-    options: &tools::shell::ShellOptions,
+    ran: Result<tools::shell::ShellResult, tools::shell::ShellError>,
     extra: Map<String, Value>,
 ) -> Outcome {
-    match tools::shell::shell(args, options) {
+    match ran {
         Ok(result) => {
             let mut body = result.stdout.clone();
             if !result.stderr.is_empty() {

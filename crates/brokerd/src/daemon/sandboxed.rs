@@ -31,6 +31,10 @@ pub fn boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> Strin
     }
 }
 
+/// What the header of a `shell` result adds when the command ran through its session's warm
+/// box.
+pub const WARM_COMMANDS: &str = "kept warm: forked by the session's command worker in this box, in a Landlock domain of its own that cannot signal, trace or read the worker; every process of it ended before this answer";
+
 /// What the header says when the owner switched the file walls off.
 pub const UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so the command sees every file the broker's user can";
 
@@ -80,6 +84,16 @@ impl SandboxedRunner {
     /// Whether a box here keeps a command to its paths: bubblewrap, or Landlock alone.
     pub fn full_box(&self) -> bool {
         self.settings.file_walls && self.file_walls == sandbox::FileWalls::Bubblewrap
+    }
+
+    /// Whether `shell` commands run through a warm box's command worker here.
+    fn warm_commands(&self) -> bool {
+        let probe = sandbox::Policy {
+            launcher: self.launcher.clone(),
+            file_walls: self.file_walls,
+            ..sandbox::Policy::default()
+        };
+        self.warm.enabled() && sandbox::command_worker_missing(&probe).is_none()
     }
 
     /// How much of Landlock a box gets.
@@ -180,15 +194,28 @@ impl Runner for SandboxedRunner {
             timeout: context.limit,
             ..tools::shell::ShellOptions::default()
         };
-        let walls = if self.settings.file_walls {
-            options.policy = Some(self.policy(allowed, context));
-            boxed(self.file_walls, self.landlock())
-        } else {
-            UNBOXED.to_string()
-        };
         let mut extra = Map::new();
+        if !self.settings.file_walls {
+            extra.insert("sandbox".to_string(), Value::from(UNBOXED));
+            return shell(args, tools::shell::shell(args, &options), extra);
+        }
+        let policy = self.policy(allowed, context);
+        if self.warm_commands() {
+            let walls = format!(
+                "{}; {WARM_COMMANDS}",
+                boxed(self.file_walls, self.landlock())
+            );
+            extra.insert("sandbox".to_string(), Value::from(walls));
+            return shell(
+                args,
+                self.shell_warm(args, &options, policy, context),
+                extra,
+            );
+        }
+        options.policy = Some(policy);
+        let walls = boxed(self.file_walls, self.landlock());
         extra.insert("sandbox".to_string(), Value::from(walls));
-        shell(args, &options, extra)
+        shell(args, tools::shell::shell(args, &options), extra)
     }
 
     fn start_job(
@@ -231,7 +258,13 @@ impl Runner for SandboxedRunner {
     }
 
     fn walls(&self) -> Vec<String> {
-        let mut walls = vec![if self.settings.file_walls {
+        let mut walls = vec![if self.settings.file_walls && self.warm_commands() {
+            format!(
+                "shell: {}; kept warm per session and grant folders (a command worker in the box forks each command into a Landlock domain of its own that cannot signal, trace or read the worker, and ends every process of it before the next; ended after {} ms unused or at the session's end)",
+                boxed(self.file_walls, self.landlock()),
+                self.settings.warm_idle_ms
+            )
+        } else if self.settings.file_walls {
             format!("shell: {}", boxed(self.file_walls, self.landlock()))
         } else {
             format!("shell: {UNBOXED}")
@@ -292,6 +325,35 @@ impl Runner for SandboxedRunner {
 }
 
 impl SandboxedRunner {
+    /// Runs a `shell` call through the session's command worker for `policy`.
+    fn shell_warm(
+        &self,
+        args: &tools::shell::ShellArgs,
+        options: &tools::shell::ShellOptions,
+        mut policy: sandbox::Policy,
+        context: &RunContext,
+    ) -> Result<tools::shell::ShellResult, tools::shell::ShellError> {
+        let (cpu_seconds, output_bytes) = (policy.limits.cpu_seconds, policy.limits.output_bytes);
+        // The worker's own CPU limit covers its life; each command gets the call's.
+        policy.limits.cpu_seconds = super::warm::LIFETIME.as_secs().saturating_mul(cores());
+        let key = super::warm::Key::commands(&context.session, &policy);
+        tools::shell::shell_with(args, options, &mut |spec, timeout, on_stdout, on_stderr| {
+            self.warm
+                .run_command(
+                    key.clone(),
+                    &policy,
+                    spec,
+                    timeout,
+                    cpu_seconds,
+                    output_bytes,
+                    on_stdout,
+                    on_stderr,
+                )
+                .map(|(ended, _)| (ended, sandbox::Containment::Bubblewrap))
+                .map_err(tools::shell::ShellError::Warm)
+        })
+    }
+
     /// Runs `git_status` or `git_diff` with each git in a fresh box holding the granted
     /// folder read-only (no network), or contained when the file walls are off.
     fn git_read(&self, allowed: &Allowed, context: &RunContext) -> Outcome {

@@ -1,7 +1,9 @@
-//! The warm boxes of the file tools: instead of a fresh box per call, each session keeps one
-//! box per granted folder and access (read-only for `read_file` and the walkers, read-write
-//! for `write_file` and `edit_file`) with `brokerd box-file --warm` inside, which answers one
-//! request line after another (`sandbox::spawn_warm`). A box is the one a fresh call would
+//! The warm boxes of the file tools and of `shell`: instead of a fresh box per call, each
+//! session keeps one box per granted folder and access for the file tools (read-only for
+//! `read_file` and the walkers, read-write for `write_file` and `edit_file`) with
+//! `brokerd box-file --warm` inside, which answers one request line after another
+//! (`sandbox::spawn_warm`), and one box per `shell` policy (the deciding grant's folders) with
+//! the sandbox's command worker inside, which forks each command (`sandbox::spawn_command_worker`). A box is the one a fresh call would
 //! get, built the same way from the same policy; what changes is that it serves the next call
 //! too, which then costs about a pipe round trip instead of bubblewrap, seccomp, Landlock and a
 //! cgroup.
@@ -40,21 +42,30 @@ pub const MAX_PARKED: usize = 16;
 /// How often the spawning thread looks for boxes idle too long.
 const SWEEP: Duration = Duration::from_secs(1);
 
+/// What a box is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Use {
+    /// brokerd's file worker, read-only or read-write (`writes`).
+    Files { writes: bool },
+    /// The sandbox's command worker (`shell`).
+    Commands,
+}
+
 /// What makes two calls' boxes the same.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
     session: SessionId,
-    writes: bool,
-    /// The policy's folders, in order: the granted folder, then the ignore files bound beside
-    /// it.
+    what: Use,
+    /// The policy's folders, in order: for the file tools the granted folder, then the ignore
+    /// files bound beside it; for commands the read-write folders, then the read-only ones.
     bound: Vec<PathBuf>,
     /// Device and inode of each bound path, then of each protected folder (`None`: absent).
     ids: Vec<Option<(u64, u64)>>,
 }
 
 impl Key {
-    /// The key of a call of `session` in `base` (read-write when `writes`), with `ignores`
-    /// bound beside it and `masked` masked.
+    /// The key of a file call of `session` in `base` (read-write when `writes`), with
+    /// `ignores` bound beside it and `masked` masked.
     pub fn of(
         session: &SessionId,
         writes: bool,
@@ -72,7 +83,28 @@ impl Key {
             .collect();
         Key {
             session: session.clone(),
-            writes,
+            what: Use::Files { writes },
+            bound,
+            ids,
+        }
+    }
+
+    /// The key of a command of `session` in a box of `policy`.
+    pub fn commands(session: &SessionId, policy: &sandbox::Policy) -> Key {
+        let bound: Vec<PathBuf> = policy
+            .read_write
+            .iter()
+            .chain(&policy.read_only)
+            .cloned()
+            .collect();
+        let ids = bound
+            .iter()
+            .chain(&policy.masked)
+            .map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())))
+            .collect();
+        Key {
+            session: session.clone(),
+            what: Use::Commands,
             bound,
             ids,
         }
@@ -98,7 +130,8 @@ impl Parked {
 
 /// A box to spawn, and where to send it.
 struct Spawn {
-    spec: sandbox::CommandSpec,
+    /// The worker to start in it: `None` for the sandbox's command worker.
+    spec: Option<sandbox::CommandSpec>,
     policy: sandbox::Policy,
     reply: mpsc::SyncSender<Result<sandbox::WarmBox, sandbox::BoxError>>,
 }
@@ -172,7 +205,7 @@ impl WarmPool {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let mut warm = self.spawn(spec, policy)?;
+        let mut warm = self.spawn(Some(spec), policy)?;
         let born = Instant::now();
         let mut sent = sandbox::Sent::default();
         let answer = warm
@@ -180,6 +213,60 @@ impl WarmPool {
             .map_err(|e| e.to_string())?;
         self.park(key, warm, born, 1);
         Ok((answer, Reuse::Built))
+    }
+
+    /// Runs `spec` in the command worker's box for `key` (a waiting one, or a new one built
+    /// from `policy`): its output to the sinks as it comes, at most `timeout` (each of its
+    /// processes at most `cpu_seconds` of CPU, all of them at most `output_bytes` of output).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_command(
+        &self,
+        key: Key,
+        policy: &sandbox::Policy,
+        spec: &sandbox::CommandSpec,
+        timeout: Duration,
+        cpu_seconds: u64,
+        output_bytes: u64,
+        on_stdout: &mut dyn FnMut(&[u8]),
+        on_stderr: &mut dyn FnMut(&[u8]),
+    ) -> Result<(sandbox::Ended, Reuse), String> {
+        let mut run = |warm: &mut sandbox::WarmBox, sent: &mut sandbox::Sent| {
+            warm.run_command(
+                spec,
+                timeout,
+                cpu_seconds,
+                output_bytes,
+                &mut *on_stdout,
+                &mut *on_stderr,
+                sent,
+            )
+        };
+        if let Some(parked) = self.take(&key) {
+            let mut sent = sandbox::Sent::default();
+            let Parked {
+                mut warm,
+                born,
+                calls,
+                ..
+            } = parked;
+            match run(&mut warm, &mut sent) {
+                Ok(ended) => {
+                    self.park(key, warm, born, calls + 1);
+                    return Ok((ended, Reuse::Warm));
+                }
+                // Gone before the request reached it: nothing ran, so a new box may take it.
+                Err(e) if e.before_request(&sent) => {
+                    tracing::debug!(error = %e, "a command worker had ended; building another");
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let mut warm = self.spawn(None, policy)?;
+        let born = Instant::now();
+        let mut sent = sandbox::Sent::default();
+        let ended = run(&mut warm, &mut sent).map_err(|e| e.to_string())?;
+        self.park(key, warm, born, 1);
+        Ok((ended, Reuse::Built))
     }
 
     /// Ends the boxes of `session`; returns how many.
@@ -236,16 +323,17 @@ impl WarmPool {
         drop(ended);
     }
 
-    /// A new box, spawned by the pool's thread.
+    /// A new box, spawned by the pool's thread, with `spec` as its worker (`None`: the
+    /// sandbox's command worker).
     fn spawn(
         &self,
-        spec: &sandbox::CommandSpec,
+        spec: Option<&sandbox::CommandSpec>,
         policy: &sandbox::Policy,
     ) -> Result<sandbox::WarmBox, String> {
         let spawner = self.spawner.get_or_init(|| Mutex::new(self.start_thread()));
         let (reply, answer) = mpsc::sync_channel(1);
         let job = Spawn {
-            spec: spec.clone(),
+            spec: spec.cloned(),
             policy: policy.clone(),
             reply,
         };
@@ -272,7 +360,10 @@ impl WarmPool {
                 loop {
                     match receive.recv_timeout(SWEEP) {
                         Ok(job) => {
-                            let _ = job.reply.send(sandbox::spawn_warm(&job.spec, &job.policy));
+                            let _ = job.reply.send(match &job.spec {
+                                Some(spec) => sandbox::spawn_warm(spec, &job.policy),
+                                None => sandbox::spawn_command_worker(&job.policy),
+                            });
                         }
                         Err(RecvTimeoutError::Timeout) => {
                             let Some(parked) = parked.upgrade() else {

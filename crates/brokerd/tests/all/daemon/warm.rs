@@ -3,7 +3,8 @@
 //! box of its own while the read box stays mounted read-only, another session never shares a
 //! box, a closed session's and an idle box end, a folder renamed and replaced gets a new box
 //! that sees the new folder, a box killed between calls is replaced, and `warm_idle_ms = 0`
-//! keeps none.
+//! keeps none. `shell` the same way, through the sandbox's command worker: one worker a
+//! session and grant, which its commands cannot kill.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,9 +38,19 @@ untrusted = false
 on_untrusted = "allow"
 "#;
 
-/// The pids of the warm workers (`brokerd box-file --warm`, not the bubblewrap around them)
-/// below the broker's process.
+/// The pids of the file tools' warm workers (`brokerd box-file --warm`, not the bubblewrap
+/// around them) below the broker's process.
 fn warm_workers(broker: &BrokerProcess) -> Vec<u32> {
+    workers(broker, &[b"box-file", b"--warm"])
+}
+
+/// The pids of the command workers below the broker's process.
+fn command_workers(broker: &BrokerProcess) -> Vec<u32> {
+    workers(broker, &[b"--boxmaker-command-worker"])
+}
+
+/// The pids of brokerd processes below the broker whose arguments hold each of `marks`.
+fn workers(broker: &BrokerProcess, marks: &[&[u8]]) -> Vec<u32> {
     let Some(root) = broker.pid() else {
         return Vec::new();
     };
@@ -56,7 +67,7 @@ fn warm_workers(broker: &BrokerProcess) -> Vec<u32> {
             continue;
         };
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        let is_worker = args.contains(&&b"box-file"[..]) && args.contains(&&b"--warm"[..]);
+        let is_worker = marks.iter().all(|mark| args.contains(mark));
         let is_brokerd = fs::read_link(entry.path().join("exe"))
             .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "brokerd"));
         if is_worker && is_brokerd && pid != root && descends_from(pid, root) {
@@ -84,6 +95,27 @@ fn descends_from(mut pid: u32, root: u32) -> bool {
         }
     }
     false
+}
+
+/// Kills the worker `pid` and waits until its box is gone too (bubblewrap's init, its parent,
+/// holds the box's pipes until it has seen the worker end).
+fn kill_box_of(pid: u32) {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let init = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(
+        eventually(|| !Path::new(&format!("/proc/{init}")).exists()),
+        "the box's init {init} still runs"
+    );
 }
 
 /// Waits up to 10 s for `done`.
@@ -241,11 +273,7 @@ fn a_warm_box_killed_between_calls_is_replaced_and_the_call_answered() {
     read(&mut client, 1, broker.work.join("a.txt"));
     let before = warm_workers(&broker);
     assert_eq!(before.len(), 1);
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &before[0].to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    kill_box_of(before[0]);
     assert!(eventually(|| warm_workers(&broker).is_empty()));
     let again = read(&mut client, 2, broker.work.join("a.txt"));
     assert!(body(&again).contains("alpha"), "{again:?}");
@@ -273,4 +301,144 @@ fn an_idle_box_ends_after_warm_idle_ms_and_zero_keeps_none() {
     let answer = read(&mut client, 1, cold.work.join("a.txt"));
     assert!(body(&answer).contains("alpha"), "{answer:?}");
     assert_eq!(warm_workers(&cold), Vec::<u32>::new());
+}
+
+const SHELL: &str = r#"
+[[grant]]
+id = "sh"
+tool = "shell"
+commands = ["echo", "kill", "ls", "true"]
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
+
+[[grant]]
+id = "sh-other"
+tool = "shell"
+commands = ["ls"]
+paths = ["{other}"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+
+/// Which box a command ran in: its mount namespace, one of its own for each box.
+const WHICH_BOX: &str = "ls -l /proc/self/ns/mnt";
+
+/// The namespace in `ls -l`'s output of [`WHICH_BOX`].
+fn namespace(body: &str) -> String {
+    body.split("mnt:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{body}"))
+        .trim()
+        .to_string()
+}
+
+/// A broker granting `shell` in its work folder and in a second folder beside it.
+fn shell_broker(config: &str) -> (BrokerProcess, tempfile::TempDir) {
+    let other = tempfile::tempdir_in("/var/tmp").unwrap();
+    let grants = SHELL.replace("{other}", other.path().to_str().unwrap());
+    (BrokerProcess::start(&grants, config), other)
+}
+
+fn sh(client: &mut AgentClient, id: u64, command: &str, cwd: &Path) -> (serde_json::Value, String) {
+    let args = serde_json::json!({ "command": command, "cwd": cwd }).to_string();
+    let response = client.call(id, "shell", &args).unwrap();
+    let text = content(&response);
+    let (header, body) = text.split_once('\n').unwrap_or((text, ""));
+    (serde_json::from_str(header).unwrap(), body.to_string())
+}
+
+#[test]
+fn a_sessions_shell_calls_share_one_command_worker_and_another_session_gets_its_own() {
+    let (broker, _other) = shell_broker(FAST);
+    let work = broker.work.clone();
+    let mut one = AgentClient::open(&broker.socket(), None);
+    let (header, body) = sh(&mut one, 1, WHICH_BOX, &work);
+    assert_eq!(header["exit_code"], 0, "{header}");
+    assert!(
+        header["sandbox"].as_str().unwrap().contains("kept warm"),
+        "{header}"
+    );
+    let first_box = namespace(&body);
+    let first = command_workers(&broker);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let (header, body) = sh(&mut one, 2, WHICH_BOX, &work);
+    assert_eq!(header["exit_code"], 0, "{header} {body}");
+    assert_eq!(namespace(&body), first_box, "the same box");
+    assert_eq!(command_workers(&broker), first);
+    let mut two = AgentClient::open(&broker.socket(), None);
+    let (_, body) = sh(&mut two, 1, WHICH_BOX, &work);
+    assert_ne!(namespace(&body), first_box, "another session's box");
+    assert_eq!(command_workers(&broker).len(), 2);
+    assert!(matches!(
+        one.send(&AgentFrame::Close {}),
+        Some(BrokerFrame::Closed {})
+    ));
+    assert!(
+        eventually(|| !command_workers(&broker).contains(&first[0])),
+        "the closed session's command worker still runs"
+    );
+}
+
+#[test]
+fn a_call_under_another_grant_gets_another_box() {
+    let (broker, other) = shell_broker(FAST);
+    let work = broker.work.clone();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let (_, first) = sh(&mut client, 1, WHICH_BOX, &work);
+    let (_, second) = sh(&mut client, 2, WHICH_BOX, other.path());
+    assert_ne!(namespace(&first), namespace(&second));
+    assert_eq!(command_workers(&broker).len(), 2);
+}
+
+#[test]
+fn a_command_cannot_kill_its_worker_and_the_next_call_is_answered_by_it() {
+    let (broker, _other) = shell_broker(FAST);
+    let work = broker.work.clone();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    sh(&mut client, 1, "true", &work);
+    let before = command_workers(&broker);
+    assert_eq!(before.len(), 1);
+    let (header, body) = sh(&mut client, 2, "kill -9 2", &work);
+    assert_eq!(header["exit_code"], 1, "{header} {body}");
+    assert!(body.contains("Operation not permitted"), "{body}");
+    let (header, body) = sh(&mut client, 3, "echo served", &work);
+    assert_eq!(header["exit_code"], 0, "{header} {body}");
+    assert_eq!(body, "served\n");
+    assert_eq!(command_workers(&broker), before);
+}
+
+#[test]
+fn a_command_worker_killed_between_calls_is_replaced_and_the_call_answered() {
+    let (broker, _other) = shell_broker(FAST);
+    let work = broker.work.clone();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    sh(&mut client, 1, "true", &work);
+    let before = command_workers(&broker);
+    assert_eq!(before.len(), 1);
+    kill_box_of(before[0]);
+    assert!(eventually(|| command_workers(&broker).is_empty()));
+    let (header, body) = sh(&mut client, 2, "echo again", &work);
+    assert_eq!(header["exit_code"], 0, "{header} {body}");
+    assert_eq!(body, "again\n");
+    let after = command_workers(&broker);
+    assert_eq!(after.len(), 1);
+    assert_ne!(after, before);
+}
+
+#[test]
+fn with_warm_idle_ms_zero_each_shell_call_gets_a_fresh_box() {
+    let config = format!("{FAST}[sandbox]\nwarm_idle_ms = 0\n");
+    let (broker, _other) = shell_broker(&config);
+    let work = broker.work.clone();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let (header, first) = sh(&mut client, 1, WHICH_BOX, &work);
+    assert_eq!(header["exit_code"], 0, "{header}");
+    assert!(
+        !header["sandbox"].as_str().unwrap().contains("kept warm"),
+        "{header}"
+    );
+    let (_, second) = sh(&mut client, 2, WHICH_BOX, &work);
+    assert_ne!(namespace(&first), namespace(&second));
+    assert_eq!(command_workers(&broker), Vec::<u32>::new());
 }

@@ -14,12 +14,16 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use sandbox::{CommandSpec, Ended, Exit, FileWalls, Limits, Policy, spawn_boxed};
+use sandbox::{
+    CommandSpec, Ended, Exit, FileWalls, Limits, Policy, Sent, WarmBox, spawn_boxed,
+    spawn_command_worker,
+};
 
 mod kernel;
 mod landlock;
 mod process;
 mod without_bubblewrap;
+mod worker;
 
 /// The box's launcher: this crate's `sandbox-launcher`.
 pub(super) fn launcher() -> PathBuf {
@@ -38,10 +42,10 @@ struct Scene {
     walls: FileWalls,
 }
 
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(super) struct Ran {
+    pub(super) code: Option<i32>,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 fn scene() -> Scene {
@@ -124,16 +128,7 @@ impl Scene {
         policy: &Policy,
         timeout: Duration,
     ) -> (Ended, Ran) {
-        let spec = CommandSpec {
-            program: "/bin/bash".into(),
-            args: vec!["-c".into(), script.into()],
-            env: self
-                .env(extra)
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-            cwd: self.grant.clone(),
-        };
+        let spec = self.spec(script, extra);
         let child = spawn_boxed(&spec, policy, timeout).unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let ended = child
@@ -160,6 +155,34 @@ impl Scene {
             .1
     }
 
+    /// Runs `script` through a command worker in a box of the same policy, after a first
+    /// command, so that the attempt meets a worker that has served before.
+    fn warm(&self, script: &str, extra: &[(&str, String)]) -> Ran {
+        let mut worker = spawn_command_worker(&self.policy()).unwrap();
+        let first = self.spec("true", extra);
+        let (ended, _) = run_warm(&mut worker, &first, Duration::from_secs(20));
+        assert_eq!(ended.exit, Some(Exit::Code(0)));
+        run_warm(
+            &mut worker,
+            &self.spec(script, extra),
+            Duration::from_secs(20),
+        )
+        .1
+    }
+
+    fn spec(&self, script: &str, extra: &[(&str, String)]) -> CommandSpec {
+        CommandSpec {
+            program: "/bin/bash".into(),
+            args: vec!["-c".into(), script.into()],
+            env: self
+                .env(extra)
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            cwd: self.grant.clone(),
+        }
+    }
+
     /// The attempt succeeds unsandboxed (exit 0, `shows` in its output)…
     fn escapes_on_host(&self, script: &str, extra: &[(&str, String)], shows: &str) {
         let ran = self.host(script, extra);
@@ -178,19 +201,28 @@ impl Scene {
         );
     }
 
-    /// …and in the box fails with `refusal` on standard error, without showing `shows`.
+    /// …and in the box fails with `refusal` on standard error, without showing `shows`: in a
+    /// fresh box and through a warm box's command worker alike (with bubblewrap, where a box
+    /// takes a worker).
     fn refused_in_box(&self, script: &str, extra: &[(&str, String)], shows: &str, refusal: &str) {
-        let ran = self.boxed(script, extra);
-        assert_ne!(ran.code, Some(0), "boxed: {}{}", ran.stdout, ran.stderr);
+        let fresh = self.boxed(script, extra);
+        let warm = (self.walls == FileWalls::Bubblewrap).then(|| self.warm(script, extra));
+        for (path, ran) in std::iter::once(("fresh", fresh)).chain(warm.map(|w| ("warm", w))) {
+            self.refused(path, ran, shows, refusal);
+        }
+    }
+
+    fn refused(&self, path: &str, ran: Ran, shows: &str, refusal: &str) {
+        assert_ne!(ran.code, Some(0), "{path}: {}{}", ran.stdout, ran.stderr);
         assert!(
             !ran.stdout.contains(shows),
-            "boxed: {}{}",
+            "{path}: {}{}",
             ran.stdout,
             ran.stderr
         );
         assert!(
             ran.stderr.contains(refusal),
-            "boxed, wanted {refusal:?}: {}{}",
+            "{path}, wanted {refusal:?}: {}{}",
             ran.stdout,
             ran.stderr
         );
@@ -200,6 +232,38 @@ impl Scene {
         self.escapes_on_host(script, &[], shows);
         self.refused_in_box(script, &[], shows, refusal);
     }
+}
+
+/// Runs `spec` through `worker`; how it ended and what it wrote.
+pub(super) fn run_warm(
+    worker: &mut WarmBox,
+    spec: &CommandSpec,
+    timeout: Duration,
+) -> (Ended, Ran) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let ended = worker
+        .run_command(
+            spec,
+            timeout,
+            30,
+            8 << 20,
+            &mut |b| out.extend_from_slice(b),
+            &mut |b| err.extend_from_slice(b),
+            &mut Sent::default(),
+        )
+        .unwrap();
+    let code = match ended.exit {
+        Some(Exit::Code(code)) => Some(code),
+        _ => None,
+    };
+    (
+        ended,
+        Ran {
+            code,
+            stdout: String::from_utf8_lossy(&out).into_owned(),
+            stderr: String::from_utf8_lossy(&err).into_owned(),
+        },
+    )
 }
 
 const NO_FILE: &str = "No such file or directory";
