@@ -8,6 +8,7 @@ mod commands;
 mod demo;
 mod doctor;
 mod grants;
+mod mcp_serve;
 mod memory;
 mod owner;
 mod show;
@@ -54,6 +55,7 @@ Examples:
   bx grants preset coding --workspace ~/src/app && bx grants check
   bx audit verify
   bx memory list                            # what sessions remembered, with each entry's labels
+  bx mcp --session claude-code              # an MCP client's tools, gated (see README: MCP)
   bx memory forget 12 && bx memory purge
 
 Owner power rests on the uid: any program running as your user that can run code can reach the
@@ -158,6 +160,10 @@ enum Command {
     /// controllers, Landlock, a real box), what each missing wall means, and the toolchains
     /// found. Works with no broker running; exit 1 when a wall is missing.
     Doctor,
+    /// Serve the broker's gated tools to an MCP client (Claude Code, Codex, Goose, …) over
+    /// standard input and output: every call is decided by your grants, may wait for your
+    /// approval, runs in the box and is audited.
+    Mcp(mcp_serve::McpArgs),
     /// Run the demo: a real broker and agent on a temporary folder, each kind of decision shown
     /// and explained, then the audit log verified. Nothing is left behind.
     Demo(demo::DemoArgs),
@@ -270,6 +276,7 @@ fn main() -> ExitCode {
         },
         Command::Doctor => doctor::doctor(),
         Command::Demo(args) => demo::run(&args),
+        Command::Mcp(args) => mcp_serve::run(&dirs, &args),
     };
     exit.into()
 }

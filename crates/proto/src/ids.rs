@@ -68,3 +68,26 @@ number_id!(
     /// A pending approval, numbered by the broker.
     ApprovalId
 );
+
+/// Whether two digests (or tokens of a fixed length) are equal, in time that does not depend on
+/// where they differ: how resume tokens and bearer tokens are compared, by their hashes.
+pub fn digests_equal(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::digests_equal;
+
+    #[test]
+    fn digests_are_equal_only_when_every_byte_is() {
+        assert!(digests_equal("ab12", "ab12"));
+        assert!(!digests_equal("ab12", "ab13"));
+        assert!(!digests_equal("ab12", "ab1"));
+        assert!(digests_equal("", ""));
+    }
+}

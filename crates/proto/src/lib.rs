@@ -13,7 +13,7 @@
 mod call;
 pub mod dirs;
 mod frame;
-mod ids;
+pub mod ids;
 mod owner;
 mod schema;
 pub mod text;

@@ -76,7 +76,7 @@ pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refus
             ));
         }
     };
-    if !same(&row.token_sha256, &sha256_hex(resume.token.as_bytes())) {
+    if !proto::ids::digests_equal(&row.token_sha256, &sha256_hex(resume.token.as_bytes())) {
         return Err(Refusal::new(
             ErrorCode::ResumeRefused,
             format!("the resume token for session {} is wrong", resume.session),
@@ -168,13 +168,4 @@ fn shown(duration: Duration) -> String {
     } else {
         format!("{} ms", duration.as_millis())
     }
-}
-
-/// Whether two hex digests are equal, in time that does not depend on where they differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }

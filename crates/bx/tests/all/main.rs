@@ -5,6 +5,7 @@
 mod commands;
 mod demo;
 mod doctor;
+mod mcp;
 mod memory;
 mod watch;
 

@@ -1,0 +1,111 @@
+"""The official Python MCP SDK as the client of `bx mcp`, for boxmaker's tests.
+
+usage: client.py MODE PLAN_JSON -- COMMAND [ARGS...]
+       client.py http-MODE PLAN_JSON -- URL TOKEN
+
+MODE is `modern` (protocol 2026-07-28: no initialize, versions in each request's _meta),
+`auto` (the SDK's default: it probes `server/discover`, falling back to the handshake),
+`legacy` (the initialize handshake of the SDK's newest earlier revision) or `v1` (an SDK 1.x
+client, which only has the handshake); `http-` before it speaks streamable HTTP to URL with
+`Authorization: Bearer TOKEN` instead of starting COMMAND on stdio. PLAN_JSON is a list of steps, each
+{"op": "list"} or {"op": "call", "name": ..., "arguments": {...}}; one JSON line is printed
+for each step, and a final {"done": true, "protocol": ...}.
+"""
+
+import asyncio
+import json
+import sys
+
+import mcp
+
+
+def dump_result(result):
+    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    text = "".join(c.get("text", "") for c in data.get("content", []))
+    return {
+        "isError": bool(data.get("isError", False)),
+        "text": text,
+        "structuredContent": data.get("structuredContent"),
+        "meta": data.get("_meta"),
+    }
+
+
+async def run_steps(call_list, call_tool, plan, progress):
+    for step in plan:
+        if step["op"] == "list":
+            tools = await call_list()
+            print(json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools.tools]}), flush=True)
+        elif step["op"] == "call":
+            notes = []
+
+            async def on_progress(value, total, message):
+                notes.append(message)
+                progress(message)
+
+            result = await call_tool(step["name"], step.get("arguments", {}), on_progress)
+            out = dump_result(result)
+            out["progress"] = notes
+            print(json.dumps(out), flush=True)
+        else:
+            raise SystemExit(f"unknown step {step!r}")
+
+
+def announce(message):
+    # The test waits for this line to approve the call in `bx`.
+    print(json.dumps({"progress": message}), flush=True)
+
+
+async def main():
+    mode, plan_text = sys.argv[1], sys.argv[2]
+    target = sys.argv[sys.argv.index("--") + 1:]
+    plan = json.loads(plan_text)
+    info = mcp.Implementation(name="boxmaker-test-client", version="1")
+    http = mode.startswith("http-")
+    mode = mode.removeprefix("http-")
+    if http:
+        url, token = target
+        headers = {"Authorization": f"Bearer {token}"}
+    else:
+        params = mcp.StdioServerParameters(command=target[0], args=target[1:])
+    if mode in ("modern", "auto", "legacy"):
+        pin = {"modern": "2026-07-28", "auto": "auto", "legacy": "legacy"}[mode]
+        if http:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            server = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+        else:
+            server = params
+        async with mcp.Client(server, mode=pin, client_info=info, raise_exceptions=True, cache=None) as client:
+            await run_steps(
+                client.list_tools,
+                lambda n, a, p: client.call_tool(n, a, progress_callback=p),
+                plan,
+                announce,
+            )
+            print(json.dumps({"done": True, "protocol": client.protocol_version}), flush=True)
+    elif mode == "v1":
+        if http:
+            from mcp.client.streamable_http import streamablehttp_client
+
+            transport = streamablehttp_client(url, headers=headers)
+        else:
+            from mcp.client.stdio import stdio_client
+
+            transport = stdio_client(params)
+        async with transport as streams:
+            read, write = streams[0], streams[1]
+            async with mcp.ClientSession(read, write, client_info=info) as session:
+                init = await session.initialize()
+                await run_steps(
+                    session.list_tools,
+                    lambda n, a, p: session.call_tool(n, a, progress_callback=p),
+                    plan,
+                    announce,
+                )
+                print(json.dumps({"done": True, "protocol": init.protocolVersion}), flush=True)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+asyncio.run(main())

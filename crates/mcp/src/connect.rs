@@ -1,0 +1,60 @@
+//! [`BrokerConnect`]: the broker session of a `bx mcp` process, over the agent socket. A stored
+//! session ([`crate::session`]) is resumed; with none stored a new one is opened and kept;
+//! `--new-session` opens a new one and replaces what was kept. A stored session the broker
+//! refuses to resume is an error naming `--new-session`, never a silent fresh start (which
+//! would drop the session's labels).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use loopd::broker::BrokerPort;
+
+use crate::gate::{Connect, Connected};
+use crate::session;
+
+/// Opens the broker session of a `bx mcp` process.
+#[derive(Debug, Clone)]
+pub struct BrokerConnect {
+    /// The broker's agent socket.
+    pub socket: PathBuf,
+    /// The state folder, which keeps the session's resume token.
+    pub state_dir: PathBuf,
+    /// The session's name (`--session`); `None`: after the client and the workspace.
+    pub name: Option<String>,
+    /// Open a new session even when one is kept (`--new-session`).
+    pub new_session: bool,
+    /// The workspace the server was started in (its working folder).
+    pub workspace: PathBuf,
+}
+
+impl Connect for BrokerConnect {
+    fn connect(&self, client: &str) -> Result<Connected, String> {
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| session::default_name(client, &self.workspace));
+        let path = session::path_for(&self.state_dir, &name);
+        let stored = if self.new_session {
+            None
+        } else {
+            session::load(&path)?
+        };
+        let resumed = stored.is_some();
+        let port = BrokerPort::connect(&self.socket, stored).map_err(|e| {
+            if resumed {
+                format!("{e}; pass --new-session to start a new session (its labels start clean)")
+            } else {
+                e.to_string()
+            }
+        })?;
+        let id = port.session().session.0.clone();
+        if !resumed {
+            session::store(&path, port.session())?;
+            tracing::info!(session = %id, name = %name, "opened a new broker session");
+        }
+        Ok(Connected {
+            port: Arc::new(port),
+            session: id,
+        })
+    }
+}

@@ -1,0 +1,325 @@
+//! [`Gate`]: the MCP handler. `tools/list` offers loopd's core tools or the broker's whole
+//! catalog; `tools/call` goes through loopd's [`dispatch`] (so `find_tool`, `call_tool` and
+//! `clock` answer as they answer loopd's model) and every other call to the broker over the
+//! agent socket, where it is decided, run and audited.
+//!
+//! The broker session is opened at the first request that needs it ([`Connect`]), named after
+//! the client and the workspace unless the owner named one; calls wait on the broker in a
+//! blocking thread each, and a call that waits for the owner sends the client progress
+//! notifications (when the client gave a progress token) until the owner answers in `bx`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
+use proto::{ToolRequest, ToolResponse, ToolSchema};
+
+/// Which tools `tools/list` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Catalog {
+    /// `clock`, `find_tool`, `call_tool`: loopd's tools array, byte for byte.
+    Core,
+    /// The core, then every tool a live grant could cover (the broker's `list_tools`).
+    All,
+}
+
+/// A broker session opened for a client.
+pub struct Connected {
+    /// Where its calls go.
+    pub port: Arc<dyn ToolPort>,
+    /// Its id, as each call names it.
+    pub session: String,
+}
+
+/// Opens the broker session the gate's calls go to; `client` is the MCP client's name.
+pub trait Connect: Send + Sync + 'static {
+    /// The session, or a sentence saying why there is none.
+    fn connect(&self, client: &str) -> Result<Connected, String>;
+}
+
+/// The name used for a client that gives none.
+pub const UNNAMED_CLIENT: &str = "mcp-client";
+
+/// The `_meta` key holding a result's confidentiality class.
+pub const META_CLASS: &str = "boxmaker/class";
+/// The `_meta` key saying whether a result came from outside the owner's control.
+pub const META_UNTRUSTED: &str = "boxmaker/untrusted";
+/// The `_meta` key naming why the broker refused a call.
+pub const META_DENIED: &str = "boxmaker/denied";
+
+/// The MCP server's handler. Its clones (one per HTTP session) share one broker session.
+#[derive(Clone)]
+pub struct Gate {
+    catalog: Catalog,
+    registry: Registry,
+    connect: Arc<dyn Connect>,
+    connected: Arc<OnceCell<Connected>>,
+    last_call: Arc<AtomicU64>,
+}
+
+impl Gate {
+    /// A gate offering `catalog`, its broker session opened through `connect`.
+    pub fn new(catalog: Catalog, connect: Arc<dyn Connect>) -> Gate {
+        Gate {
+            catalog,
+            registry: Registry::m3a(),
+            connect,
+            connected: Arc::new(OnceCell::new()),
+            last_call: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The broker session, opened at the first request that needs it.
+    async fn connected(&self, client: String) -> Result<&Connected, String> {
+        self.connected
+            .get_or_try_init(|| async {
+                let connect = self.connect.clone();
+                tokio::task::spawn_blocking(move || connect.connect(&client))
+                    .await
+                    .map_err(|e| format!("opening the broker session failed: {e}"))?
+            })
+            .await
+    }
+
+    /// A call number never used before in the session, also by an earlier run of this
+    /// server resuming it: nanoseconds since the epoch, or one more than the last.
+    fn next_call_id(&self) -> u64 {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut last = self.last_call.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(last.saturating_add(1));
+            match self.last_call.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+
+    /// The registry with the broker's catalog as it is now.
+    async fn live_registry(&self, port: Arc<dyn ToolPort>) -> Result<Registry, String> {
+        let catalog = tokio::task::spawn_blocking(move || port.catalog())
+            .await
+            .map_err(|e| format!("reading the broker's tools failed: {e}"))?;
+        match catalog {
+            Some(Ok(tools)) => Ok(self.registry.with_catalog(tools)),
+            Some(Err(why)) => Err(why),
+            None => Ok(self.registry.clone()),
+        }
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let name = request.name.to_string();
+        let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        if name == CLOCK {
+            return match loopd::tools::dispatch(&self.registry, &name, &arguments) {
+                Dispatch::Local(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Dispatch::Port { .. } => failed("clock is answered locally"),
+            };
+        }
+        let client = client_name(&context);
+        let connected = match self.connected(client).await {
+            Ok(connected) => connected,
+            Err(why) => return failed(&why),
+        };
+        let registry = if name == FIND_TOOL || name == CALL_TOOL {
+            match self.live_registry(connected.port.clone()).await {
+                Ok(registry) => registry,
+                Err(why) => return failed(&format!("cannot read the broker's tools: {why}")),
+            }
+        } else {
+            self.registry.clone()
+        };
+        let (tool, arguments) = match loopd::tools::dispatch(&registry, &name, &arguments) {
+            Dispatch::Local(text) => {
+                return CallToolResult::success(vec![ContentBlock::text(text)]);
+            }
+            Dispatch::Port { tool, arguments } => (tool, arguments),
+        };
+        let request = ToolRequest {
+            session: connected.session.clone(),
+            call_id: self.next_call_id(),
+            tool,
+            arguments,
+        };
+        let port = connected.port.clone();
+        let progress = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let answered = tokio::task::spawn_blocking(move || {
+            let mut on_pending = |pending: &Pending| {
+                if let Some(token) = &progress {
+                    let note = ProgressNotificationParam::new(token.clone(), 0.0).with_message(
+                        format!(
+                            "waiting for the owner: approval {} (`bx approve {}` or `bx refuse {}`), until {}",
+                            pending.approval,
+                            pending.approval,
+                            pending.approval,
+                            pending.expires.to_rfc3339()
+                        ),
+                    );
+                    if let Err(error) = runtime.block_on(peer.notify_progress(note)) {
+                        tracing::debug!(%error, "cannot send a progress notification");
+                    }
+                }
+            };
+            port.call(&request, &mut on_pending)
+        })
+        .await;
+        match answered {
+            Ok(response) => result_of(response),
+            Err(e) => failed(&format!("the call to the broker failed: {e}")),
+        }
+    }
+}
+
+/// The client's name from the request (or its `initialize`), else [`UNNAMED_CLIENT`].
+fn client_name(context: &RequestContext<RoleServer>) -> String {
+    context
+        .client_info()
+        .map(|info| info.name)
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| UNNAMED_CLIENT.to_string())
+}
+
+/// An error result whose text is `why`.
+fn failed(why: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(why.to_string())])
+}
+
+/// The MCP result of the broker's answer: its text as the model would see it, the header's
+/// fields and the body as structured content, and the labels in `_meta`.
+pub fn result_of(response: ToolResponse) -> CallToolResult {
+    match response {
+        ToolResponse::Result {
+            content,
+            class,
+            untrusted,
+            truncated,
+        } => {
+            let (header, body) = match content.split_once('\n') {
+                Some((first, rest)) => match serde_json::from_str::<Value>(first) {
+                    Ok(header @ Value::Object(_)) => (header, rest.to_string()),
+                    _ => (Value::Null, content.clone()),
+                },
+                None => (Value::Null, content.clone()),
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(content)]);
+            result.structured_content = Some(json!({
+                "header": header,
+                "body": body,
+                "class": class,
+                "untrusted": untrusted,
+                "truncated": truncated,
+            }));
+            result.meta = Some(meta(&[
+                (META_CLASS, json!(class)),
+                (META_UNTRUSTED, json!(untrusted)),
+            ]));
+            result
+        }
+        ToolResponse::Denied { reason } => {
+            let mut result = failed(loopd::tools::denial_text(reason));
+            result.meta = Some(meta(&[(META_DENIED, json!(reason))]));
+            result
+        }
+        ToolResponse::Failed { message } => failed(&message),
+        ToolResponse::PendingApproval { approval, .. } => failed(&format!(
+            "the call still waits for the owner (approval {approval})"
+        )),
+    }
+}
+
+fn meta(fields: &[(&str, Value)]) -> MetaObject {
+    let mut object = JsonObject::new();
+    for (key, value) in fields {
+        object.insert((*key).to_string(), value.clone());
+    }
+    MetaObject(object)
+}
+
+/// The MCP tool of one of loopd's or the broker's schemas, with its annotations.
+pub fn tool_of(schema: &ToolSchema) -> Tool {
+    let input = match &schema.parameters {
+        Value::Object(object) => object.clone(),
+        _ => {
+            let mut object = JsonObject::new();
+            object.insert("type".to_string(), json!("object"));
+            object
+        }
+    };
+    let mut tool = Tool::new(schema.name.clone(), schema.description.clone(), input);
+    tool.annotations = crate::annotations::annotations(&schema.name);
+    tool
+}
+
+impl ServerHandler for Gate {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("boxmaker", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Every call goes through boxmaker's broker: the owner's grants decide, some calls wait for the owner's approval, and results name their class and whether they are untrusted. Use find_tool to discover tools and call_tool to call them.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schemas = match self.catalog {
+            Catalog::Core => self.registry.core_schemas(),
+            Catalog::All => {
+                let connected = self
+                    .connected(client_name(&context))
+                    .await
+                    .map_err(|why| ErrorData::internal_error(why, None))?;
+                let registry = self
+                    .live_registry(connected.port.clone())
+                    .await
+                    .map_err(|why| ErrorData::internal_error(why, None))?;
+                let mut schemas = registry.core_schemas();
+                schemas.extend(
+                    registry
+                        .entries()
+                        .iter()
+                        .filter(|e| !e.core)
+                        .map(|e| e.schema.clone()),
+                );
+                schemas
+            }
+        };
+        Ok(ListToolsResult::with_all_items(
+            schemas.iter().map(tool_of).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.call(request, context).await.into())
+    }
+}

@@ -1,0 +1,50 @@
+//! boxmaker's MCP server: the broker's gated tools to any MCP client (Claude Code, Codex,
+//! Goose, …), so that every call a client makes gets the owner's grants, approvals, the
+//! sandbox, labels and the audit log.
+//!
+//! The server ([`Gate`], on the official Rust SDK `rmcp`) talks to `brokerd` over its agent
+//! socket only, through loopd's [`loopd::broker::BrokerPort`]: it never links the broker. What
+//! the client sees is what loopd's model sees: the core tools (`clock`, `find_tool`,
+//! `call_tool`, the same schemas byte for byte) or, with [`Catalog::All`], every tool a live
+//! grant could cover; `find_tool`, `call_tool` and the ranking are loopd's. Each result is the
+//! broker's text (its one-line header names the class and `untrusted`), the same labels as
+//! structured content and in the result's `_meta`.
+//!
+//! Modules: [`gate`] (the MCP handler), [`annotations`] (read-only, destructive, idempotent,
+//! open-world hints per tool), [`session`] (the broker session a client resumes, kept 0600),
+//! [`connect`] (opening or resuming it over the agent socket).
+
+pub mod annotations;
+pub mod connect;
+pub mod gate;
+pub mod http;
+pub mod session;
+
+pub use connect::BrokerConnect;
+pub use gate::{Catalog, Connect, Connected, Gate};
+pub use http::{HttpOptions, read_token, serve_http};
+
+/// Serves `gate` over standard input and output until the client closes them (a client that
+/// goes away before its first request is an end like any other).
+///
+/// Input that is not JSON is ignored, as every official MCP SDK does (answering it can start
+/// an error storm with a peer that echoes); JSON that is not a JSON-RPC message gets
+/// `Invalid Request`, an unknown method `Method not found`, a request whose `_meta` lacks what
+/// its revision requires `Invalid params`, and a line over 16 MiB is dropped.
+pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    let running = match gate.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "cannot start the MCP server on standard input and output: {e}"
+            ));
+        }
+    };
+    running
+        .waiting()
+        .await
+        .map_err(|e| format!("the MCP server stopped: {e}"))?;
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! The broker session an MCP client resumes: kept in `<state>/mcp/<name>.json` (mode 0600, in
+//! a 0700 folder) as the broker's [`proto::Resume`], so a restarted client gets the same
+//! session and its labels back: a reconnect never launders taint.
+//!
+//! A session is named by `--session NAME`, or by default after the client's name and the
+//! workspace the server was started in ([`default_name`]).
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use proto::Resume;
+
+/// The folder of stored sessions below the state folder.
+pub const FOLDER: &str = "mcp";
+
+/// The file holding the session named `name` (any bytes of the name outside `[A-Za-z0-9._-]`
+/// become `_`, and a name that is empty or only dots becomes `session`).
+pub fn path_for(state_dir: &Path, name: &str) -> PathBuf {
+    let mut clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    if clean.chars().all(|c| c == '.') {
+        clean = "session".to_string();
+    }
+    state_dir.join(FOLDER).join(format!("{clean}.json"))
+}
+
+/// The default name: the client's name and a short hash of the workspace's path.
+pub fn default_name(client: &str, workspace: &Path) -> String {
+    let digest = Sha256::digest(workspace.as_os_str().as_encoded_bytes());
+    let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{client}-{short}")
+}
+
+/// The session stored at `path`, if there is one.
+pub fn load(path: &Path) -> Result<Option<Resume>, String> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        format!(
+            "{} is not a stored session ({e}); remove it or pass --new-session",
+            path.display()
+        )
+    })
+}
+
+/// Stores `resume` at `path` whole or not at all (a temporary file renamed over it), 0600.
+pub fn store(path: &Path, resume: &Resume) -> Result<(), String> {
+    let failed = |e: std::io::Error| format!("cannot keep the session in {}: {e}", path.display());
+    let Some(folder) = path.parent() else {
+        return Err(format!("{} has no folder", path.display()));
+    };
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
+        .map_err(failed)?;
+    let text = serde_json::to_string(resume).map_err(|e| failed(std::io::Error::other(e)))?;
+    let temporary = path.with_extension("json.new");
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)
+        .map_err(failed)?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(failed)?;
+    fs::rename(&temporary, path).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_stored_session_comes_back_and_is_the_owners_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_for(dir.path(), "claude-code/../../x");
+        assert_eq!(path.parent().unwrap(), dir.path().join(FOLDER));
+        assert_eq!(load(&path).unwrap(), None);
+        let resume = loopd::broker::resume_of("s-1", "t-1");
+        store(&path, &resume).unwrap();
+        assert_eq!(load(&path).unwrap(), Some(resume));
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let folder = fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(folder & 0o777, 0o700);
+        fs::write(&path, "not json").unwrap();
+        assert!(load(&path).unwrap_err().contains("--new-session"));
+    }
+
+    #[test]
+    fn names_are_made_safe_and_defaults_differ_by_workspace() {
+        let dir = Path::new("/state");
+        assert_eq!(
+            path_for(dir, ".."),
+            PathBuf::from("/state/mcp/session.json")
+        );
+        assert_eq!(path_for(dir, "a b"), PathBuf::from("/state/mcp/a_b.json"));
+        let one = default_name("goose", Path::new("/src/app"));
+        let two = default_name("goose", Path::new("/src/other"));
+        assert!(one.starts_with("goose-") && one.len() == "goose-".len() + 12);
+        assert_ne!(one, two);
+    }
+}
