@@ -143,6 +143,7 @@ impl SandboxedRunner {
             },
             launcher: self.launcher.clone(),
             file_walls: self.file_walls,
+            network: None,
         }
     }
 }

@@ -98,6 +98,7 @@ impl Scene {
             },
             launcher: Some(launcher()),
             file_walls: self.walls,
+            network: None,
         }
     }
 
