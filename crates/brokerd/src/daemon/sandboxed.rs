@@ -1,8 +1,9 @@
 //! The runner with the box: each `shell` call runs in a fresh bubblewrap box
 //! (`sandbox::spawn_boxed`) that binds the deciding grant's folders read-write, the
 //! `[sandbox] read_only` folders read-only, masks boxmaker's protected folders inside them, and
-//! has no network; inside it, launched through brokerd's own binary, Landlock over the same
-//! paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
+//! has no network, unless the deciding grant names hosts: then only those, through a proxy of
+//! its own ([`super::proxy`]) that the box reaches by its relay (`sandbox::Network`); inside
+//! it, launched through brokerd's own binary, Landlock over the same paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
 //! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. The
 //! file tools and the walkers run in brokerd's worker in a fresh box ([`super::worker`]);
 //! every other tool runs as the [`DirectRunner`] runs it (`http_fetch` outside the box until
@@ -21,9 +22,24 @@ use crate::policy::{Allowed, Scope};
 /// What the header of a boxed `shell` result says of its walls, for the box's file walls and
 /// its Landlock layer.
 pub fn boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+    boxed_with(walls, landlock, &[])
+}
+
+/// [`boxed`] for a box whose deciding grant names `hosts`: "network: only …, through the
+/// broker's proxy" instead of "no network".
+pub fn boxed_with(
+    walls: sandbox::FileWalls,
+    landlock: sandbox::Enforcement,
+    hosts: &[crate::grants::HostRule],
+) -> String {
+    let network = if hosts.is_empty() {
+        "no network".to_string()
+    } else {
+        super::proxy::network_words(hosts)
+    };
     match walls {
         sandbox::FileWalls::Bubblewrap => format!(
-            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; no network; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
+            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; {network}; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
         ),
         sandbox::FileWalls::LandlockOnly => format!(
             "landlock only (no bubblewrap): Landlock {landlock}: only the grant's folders (read-write) and a read-only system, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped; a scratch TMPDIR; processes, memory, CPU and file size limited; the host's processes are visible"
@@ -47,6 +63,8 @@ pub struct SandboxedRunner {
     launcher: Option<PathBuf>,
     /// The sessions' warm boxes for the file tools.
     warm: super::warm::WarmPool,
+    /// The proxies of granted hosts, one per box that has hosts.
+    proxies: Option<super::proxy::Proxies>,
 }
 
 impl SandboxedRunner {
@@ -74,7 +92,52 @@ impl SandboxedRunner {
             file_walls,
             launcher: std::env::current_exe().ok(),
             warm,
+            proxies: None,
         }
+    }
+
+    /// The same runner, giving the boxes of `shell` and `bash_bg` calls whose deciding grant
+    /// names hosts a proxy from `proxies`.
+    pub fn with_proxies(mut self, proxies: super::proxy::Proxies) -> SandboxedRunner {
+        self.proxies = Some(proxies);
+        self
+    }
+
+    /// The box of a `shell` or `bash_bg` call, with the network of its deciding grant's hosts:
+    /// the proxy the box reaches them through, open until it is dropped; or why the call
+    /// cannot have them here.
+    fn script_box(
+        &self,
+        allowed: &Allowed,
+        context: &RunContext,
+    ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
+        let mut policy = self.policy(allowed, context);
+        if allowed.hosts.is_empty() {
+            return Ok((policy, None));
+        }
+        if self.file_walls == sandbox::FileWalls::LandlockOnly {
+            return Err(format!(
+                "grant {} gives this {} call hosts ({}), but {}",
+                allowed.grant,
+                allowed.args.tool().as_str(),
+                allowed
+                    .hosts
+                    .iter()
+                    .map(|h| h.written.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                sandbox::NETWORK_NEEDS_BUBBLEWRAP
+            ));
+        }
+        let Some(proxies) = &self.proxies else {
+            return Err(format!(
+                "grant {} gives this call hosts, but this broker has no proxy for them",
+                allowed.grant
+            ));
+        };
+        let proxy = proxies.open(&allowed.hosts)?;
+        policy.network = Some(sandbox::Network::new(proxy.socket()));
+        Ok((policy, Some(proxy)))
     }
 
     /// Whether a box here keeps a command to its paths: bubblewrap, or Landlock alone.
@@ -181,15 +244,22 @@ impl Runner for SandboxedRunner {
             timeout: context.limit,
             ..tools::shell::ShellOptions::default()
         };
+        let mut proxy = None;
         let walls = if self.settings.file_walls {
-            options.policy = Some(self.policy(allowed, context));
-            boxed(self.file_walls, self.landlock())
+            let (policy, opened) = match self.script_box(allowed, context) {
+                Ok(made) => made,
+                Err(why) => return Outcome::Failed(why),
+            };
+            (options.policy, proxy) = (Some(policy), opened);
+            boxed_with(self.file_walls, self.landlock(), &allowed.hosts)
         } else {
             UNBOXED.to_string()
         };
         let mut extra = Map::new();
         extra.insert("sandbox".to_string(), Value::from(walls));
-        shell(args, &options, extra)
+        let outcome = shell(args, &options, extra);
+        drop(proxy); // the box has ended: so do its socket and its tunnels
+        outcome
     }
 
     fn start_job(
@@ -202,13 +272,15 @@ impl Runner for SandboxedRunner {
             if let Some(why) = self.unboxable() {
                 return Err(why);
             }
-            let mut policy = self.policy(allowed, context);
+            let (mut policy, proxy) = self.script_box(allowed, context)?;
             // The ring bounds what is kept; a long-lived job may write more than a call would.
             policy.limits.output_bytes = u64::MAX;
             options.policy = Some(policy);
+            // The proxy lives as long as the job's box.
+            options.keep_alive = proxy.map(|p| std::sync::Arc::new(p) as _);
             format!(
                 "{}; a fresh box of its own for the job (no warm worker yet), killed at job_lifetime_ms, at its session's end or when the broker stops",
-                boxed(self.file_walls, self.landlock())
+                boxed_with(self.file_walls, self.landlock(), &allowed.hosts)
             )
         } else {
             options.policy = None;
@@ -279,6 +351,12 @@ impl Runner for SandboxedRunner {
         } else {
             format!("git_status, git_diff: {GIT_UNBOXED}")
         });
+        if walls_on {
+            walls.push(match self.file_walls {
+                sandbox::FileWalls::Bubblewrap => "shell, bash_bg: no network unless the deciding grant names hosts; then only those, each connection checked by the broker's proxy (CONNECT only; private addresses only for a host the grant names itself; metadata never)".to_string(),
+                sandbox::FileWalls::LandlockOnly => "shell, bash_bg: no network; a grant that names hosts fails its calls (granted hosts need bubblewrap's network namespace)".to_string(),
+            });
+        }
         walls.push(if walls_on {
             "bash_bg: each job in a fresh box of its own, as shell's, until it ends, bash_kill, job_lifetime_ms, its session's end or the broker's stop".to_string()
         } else {
