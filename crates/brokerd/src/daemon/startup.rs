@@ -165,14 +165,15 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         ),
         None => None,
     };
+    let resolver = super::proxy::resolver_from_env().map_err(StartError::Config)?;
     let direct = DirectRunner {
         consult,
         web_search,
         read_cap: tools::fs::READ_CAP,
         root_certificates: test_roots()?,
         git_clone_bytes: config.git_clone_mb.saturating_mul(1 << 20),
+        resolver: std::sync::Arc::clone(&resolver),
     };
-    let resolver = super::proxy::resolver_from_env().map_err(StartError::Config)?;
     let proxies = super::proxy::Proxies::new(
         dirs.runtime.join("proxy"),
         tokio::runtime::Handle::current(),

@@ -16,7 +16,8 @@ use super::request::Refusal;
 use crate::grants::HostRule;
 
 /// The variable that maps test names to addresses, `name=address[,name=address…]`, for tests
-/// of granted hosts without a DNS server; other names go to the system resolver.
+/// of granted hosts without a DNS server: the proxy and the broker's host checks of
+/// `http_fetch` and `git_clone` use them; other names go to the system resolver.
 pub const TEST_RESOLVE: &str = "BOXMAKER_TEST_RESOLVE";
 
 /// Whether `host` on `port` is granted, and whether it is named explicitly (by a rule without
@@ -83,7 +84,8 @@ pub(super) fn address_refusal(host: &str, ip: IpAddr, explicit: bool) -> Option<
     })
 }
 
-/// The resolver the proxy uses: the system's, or the test names of [`TEST_RESOLVE`] first.
+/// The resolver of the proxy and of the broker's host checks: the system's, or the test names
+/// of [`TEST_RESOLVE`] first.
 pub fn resolver_from_env() -> Result<Arc<dyn Resolve>, String> {
     let Some(value) = std::env::var_os(TEST_RESOLVE) else {
         return Ok(Arc::new(SystemResolver));
@@ -106,7 +108,7 @@ pub fn resolver_from_env() -> Result<Arc<dyn Resolve>, String> {
     }
     tracing::warn!(
         names = names.len(),
-        "{TEST_RESOLVE} is set: the proxy resolves its test names without DNS"
+        "{TEST_RESOLVE} is set: the broker resolves its test names without DNS"
     );
     Ok(Arc::new(move |host: &str| -> io::Result<Vec<IpAddr>> {
         match names.get(host) {

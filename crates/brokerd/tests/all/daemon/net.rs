@@ -329,3 +329,43 @@ fn without_bubblewrap_a_grant_with_hosts_fails_the_call_with_the_reason() {
         "{header}"
     );
 }
+
+#[test]
+fn a_failed_clone_in_a_box_leaves_no_folder_the_grant_names_itself() {
+    let ca = TestCa::new("boxmaker proxy test CA");
+    let server = TlsServer::start(&ca.issue(&["granted.test"])).unwrap();
+    let grants = format!(
+        "[[grant]]\nid = \"clone\"\ntool = \"git_clone\"\nhosts = [\"granted.test:{}\"]\npaths = [\"{{work}}/named\"]\nuntrusted = false\n",
+        server.port()
+    );
+    let roots = tempfile::tempdir().unwrap();
+    let ca_file = roots.path().join("ca.pem");
+    fs::write(&ca_file, ca.cert_pem()).unwrap();
+    let broker = BrokerProcess::start_with_env(
+        &grants,
+        FAST,
+        &[
+            ("BOXMAKER_TEST_RESOLVE", "granted.test=127.0.0.1"),
+            ("BOXMAKER_EXTRA_ROOTS", ca_file.to_str().unwrap()),
+        ],
+    );
+    let destination = broker.work.join("named");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({
+        "url": server.url("granted.test", "/missing.git"),
+        "path": destination,
+    });
+    let response = client.call(1, "git_clone", &args.to_string()).unwrap();
+    let ToolResponse::Failed { message } = &response else {
+        panic!("not a failure: {response:?}");
+    };
+    assert!(message.contains("git clone failed"), "{message}");
+    // git reached the server (through the proxy) and got nothing: nothing is left behind.
+    assert!(!server.requests().is_empty());
+    assert!(!destination.exists());
+    assert!(
+        broker.log().contains("proxy: connected"),
+        "{}",
+        broker.log()
+    );
+}
