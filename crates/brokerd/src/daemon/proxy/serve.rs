@@ -18,13 +18,19 @@ use super::request::{self, ESTABLISHED, Refusal};
 use super::{BoxHosts, Limits};
 
 /// Accepts connections on `listener` until the task is aborted (when the box ends); aborting
-/// it drops every connection's task with it.
+/// it drops every connection's task with it. Past the connection limit a connection is
+/// answered `503`; past twice the limit (a box that opens connections faster than refusals
+/// end, which the socket by path allows beside the relay) it is closed unanswered, so one box
+/// never holds more than that many of the broker's descriptors.
 pub(super) async fn serve(listener: UnixListener, hosts: Arc<BoxHosts>) {
     let permits = Arc::new(Semaphore::new(hosts.limits.connections));
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if tasks.len() >= hosts.limits.connections.saturating_mul(2) => {
+                    drop(stream);
+                }
                 Ok((stream, _)) => {
                     let hosts = Arc::clone(&hosts);
                     match Arc::clone(&permits).try_acquire_owned() {

@@ -179,12 +179,20 @@ async fn connections_past_the_limit_and_idle_tunnels_are_closed() {
     let head = format!("CONNECT granted.test:{port} HTTP/1.1\r\n\r\n");
     let (mut first, answer) = ask(proxy.socket(), head.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
-    let answer = refused(proxy.socket(), head.as_bytes()).await;
+    let (held, answer) = ask(proxy.socket(), head.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     assert!(
         answer.contains("this box already has 1 connections through the proxy"),
         "{answer}"
     );
+    // Twice the limit in flight (the tunnel, the refusal not yet closed by the box): one more
+    // is closed without an answer.
+    let mut third = UnixStream::connect(proxy.socket()).await.unwrap();
+    let _ = third.write_all(head.as_bytes()).await;
+    let mut nothing = Vec::new();
+    let _ = third.read_to_end(&mut nothing).await;
+    assert!(nothing.is_empty(), "{}", String::from_utf8_lossy(&nothing));
+    drop(held);
     // The first tunnel, left idle, is closed by the proxy (the read sees its end).
     let mut rest = Vec::new();
     first.read_to_end(&mut rest).await.unwrap();
