@@ -2,8 +2,10 @@
 //! alone with the box's options, (3) in a fresh box without the Landlock layer (`spawn_boxed`:
 //! bubblewrap plus cgroup, rlimits, seccomp), (4) in a fresh box with it (launched through this
 //! binary), and (5) an in-process `read_file` in a fresh box: this binary as the worker, as
-//! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only, and (6) `/bin/true`
-//! through a warm box's command worker (`spawn_command_worker`), built once before the runs.
+//! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only, (6) `/bin/true`
+//! in a fresh box with a network (the proxy socket bound in, the relay started and detached),
+//! and (7) `/bin/true` through a warm box's command worker (`spawn_command_worker`), built once
+//! before the runs.
 //! Run as root: `cargo run --release -p sandbox --example box_bench [runs]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -57,6 +59,12 @@ fn main() {
         launcher: Some(exe.clone()),
         ..Policy::default()
     };
+    let proxy = work.path().join("proxy.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&proxy).unwrap();
+    let networked = Policy {
+        network: Some(sandbox::Network::new(&proxy)),
+        ..landlocked.clone()
+    };
     let bwrap = find_bwrap().expect("bubblewrap is not installed");
     let args = bwrap_args(&spec, &policy).unwrap();
     let plain = measure(runs, || {
@@ -73,6 +81,7 @@ fn main() {
     let boxed = measure(runs, || run_box(&spec, &policy, 0));
     let with_landlock = measure(runs, || run_box(&spec, &landlocked, 0));
     let read = measure(runs, || run_box(&reader, &read_policy, 4096));
+    let network = measure(runs, || run_box(&spec, &networked, 0));
     let mut worker = sandbox::spawn_command_worker(&landlocked).unwrap();
     let warm = measure(runs, || {
         let ended = worker
@@ -98,6 +107,7 @@ fn main() {
         ("fresh box, no Landlock", &boxed),
         ("fresh box /bin/true", &with_landlock),
         ("fresh box read_file", &read),
+        ("fresh box with network", &network),
         ("warm worker /bin/true", &warm),
     ] {
         println!(
@@ -113,6 +123,10 @@ fn main() {
         ratio(&boxed),
         ratio(&read),
         ms(percentile(&with_landlock, 50)) - ms(percentile(&boxed, 50))
+    );
+    println!(
+        "a network's cost (the socket bound, the relay's two execs): {:.2} ms",
+        ms(percentile(&network, 50)) - ms(percentile(&with_landlock, 50))
     );
     println!(
         "warm worker / fork/exec: median {:.2}x, p99 {:.2}x",

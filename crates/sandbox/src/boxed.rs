@@ -1,14 +1,13 @@
 //! A policy turned into a box: bubblewrap with a minimal read-only system, only the granted
 //! paths bound in, boxmaker's protected folders masked, a private size-limited `/tmp`, its own
-//! `/proc`, every namespace its own (so no network), every capability dropped, a clean
+//! `/proc`, every namespace its own (so no network, or only the policy's [`crate::Network`]:
+//! its proxy socket and the relay to it, see `net`), every capability dropped, a clean
 //! environment; around it rlimits, `no_new_privs` and a cgroup for processes and memory; inside
 //! it, when the policy names a launcher, Landlock over the same paths (see `launcher`).
 //!
 //! Where bubblewrap or user namespaces are missing ([`FileWalls::LandlockOnly`]), the box is
-//! Landlock, a wider seccomp filter (no socket but `AF_UNIX`, no `connect`), rlimits, every
-//! capability dropped and the cgroup: no mount, PID or network namespace, a scratch folder of
-//! its own as `TMPDIR` instead of a private `/tmp`, and protected folders left out of the
-//! Landlock rules (their siblings granted instead of their parent).
+//! the one of `landlocked`: Landlock, a wider seccomp filter, rlimits, no capability and the
+//! cgroup, and never a network.
 
 use std::ffi::OsString;
 use std::io;
@@ -43,19 +42,6 @@ const ETC: [&str; 9] = [
     "/etc/alternatives",
     "/etc/ssl/certs",
 ];
-
-/// The devices a box without bubblewrap may open (bubblewrap's `--dev` offers the same).
-const DEVICES: [&str; 6] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-];
-
-/// Numbers the scratch folders of this process.
-static NEXT_SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The most [`Policy::files`] one box takes.
 pub const MAX_FILES: usize = 2;
@@ -125,7 +111,7 @@ pub(crate) struct BoxParts {
     /// The seccomp programs installed before `exec` (a box without bubblewrap).
     pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
     /// The scratch folder of a box without bubblewrap.
-    pub(crate) scratch: Option<Scratch>,
+    pub(crate) scratch: Option<crate::landlocked::Scratch>,
     /// Whether the command's standard input is a pipe from the caller (a warm worker's
     /// requests) instead of `/dev/null`.
     pub(crate) stdin: bool,
@@ -163,26 +149,6 @@ impl FileWalls {
     }
 }
 
-/// The scratch folder of a box without bubblewrap: made mode 0700, removed with the box.
-#[derive(Debug)]
-pub(crate) struct Scratch(PathBuf);
-
-impl Scratch {
-    fn make() -> io::Result<Scratch> {
-        use std::os::unix::fs::DirBuilderExt;
-        let n = NEXT_SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("boxmaker-box-{}-{n}", std::process::id()));
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(Scratch(path))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// What a box may see and use. The crate knows no tool names: the caller says which paths.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Policy {
@@ -207,6 +173,9 @@ pub struct Policy {
     pub launcher: Option<PathBuf>,
     /// Which walls keep the box to its paths.
     pub file_walls: FileWalls,
+    /// The box's way to the hosts its caller granted: the proxy socket and the relay's port.
+    /// `None`: no network at all. Needs bubblewrap and a launcher.
+    pub network: Option<crate::Network>,
 }
 
 impl Policy {
@@ -261,7 +230,13 @@ pub enum BoxError {
     /// The box without bubblewrap could not be started.
     #[error("cannot start the box's launcher: {0}")]
     Launch(io::Error),
+    /// The policy asks for a network where the box cannot have one.
+    #[error("{0}")]
+    NoNetwork(&'static str),
 }
+
+/// Why a box without bubblewrap has no network.
+pub const NETWORK_NEEDS_BUBBLEWRAP: &str = "granted hosts need bubblewrap's network namespace, and this box is Landlock alone (no bubblewrap or user namespaces here, or [sandbox] bubblewrap = false): it cannot reach any host";
 
 /// The bubblewrap binary, when installed.
 pub fn find_bwrap() -> Option<PathBuf> {
@@ -289,10 +264,14 @@ pub(crate) fn spawn_boxed_with(
         return Err(BoxError::TooManyFiles(policy.files.len()));
     }
     if policy.file_walls == FileWalls::LandlockOnly {
-        return spawn_landlocked(spec, policy, timeout, stdin);
+        if policy.network.is_some() {
+            return Err(BoxError::NoNetwork(NETWORK_NEEDS_BUBBLEWRAP));
+        }
+        return crate::landlocked::spawn_landlocked(spec, policy, timeout, stdin);
     }
     let bwrap = find_bwrap().ok_or(BoxError::NoBubblewrap)?;
-    let mut inherit = crate::seccomp::programs().map_err(BoxError::Seccomp)?;
+    let mut inherit =
+        crate::seccomp::programs(policy.network.is_some()).map_err(BoxError::Seccomp)?;
     let mut args = Vec::new();
     for fd in &inherit {
         args.push(OsString::from("--add-seccomp-fd"));
@@ -339,96 +318,9 @@ pub(crate) fn spawn_boxed_with(
     .map_err(|e| BoxError::Spawn(e.into_error()))
 }
 
-/// The box without bubblewrap: the launcher, hardened, in the cgroup, under the rlimits and the
-/// wider seccomp filter, applies Landlock over the policy's paths and a scratch folder.
-fn spawn_landlocked(
-    spec: &CommandSpec,
-    policy: &Policy,
-    timeout: Duration,
-    stdin: bool,
-) -> Result<ContainedChild, BoxError> {
-    let launcher = policy.launcher.as_ref().ok_or(BoxError::NoFileWalls(
-        "the box names no launcher to apply Landlock",
-    ))?;
-    let expect = crate::landlock_enforcement();
-    if expect == crate::Enforcement::NotEnforced {
-        return Err(BoxError::NoFileWalls(
-            "neither bubblewrap (or user namespaces) nor Landlock is available",
-        ));
-    }
-    let scratch = Scratch::make().map_err(BoxError::Launch)?;
-    for (dest, bytes) in &policy.files {
-        let path = match dest.strip_prefix("/tmp") {
-            Ok(rest) => scratch.0.join(rest),
-            Err(_) => dest.clone(),
-        };
-        std::fs::write(&path, bytes).map_err(BoxError::Launch)?;
-    }
-    let mut read = system_paths();
-    read.push(PathBuf::from("/proc"));
-    let mut write: Vec<PathBuf> = DEVICES
-        .iter()
-        .map(PathBuf::from)
-        .filter(|p| p.exists())
-        .collect();
-    write.push(scratch.0.clone());
-    let masked: Vec<PathBuf> = policy
-        .masked
-        .iter()
-        .filter_map(|m| std::fs::canonicalize(m).ok())
-        .collect();
-    for path in policy.read_only.iter().chain(std::iter::once(launcher)) {
-        read.extend(around_masked(&resolve(path)?, &masked));
-    }
-    for path in &policy.read_write {
-        write.extend(around_masked(&resolve(path)?, &masked));
-    }
-    let rules = crate::launcher::Rules {
-        read,
-        write,
-        expect: Some(expect),
-    };
-    let mut env = spec.env.clone();
-    env.retain(|(name, _)| name != "TMPDIR");
-    env.push(("TMPDIR".into(), scratch.0.clone().into_os_string()));
-    let outer = CommandSpec {
-        program: resolve(launcher)?,
-        args: rules.to_args(&spec.program, &spec.args),
-        env,
-        cwd: spec.cwd.clone(),
-    };
-    let seccomp = crate::seccomp::compiled(true).map_err(BoxError::Seccomp)?;
-    let cgroup = PooledCgroup::take(
-        policy.limits.processes,
-        policy.limits.memory,
-        policy.launcher.as_deref(),
-    )
-    .map_err(BoxError::Cgroup)?;
-    let options = ContainOptions {
-        timeout,
-        containment: crate::Containment::Cgroup,
-    };
-    let hardening = Hardening::new().map_err(BoxError::Launch)?;
-    spawn_once(
-        &outer,
-        &options,
-        hardening,
-        Want::Launcher,
-        Some(BoxParts {
-            limits: policy.limits,
-            cgroup,
-            inherit: Vec::new(),
-            seccomp,
-            scratch: Some(scratch),
-            stdin,
-        }),
-    )
-    .map_err(|e| BoxError::Launch(e.into_error()))
-}
-
 /// The system folders and `/etc` files that exist here (symbolic links left out: they lead
 /// into `/usr`).
-fn system_paths() -> Vec<PathBuf> {
+pub(crate) fn system_paths() -> Vec<PathBuf> {
     SYSTEM
         .iter()
         .map(Path::new)
@@ -436,28 +328,6 @@ fn system_paths() -> Vec<PathBuf> {
         .chain(ETC.iter().map(Path::new).filter(|p| p.exists()))
         .map(Path::to_path_buf)
         .collect()
-}
-
-/// `path` itself when no masked path lies below it; otherwise what is beside the masked paths:
-/// each entry of `path` but those leading to a masked path, which are split the same way.
-/// (Landlock grants a right beneath a folder, so a folder holding a masked path cannot be
-/// granted itself.)
-fn around_masked(path: &Path, masked: &[PathBuf]) -> Vec<PathBuf> {
-    if masked.iter().any(|m| path.starts_with(m)) {
-        return Vec::new();
-    }
-    if !masked.iter().any(|m| m.starts_with(path)) {
-        return vec![path.to_path_buf()];
-    }
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        out.extend(around_masked(&entry.path(), masked));
-    }
-    out.sort();
-    out
 }
 
 /// bubblewrap's arguments for `spec` in `policy`'s box, without the seccomp filter and
@@ -521,14 +391,25 @@ fn box_args(
     };
     a.push(&["--size", &tmp.to_string(), "--tmpfs", "/tmp"]);
     let mut bound = Vec::new();
+    // A network's relay is started by the launcher, with Landlock or without.
     let launcher = match &policy.launcher {
-        Some(path) if policy.landlock() != crate::Enforcement::NotEnforced => Some(resolve(path)?),
+        Some(path)
+            if policy.landlock() != crate::Enforcement::NotEnforced || policy.network.is_some() =>
+        {
+            Some(resolve(path)?)
+        }
+        _ if policy.network.is_some() => {
+            return Err(BoxError::NoNetwork(
+                "a box with a network needs a launcher to run its relay",
+            ));
+        }
         _ => None,
     };
     let mut rules = crate::launcher::Rules {
         read: system_paths(),
         write: vec![PathBuf::from("/tmp"), PathBuf::from("/dev")],
         expect: Some(policy.landlock()),
+        relay: policy.network.as_ref().map(|n| n.port),
     };
     rules.read.push(PathBuf::from("/proc"));
     for (flag, paths) in [
@@ -570,16 +451,35 @@ fn box_args(
             a.path(&resolved);
         }
     }
+    if let Some(network) = &policy.network {
+        // The one socket by path the box holds: its proxy's.
+        if !network.proxy_socket.is_absolute() || !network.proxy_socket.exists() {
+            return Err(BoxError::BadPath {
+                path: network.proxy_socket.clone(),
+                reason: "the proxy socket must be an absolute path that exists".to_string(),
+            });
+        }
+        a.push(&["--bind"]);
+        a.path(&network.proxy_socket);
+        a.path(Path::new(crate::net::PROXY_IN_BOX));
+    }
     // The box's own root (bubblewrap's tmpfs holding the mount points) read-only too.
     for ((dest, _), fd) in policy.files.iter().zip(file_fds) {
         a.push(&["--file", &fd.to_string()]);
         a.path(dest);
     }
     a.push(&["--remount-ro", "/"]);
-    for (name, value) in &spec.env {
+    let proxy = policy.network.iter().flat_map(|n| n.env());
+    let env = spec
+        .env
+        .iter()
+        .filter(|(name, _)| !crate::net::PROXY_VARIABLES.iter().any(|v| name == v))
+        .cloned()
+        .chain(proxy.map(|(name, value)| (name.into(), value.into())));
+    for (name, value) in env {
         a.push(&["--setenv"]);
-        a.0.push(name.clone());
-        a.0.push(value.clone());
+        a.0.push(name);
+        a.0.push(value);
     }
     a.push(&["--chdir"]);
     a.path(&spec.cwd);
@@ -616,7 +516,7 @@ impl Args {
 }
 
 /// The path with every symbolic link followed: the box binds what the link names, at that name.
-fn resolve(path: &Path) -> Result<PathBuf, BoxError> {
+pub(crate) fn resolve(path: &Path) -> Result<PathBuf, BoxError> {
     if !path.is_absolute() {
         return Err(BoxError::BadPath {
             path: path.to_path_buf(),

@@ -158,7 +158,7 @@ pub struct ContainedChild {
     /// The box's cgroup, killed and removed when the command has ended (or on drop).
     cgroup: Option<crate::cgroup::PooledCgroup>,
     /// A box's scratch folder without bubblewrap (its `TMPDIR`), removed on drop.
-    _scratch: Option<crate::boxed::Scratch>,
+    _scratch: Option<crate::landlocked::Scratch>,
     /// The most bytes of output passed on before the box is killed (a box's limit).
     output_limit: Option<u64>,
     /// The read end of a [`crate::Stopper`]'s pipe: a byte or its closing kills the box.

@@ -10,7 +10,9 @@
 //! bound folder is a rule on the host's folder.
 //!
 //! The ruleset handles every file-system right of ABI 6, TCP `bind` and `connect` (no port is
-//! allowed: no network in a box) and scopes abstract Unix sockets and signals to the box. Where
+//! allowed, but for a box with a network the one port of its relay, which the launcher starts
+//! before it restricts itself: see `net`) and scopes abstract Unix sockets and signals to the
+//! box. Where
 //! bubblewrap is missing ([`crate::FileWalls::LandlockOnly`]) the seccomp programs are
 //! installed between `fork` and `exec` of the launcher instead of by bubblewrap.
 
@@ -20,7 +22,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
@@ -97,6 +99,9 @@ pub(crate) struct Rules {
     pub(crate) write: Vec<PathBuf>,
     /// The least enforcement the launcher accepts; less is an error, not a weaker box.
     pub(crate) expect: Option<Enforcement>,
+    /// The port of the box's relay to its proxy (`crate::net`): started before the launcher
+    /// restricts itself, and the one port TCP may connect to.
+    pub(crate) relay: Option<u16>,
 }
 
 impl Rules {
@@ -112,6 +117,10 @@ impl Rules {
         if let Some(expect) = self.expect {
             out.push("--expect".into());
             out.push(expect.word().into());
+        }
+        if let Some(port) = self.relay {
+            out.push("--relay".into());
+            out.push(port.to_string().into());
         }
         out.push("--".into());
         out.push(program.as_os_str().to_owned());
@@ -150,6 +159,12 @@ impl Rules {
                             })?,
                     );
                 }
+                Some("--relay") => {
+                    let port = value.to_str().and_then(|v| v.parse::<u16>().ok());
+                    rules.relay = Some(port.filter(|p| *p != 0).ok_or_else(|| {
+                        format!("--relay {} is not a port", value.to_string_lossy())
+                    })?);
+                }
                 _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
             }
         }
@@ -175,6 +190,9 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
     if args.get(1).is_some_and(|a| a == crate::warden::WARDEN) {
         std::process::exit(crate::warden::run(args.get(2..).unwrap_or_default()));
     }
+    if args.get(1).is_some_and(|a| a == crate::net::RELAY) {
+        std::process::exit(crate::net::run_relay(args.get(2..).unwrap_or_default()));
+    }
     if args.get(1).is_none_or(|a| a != LAUNCH) {
         return None;
     }
@@ -193,6 +211,9 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
 /// Applies the rules; `exec`s the command, or returns it when it is this binary itself.
 fn launch(args: &[OsString]) -> Result<Vec<OsString>, String> {
     let (rules, command) = Rules::parse(args)?;
+    if let Some(port) = rules.relay {
+        crate::net::start_relay(port)?;
+    }
     let status = restrict(&rules)?;
     let got = match status {
         RulesetStatus::FullyEnforced => Enforcement::Full,
@@ -259,6 +280,11 @@ fn restrict(rules: &Rules) -> Result<RulesetStatus, String> {
                 .map_err(failed)?;
         }
     }
+    if let Some(port) = rules.relay {
+        ruleset = ruleset
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(failed)?;
+    }
     Ok(ruleset.restrict_self().map_err(failed)?.ruleset)
 }
 
@@ -275,6 +301,7 @@ mod tests {
             read: vec![PathBuf::from("/usr"), PathBuf::from("/etc/passwd")],
             write: vec![PathBuf::from("/work/a b")],
             expect: Some(Enforcement::Full),
+            relay: Some(3128),
         };
         let args = rules.to_args(Path::new("/bin/sh"), &["-c".into(), "--read x".into()]);
         assert_eq!(args.first().map(OsString::as_os_str), Some(LAUNCH.as_ref()));
@@ -299,6 +326,14 @@ mod tests {
         assert_eq!(
             parse(&["--expect", "most", "--", "a"]),
             "--expect most is not full, partial or none"
+        );
+        assert_eq!(
+            parse(&["--relay", "0", "--", "a"]),
+            "--relay 0 is not a port"
+        );
+        assert_eq!(
+            parse(&["--relay", "http", "--", "a"]),
+            "--relay http is not a port"
         );
     }
 

@@ -21,7 +21,9 @@
 //!   than its output limit); inside it, through the policy's launcher ([`launch_if_asked`]),
 //!   Landlock over the same paths, with TCP refused and abstract sockets and signals scoped.
 //!   [`FileWalls::LandlockOnly`] is the box where bubblewrap or user namespaces are missing:
-//!   Landlock, a wider seccomp filter, rlimits, no capability and the cgroup alone.
+//!   Landlock, a wider seccomp filter, rlimits, no capability and the cgroup alone. A policy's
+//!   [`Network`] gives a bubblewrap box its one way out (see `net`): a relay on `127.0.0.1:P`
+//!   to the caller's proxy socket, the one port Landlock lets the command connect to.
 //!
 //! - [`spawn_warm`]: the same box with its command kept up as a worker that answers one line
 //!   for each request line ([`WarmBox::exchange`]), so the box is built once for many requests.
@@ -47,8 +49,10 @@ mod child;
 mod commands;
 mod contain;
 mod harden;
+mod landlocked;
 mod launcher;
 mod mounts;
+mod net;
 mod pipes;
 mod probe;
 mod reap;
@@ -59,7 +63,8 @@ mod warden;
 mod warm;
 
 pub use boxed::{
-    BoxError, FileWalls, Limits, MAX_FILES, Policy, bwrap_args, find_bwrap, spawn_boxed,
+    BoxError, FileWalls, Limits, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, bwrap_args,
+    find_bwrap, spawn_boxed,
 };
 pub use commands::{command_worker_missing, spawn_command_worker};
 pub use contain::{
@@ -67,6 +72,7 @@ pub use contain::{
 };
 pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
+pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
 pub use stop::Stopper;
 pub use warm::{Sent, WORKER_GRACE, WarmBox, WarmError, spawn_warm};

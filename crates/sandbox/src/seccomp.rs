@@ -5,6 +5,10 @@
 //! Two programs: the deny-list answering `EPERM`, and `clone3` answering `ENOSYS` (its flags
 //! are behind a pointer seccomp cannot read, and libcs fall back to `clone`, whose flags it can).
 //!
+//! A box with a network (its relay to the broker's proxy, see `net`) may make IPv4 TCP
+//! sockets, which its own network namespace and Landlock keep to the relay's port on loopback;
+//! every other IP socket stays refused.
+//!
 //! Without bubblewrap ([`crate::FileWalls::LandlockOnly`]) the box has no network namespace and
 //! no mount namespace hiding the host's sockets, so the deny-list grows: every socket family but
 //! `AF_UNIX`, and every way to reach a Unix socket by address (`connect`, `sendto` with an
@@ -64,6 +68,10 @@ const FAMILIES: [i32; 4] = [
     libc::AF_NETLINK,
 ];
 
+/// The bits of `socket`'s type argument that name the type (`SOCK_TYPE_MASK`; the others are
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC`).
+const SOCKET_TYPE_MASK: u64 = 0xf;
+
 /// `clone` flags that make a namespace.
 const NAMESPACE_FLAGS: [i32; 8] = [
     libc::CLONE_NEWNS,
@@ -82,19 +90,62 @@ const DENIED_WITHOUT_NAMESPACES: &[libc::c_long] =
     &[libc::SYS_connect, libc::SYS_sendmsg, libc::SYS_sendmmsg];
 
 /// The two programs as pipes holding their bytes, read ends returned (close-on-exec; the box's
-/// first process clears the flag on them).
-pub(crate) fn programs() -> io::Result<Vec<OwnedFd>> {
-    compiled(false)?.iter().map(in_pipe).collect()
+/// first process clears the flag on them). With `network` (a box with a relay to its proxy),
+/// an IPv4 TCP socket is allowed, and no other IP socket.
+pub(crate) fn programs(network: bool) -> io::Result<Vec<OwnedFd>> {
+    compiled_with(false, network)?.iter().map(in_pipe).collect()
 }
 
 /// The two programs; `without_namespaces` adds the rules of a box without bubblewrap.
 pub(crate) fn compiled(without_namespaces: bool) -> io::Result<Vec<BpfProgram>> {
+    compiled_with(without_namespaces, false)
+}
+
+/// The socket rules of a box whose relay and command reach `127.0.0.1:P` over TCP: IPv6, raw
+/// packets and netlink refused as without network, and of IPv4 every type but `SOCK_STREAM`
+/// and every protocol but TCP (0 or `IPPROTO_TCP`; MPTCP and SCTP are not what Landlock's TCP
+/// rules restrict).
+fn network_socket_rules() -> io::Result<Vec<SeccompRule>> {
+    let inet = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+            .map_err(|e| io::Error::other(format!("seccomp: {e}")))
+    };
+    let family = || inet(0, SeccompCmpOp::Eq, libc::AF_INET as u64);
+    let mut rules: Vec<SeccompRule> = FAMILIES
+        .iter()
+        .filter(|&&f| f != libc::AF_INET)
+        .map(|&f| rule(0, SeccompCmpOp::Eq, f))
+        .collect::<io::Result<_>>()?;
+    for kind in (0..=SOCKET_TYPE_MASK).filter(|&k| k != libc::SOCK_STREAM as u64) {
+        rules.push(
+            SeccompRule::new(vec![
+                family()?,
+                inet(1, SeccompCmpOp::MaskedEq(SOCKET_TYPE_MASK), kind)?,
+            ])
+            .map_err(|e| io::Error::other(format!("seccomp: {e}")))?,
+        );
+    }
+    rules.push(
+        SeccompRule::new(vec![
+            family()?,
+            inet(2, SeccompCmpOp::Ne, 0)?,
+            inet(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+        ])
+        .map_err(|e| io::Error::other(format!("seccomp: {e}")))?,
+    );
+    Ok(rules)
+}
+
+/// The two programs for a box with or without bubblewrap, with or without a network.
+fn compiled_with(without_namespaces: bool, network: bool) -> io::Result<Vec<BpfProgram>> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
     let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|&call| (call, Vec::new())).collect();
     let sockets = if without_namespaces {
         vec![rule(0, SeccompCmpOp::Ne, libc::AF_UNIX)?]
+    } else if network {
+        network_socket_rules()?
     } else {
         FAMILIES
             .iter()

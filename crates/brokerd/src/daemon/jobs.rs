@@ -170,6 +170,7 @@ pub async fn route(
                 ring_bytes: broker.config.job_ring_bytes,
                 default_cwd: std::path::PathBuf::from("/"),
                 policy: None,
+                keep_alive: None,
             };
             let runner = Arc::clone(&broker.runner);
             let to_start = allowed.clone();

@@ -13,6 +13,7 @@ pub mod journal;
 pub mod memo;
 pub mod memory;
 pub mod owner;
+pub mod proxy;
 mod reads;
 pub mod render;
 pub mod runner;

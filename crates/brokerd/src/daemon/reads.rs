@@ -148,6 +148,7 @@ mod tests {
                 content,
             }),
             scope: Some(Scope::Paths(vec![folder.to_path_buf()])),
+            hosts: Vec::new(),
         }
     }
 

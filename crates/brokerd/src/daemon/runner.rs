@@ -104,6 +104,9 @@ pub struct DirectRunner {
     pub root_certificates: Vec<Vec<u8>>,
     /// The most bytes a `git_clone` may write (`git_clone_mb`).
     pub git_clone_bytes: u64,
+    /// The resolver of `http_fetch`'s and `git_clone`'s host checks, the one the proxy of
+    /// granted hosts uses too (the system's, or `BOXMAKER_TEST_RESOLVE`'s test names first).
+    pub resolver: Arc<dyn tools::web::Resolve>,
 }
 
 impl Runner for DirectRunner {
@@ -138,7 +141,12 @@ impl Runner for DirectRunner {
                 tools::git::GitWalls::Contained,
                 Map::new(),
             ),
-            ToolArgs::GitClone(args) => self.clone(args, context),
+            ToolArgs::GitClone(args) => self.clone_with(
+                args,
+                context,
+                tools::git::GitWalls::Contained,
+                GIT_CLONE_WALLS,
+            ),
             // The broker's job table starts, reads and kills jobs (`start_job` for the box).
             ToolArgs::BashBg(_) | ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => {
                 Outcome::Failed("background jobs are run by the broker's job table".to_string())
@@ -356,7 +364,14 @@ fn explicit_hosts(grants: &[Grant], tool: crate::args::ToolName) -> Vec<String> 
 }
 
 impl DirectRunner {
-    fn clone(&self, args: &tools::git::GitCloneArgs, context: &RunContext) -> Outcome {
+    /// Runs `git_clone` with git held by `walls`; `sandbox` is what the header says of them.
+    pub(super) fn clone_with(
+        &self,
+        args: &tools::git::GitCloneArgs,
+        context: &RunContext,
+        walls: tools::git::GitWalls,
+        sandbox: &str,
+    ) -> Outcome {
         let Ok((host, port)) = crate::args::https_host(&args.url) else {
             return Outcome::Failed(format!("{:?} is not an https:// URL", args.url));
         };
@@ -368,11 +383,13 @@ impl DirectRunner {
                     &context.grants,
                     crate::args::ToolName::GitClone,
                 ));
+        fetch.resolver = Arc::clone(&self.resolver);
         for root in &self.root_certificates {
             fetch = fetch.with_root_certificate(root.clone());
         }
         let mut options = tools::git::CloneOptions::new(fetch);
         options.max_bytes = self.git_clone_bytes;
+        options.walls = walls;
         match tools::git::git_clone(args, &options) {
             Ok(result) if result.cloned() => Outcome::Ran {
                 fields: fields(json!({
@@ -384,7 +401,7 @@ impl DirectRunner {
                     "bytes": result.bytes,
                     "truncated": result.truncated,
                     "duration_ms": result.duration_ms,
-                    "sandbox": GIT_CLONE_WALLS,
+                    "sandbox": sandbox,
                 })),
                 body: result.output,
             },
@@ -442,6 +459,7 @@ impl DirectRunner {
         let mut options = tools::web::FetchOptions::new(host_allowed)
             .with_timeout(context.limit)
             .with_explicit_hosts(explicit);
+        options.resolver = Arc::clone(&self.resolver);
         for root in &self.root_certificates {
             options = options.with_root_certificate(root.clone());
         }

@@ -1,8 +1,9 @@
 //! The runner with the box: each `shell` call runs in a fresh bubblewrap box
 //! (`sandbox::spawn_boxed`) that binds the deciding grant's folders read-write, the
 //! `[sandbox] read_only` folders read-only, masks boxmaker's protected folders inside them, and
-//! has no network; inside it, launched through brokerd's own binary, Landlock over the same
-//! paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
+//! has no network, unless the deciding grant names hosts: then only those, through a proxy of
+//! its own ([`super::proxy`]) that the box reaches by its relay (`sandbox::Network`); inside
+//! it, launched through brokerd's own binary, Landlock over the same paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
 //! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. The
 //! file tools and the walkers run in brokerd's worker in a fresh box ([`super::worker`]);
 //! every other tool runs as the [`DirectRunner`] runs it (`http_fetch` outside the box until
@@ -18,12 +19,31 @@ use super::worker::{self, FileCall, REQUEST, Request};
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
+mod git;
+
+pub use git::{GIT_UNBOXED, clone_boxed, git_boxed};
+
 /// What the header of a boxed `shell` result says of its walls, for the box's file walls and
 /// its Landlock layer.
 pub fn boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+    boxed_with(walls, landlock, &[])
+}
+
+/// [`boxed`] for a box whose deciding grant names `hosts`: "network: only …, through the
+/// broker's proxy" instead of "no network".
+pub fn boxed_with(
+    walls: sandbox::FileWalls,
+    landlock: sandbox::Enforcement,
+    hosts: &[crate::grants::HostRule],
+) -> String {
+    let network = if hosts.is_empty() {
+        "no network".to_string()
+    } else {
+        super::proxy::network_words(hosts)
+    };
     match walls {
         sandbox::FileWalls::Bubblewrap => format!(
-            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; no network; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
+            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; {network}; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
         ),
         sandbox::FileWalls::LandlockOnly => format!(
             "landlock only (no bubblewrap): Landlock {landlock}: only the grant's folders (read-write) and a read-only system, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped; a scratch TMPDIR; processes, memory, CPU and file size limited; the host's processes are visible"
@@ -51,6 +71,8 @@ pub struct SandboxedRunner {
     launcher: Option<PathBuf>,
     /// The sessions' warm boxes for the file tools.
     warm: super::warm::WarmPool,
+    /// The proxies of granted hosts, one per box that has hosts.
+    proxies: Option<super::proxy::Proxies>,
 }
 
 impl SandboxedRunner {
@@ -78,7 +100,52 @@ impl SandboxedRunner {
             file_walls,
             launcher: std::env::current_exe().ok(),
             warm,
+            proxies: None,
         }
+    }
+
+    /// The same runner, giving the boxes of `shell` and `bash_bg` calls whose deciding grant
+    /// names hosts a proxy from `proxies`.
+    pub fn with_proxies(mut self, proxies: super::proxy::Proxies) -> SandboxedRunner {
+        self.proxies = Some(proxies);
+        self
+    }
+
+    /// The box of a `shell` or `bash_bg` call, with the network of its deciding grant's hosts:
+    /// the proxy the box reaches them through, open until it is dropped; or why the call
+    /// cannot have them here.
+    fn script_box(
+        &self,
+        allowed: &Allowed,
+        context: &RunContext,
+    ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
+        let mut policy = self.policy(allowed, context);
+        if allowed.hosts.is_empty() {
+            return Ok((policy, None));
+        }
+        if self.file_walls == sandbox::FileWalls::LandlockOnly {
+            return Err(format!(
+                "grant {} gives this {} call hosts ({}), but {}",
+                allowed.grant,
+                allowed.args.tool().as_str(),
+                allowed
+                    .hosts
+                    .iter()
+                    .map(|h| h.written.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                sandbox::NETWORK_NEEDS_BUBBLEWRAP
+            ));
+        }
+        let Some(proxies) = &self.proxies else {
+            return Err(format!(
+                "grant {} gives this call hosts, but this broker has no proxy for them",
+                allowed.grant
+            ));
+        };
+        let proxy = proxies.open(&allowed.hosts)?;
+        policy.network = Some(sandbox::Network::new(proxy.socket()));
+        Ok((policy, Some(proxy)))
     }
 
     /// Whether a box here keeps a command to its paths: bubblewrap, or Landlock alone.
@@ -157,6 +224,7 @@ impl SandboxedRunner {
             },
             launcher: self.launcher.clone(),
             file_walls: self.file_walls,
+            network: None,
         }
     }
 }
@@ -165,6 +233,11 @@ impl Runner for SandboxedRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         if matches!(allowed.args, ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_)) {
             return self.git_read(allowed, context);
+        }
+        if let ToolArgs::GitClone(args) = &allowed.args
+            && self.clones_in_box()
+        {
+            return self.clone_in_box(args, allowed, context);
         }
         let ToolArgs::Shell(args) = &allowed.args else {
             let file_tool = FileCall::of(&allowed.args).is_some();
@@ -199,8 +272,10 @@ impl Runner for SandboxedRunner {
             extra.insert("sandbox".to_string(), Value::from(UNBOXED));
             return shell(args, tools::shell::shell(args, &options), extra);
         }
-        let policy = self.policy(allowed, context);
-        if self.warm_commands() {
+        // A box with granted hosts has a proxy of its own for the call, so it is never kept
+        // warm for the next one.
+        if allowed.hosts.is_empty() && self.warm_commands() {
+            let policy = self.policy(allowed, context);
             let walls = format!(
                 "{}; {WARM_COMMANDS}",
                 boxed(self.file_walls, self.landlock())
@@ -212,10 +287,16 @@ impl Runner for SandboxedRunner {
                 extra,
             );
         }
+        let (policy, proxy) = match self.script_box(allowed, context) {
+            Ok(made) => made,
+            Err(why) => return Outcome::Failed(why),
+        };
         options.policy = Some(policy);
-        let walls = boxed(self.file_walls, self.landlock());
+        let walls = boxed_with(self.file_walls, self.landlock(), &allowed.hosts);
         extra.insert("sandbox".to_string(), Value::from(walls));
-        shell(args, tools::shell::shell(args, &options), extra)
+        let outcome = shell(args, tools::shell::shell(args, &options), extra);
+        drop(proxy); // the box has ended: so do its socket and its tunnels
+        outcome
     }
 
     fn start_job(
@@ -228,13 +309,15 @@ impl Runner for SandboxedRunner {
             if let Some(why) = self.unboxable() {
                 return Err(why);
             }
-            let mut policy = self.policy(allowed, context);
+            let (mut policy, proxy) = self.script_box(allowed, context)?;
             // The ring bounds what is kept; a long-lived job may write more than a call would.
             policy.limits.output_bytes = u64::MAX;
             options.policy = Some(policy);
+            // The proxy lives as long as the job's box.
+            options.keep_alive = proxy.map(|p| std::sync::Arc::new(p) as _);
             format!(
                 "{}; a fresh box of its own for the job (no warm worker yet), killed at job_lifetime_ms, at its session's end or when the broker stops",
-                boxed(self.file_walls, self.landlock())
+                boxed_with(self.file_walls, self.landlock(), &allowed.hosts)
             )
         } else {
             options.policy = None;
@@ -311,6 +394,12 @@ impl Runner for SandboxedRunner {
         } else {
             format!("git_status, git_diff: {GIT_UNBOXED}")
         });
+        if walls_on {
+            walls.push(match self.file_walls {
+                sandbox::FileWalls::Bubblewrap => "shell, bash_bg: no network unless the deciding grant names hosts; then only those, each connection checked by the broker's proxy (CONNECT only; private addresses only for a host the grant names itself; metadata never)".to_string(),
+                sandbox::FileWalls::LandlockOnly => "shell, bash_bg: no network; a grant that names hosts fails its calls (granted hosts need bubblewrap's network namespace)".to_string(),
+            });
+        }
         walls.push(if walls_on {
             "bash_bg: each job in a fresh box of its own, as shell's, until it ends, bash_kill, job_lifetime_ms, its session's end or the broker's stop".to_string()
         } else {
@@ -320,6 +409,16 @@ impl Runner for SandboxedRunner {
             "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
                 .to_string(),
         );
+        if self.clones_in_box() {
+            walls.retain(|w| w != super::runner::GIT_CLONE_WALLS);
+            walls.push(format!(
+                "git_clone: {}",
+                clone_boxed(
+                    self.landlock(),
+                    "network: only the deciding grant's hosts, through the broker's proxy"
+                )
+            ));
+        }
         walls
     }
 }
@@ -353,51 +452,7 @@ impl SandboxedRunner {
                 .map_err(tools::shell::ShellError::Warm)
         })
     }
-
-    /// Runs `git_status` or `git_diff` with each git in a fresh box holding the granted
-    /// folder read-only (no network), or contained when the file walls are off.
-    fn git_read(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
-        let mut extra = Map::new();
-        if !self.settings.file_walls {
-            extra.insert("sandbox".to_string(), Value::from(GIT_UNBOXED));
-            return super::runner::git_read(
-                allowed,
-                context,
-                tools::git::GitWalls::Contained,
-                extra,
-            );
-        }
-        if let Some(why) = self.unboxable() {
-            return Outcome::Failed(why);
-        }
-        let policy = self.policy_with(granted(allowed), Vec::new(), context);
-        extra.insert(
-            "sandbox".to_string(),
-            Value::from(git_boxed(self.file_walls, self.landlock())),
-        );
-        super::runner::git_read(
-            allowed,
-            context,
-            tools::git::GitWalls::Boxed(Box::new(policy)),
-            extra,
-        )
-    }
 }
-
-/// What the header of a boxed `git_status` or `git_diff` result says of its walls.
-pub fn git_boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
-    match walls {
-        sandbox::FileWalls::Bubblewrap => format!(
-            "bubblewrap: git sees only the granted folder, read-only, and a read-only system; protected folders masked; Landlock {landlock}; no network; every capability dropped"
-        ),
-        sandbox::FileWalls::LandlockOnly => format!(
-            "landlock only (no bubblewrap): Landlock {landlock}: git sees only the granted folder and a read-only system, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped"
-        ),
-    }
-}
-
-/// What the header of a `git_status` or `git_diff` result says when the file walls are off.
-pub const GIT_UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so git ran contained from the broker and sees every file the broker's user can";
 
 /// The folders of the deciding grant that cover the call.
 fn granted(allowed: &Allowed) -> Vec<PathBuf> {

@@ -1,7 +1,7 @@
 //! Bringing the broker up: folders checked and locked, the process made non-dumpable, the
 //! settings and grants read, the ledger caught up from the audit log, calls the last broker
-//! left running marked as such, calls waiting for the owner loaded, and the agent and owner
-//! sockets bound (mode 0600).
+//! left running marked as such, calls waiting for the owner loaded, the folder of the boxes'
+//! proxy sockets made (`<runtime>/proxy/`), and the agent and owner sockets bound (mode 0600).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -165,14 +165,22 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         ),
         None => None,
     };
+    let resolver = super::proxy::resolver_from_env().map_err(StartError::Config)?;
     let direct = DirectRunner {
         consult,
         web_search,
         read_cap: tools::fs::READ_CAP,
         root_certificates: test_roots()?,
         git_clone_bytes: config.git_clone_mb.saturating_mul(1 << 20),
+        resolver: std::sync::Arc::clone(&resolver),
     };
-    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home);
+    let proxies = super::proxy::Proxies::new(
+        dirs.runtime.join("proxy"),
+        tokio::runtime::Handle::current(),
+        resolver,
+    )
+    .map_err(StartError::Other)?;
+    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home).with_proxies(proxies);
     let grants = grants_watch::load(&dirs.grants(), &home);
     let broker = Arc::new(
         Broker::new(

@@ -13,7 +13,7 @@ use proto::{Class, DenyReason, Timestamp};
 use tools::shell::ShellArgs;
 
 use crate::args::{ToolArgs, ToolName};
-use crate::grants::{Approval, Grant, OnUntrusted};
+use crate::grants::{Approval, Grant, HostRule, OnUntrusted};
 use crate::hosts::https_host;
 use crate::memory::MemoryAction;
 use crate::paths::resolve;
@@ -296,6 +296,9 @@ pub struct Allowed {
     pub args: ToolArgs,
     /// What the runner makes available.
     pub scope: Option<Scope>,
+    /// The deciding grant's hosts (the grant named in `grant`): for `shell` and `bash_bg`, the
+    /// only hosts the call's box may reach, through the broker's proxy; empty: no network.
+    pub hosts: Vec<HostRule>,
 }
 
 /// Why the owner is asked.
@@ -471,6 +474,7 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         untrusted,
         args: call.args.clone(),
         scope: scope.clone(),
+        hosts: grant.hosts.clone(),
     };
     if labels.untrusted && call.args.has_side_effects() {
         if let Some((grant, _)) = live

@@ -74,7 +74,9 @@ pub struct Grant {
     pub tool: ToolName,
     /// Paths (files and folders) it covers; for `shell`, where the command may run.
     pub paths: Vec<PathRule>,
-    /// Hosts it covers (`http_fetch`).
+    /// Hosts it covers (`http_fetch`, `git_clone`); for `shell` and `bash_bg`, the only hosts
+    /// the box of a call it decides may reach, through the broker's proxy (they never widen
+    /// or narrow what it covers; none: no network).
     pub hosts: Vec<HostRule>,
     /// Command prefixes, word by word (`shell`).
     pub commands: Vec<Vec<String>>,

@@ -247,7 +247,18 @@ impl GrantReader<'_> {
         }
         if !hosts.is_empty() && !matches!(tool, ToolName::HttpFetch | ToolName::GitClone) {
             let line = at("hosts", self);
-            self.say(line, format!("{name} does not take hosts"));
+            if !runs_scripts {
+                self.say(line, format!("{name} does not take hosts"));
+            } else if deny {
+                // On shell and bash_bg, hosts give an allowed command's box network; they never
+                // choose which calls a grant covers, so a deny grant cannot use them.
+                self.say(
+                    line,
+                    format!(
+                        "a deny grant of {name} does not take hosts: hosts give the box of an allowed {name} call network, they do not narrow what a grant covers"
+                    ),
+                );
+            }
         }
         if !commands.is_empty() && !runs_scripts {
             let line = at("commands", self);

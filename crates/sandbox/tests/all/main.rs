@@ -5,4 +5,5 @@
 mod contain;
 mod escape;
 mod harden;
+mod net;
 mod warm;

@@ -46,6 +46,7 @@ fn policy(folder: &Folder) -> Policy {
         },
         launcher: Some(launcher()),
         file_walls: FileWalls::Bubblewrap,
+        network: None,
     }
 }
 

@@ -5,7 +5,10 @@
 //! grant names), then git runs contained with
 //! `-c http.followRedirects=false -c http.curloptResolve=HOST:PORT:<checked addresses>
 //! -c protocol.allow=never -c protocol.https.allow=always`, so it connects to the checked
-//! addresses only, over https only, and follows no redirect. The clone is bounded in time (the
+//! addresses only, over https only, and follows no redirect. In a box ([`CloneOptions::walls`],
+//! a policy whose network is the caller's proxy of the granted hosts) git is not pinned: it
+//! reaches the host through the box's `HTTPS_PROXY`, and the proxy checks the host and its
+//! addresses again and connects to the ones it checked. The clone is bounded in time (the
 //! call's limit) and in size: the destination's bytes on disk are summed every
 //! [`WATCH_EVERY`] and git is killed once they pass `max_bytes`. A clone that fails, times out
 //! or grows too large leaves nothing behind (the folder is removed, or emptied if it existed).
@@ -38,6 +41,10 @@ pub struct CloneOptions {
     pub fetch: FetchOptions,
     /// The most bytes the clone may write.
     pub max_bytes: u64,
+    /// Where git runs: contained from the caller (the default, pinned to the checked
+    /// addresses), or in a box whose policy binds the destination's folder read-write and
+    /// reaches the host through its network (the trusted roots file is bound in read-only).
+    pub walls: GitWalls,
 }
 
 impl CloneOptions {
@@ -49,6 +56,7 @@ impl CloneOptions {
         CloneOptions {
             fetch,
             max_bytes: Self::DEFAULT_MAX_BYTES,
+            walls: GitWalls::Contained,
         }
     }
 }
@@ -114,7 +122,9 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
         command.push(setting.into());
     };
     set("http.followRedirects=false".to_string());
-    if !checked.literal {
+    let boxed = matches!(options.walls, GitWalls::Boxed(_));
+    // In a box the proxy resolves and pins; a pin here would only be unused.
+    if !checked.literal && !boxed {
         let addresses: Vec<String> = checked
             .addresses
             .iter()
@@ -144,12 +154,20 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
     let watch = SizeWatch::start(&destination, options.max_bytes);
     let mut on_start = |stopper: sandbox::Stopper| watch.follow(stopper);
     let cwd = destination.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let walls = match (&options.walls, &roots) {
+        (GitWalls::Boxed(policy), Some(roots)) => {
+            let mut policy = policy.clone();
+            policy.read_only.push(roots.0.clone());
+            GitWalls::Boxed(policy)
+        }
+        (walls, _) => walls.clone(),
+    };
     let ran = run_git(
         command,
         &cwd,
         git_env(None, &[]),
         Run {
-            walls: &GitWalls::Contained,
+            walls: &walls,
             timeout: options
                 .fetch
                 .timeout

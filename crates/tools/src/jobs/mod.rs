@@ -124,6 +124,9 @@ pub struct JobOptions {
     /// The box to run it in ([`sandbox::spawn_boxed`]); without one it is contained as `shell`
     /// contains a command without a box (its own PID and mount namespaces).
     pub policy: Option<sandbox::Policy>,
+    /// What must live as long as the job's box and no longer (the caller's proxy of the box's
+    /// granted hosts): held by the job's thread, dropped when the box has ended.
+    pub keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Where a job is.
@@ -277,6 +280,8 @@ pub fn start(args: &ShellArgs, options: &JobOptions) -> Result<Job, ShellError> 
     let thread = std::thread::Builder::new()
         .name("job".to_string())
         .spawn(move || {
+            // The closure would take only the fields it names: this one goes with the box.
+            let _alive = options.keep_alive;
             let spawned = match &options.policy {
                 Some(policy) => {
                     sandbox::spawn_boxed(&spec, policy, options.lifetime).map_err(ShellError::Box)

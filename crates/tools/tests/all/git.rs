@@ -415,6 +415,31 @@ fn git_clone_over_https_reaches_the_checked_address_git_itself_cannot_resolve() 
 }
 
 #[test]
+fn a_clone_in_a_box_without_a_network_reaches_nothing_and_leaves_nothing() {
+    let (_keep, work) = temp();
+    let ca = TestCa::new("boxmaker git test CA");
+    let server = TlsServer::start(&ca.issue(&["git.test"])).unwrap();
+    serve_bare(&server, &work, &[("readme.md", b"hello\n".to_vec())]);
+    let destination = work.join("clone");
+    let args = GitCloneArgs {
+        url: server.url("git.test", "/repo.git"),
+        path: destination.display().to_string(),
+    };
+    let mut options = clone_options(&ca, server.port());
+    // Unpinned in a box: the box's network (the caller's proxy) is its only way to the host.
+    options.walls = GitWalls::Boxed(Box::new(sandbox::Policy {
+        read_write: vec![work.clone()],
+        ..sandbox::Policy::default()
+    }));
+    let result = git_clone(&args, &options).unwrap();
+    assert!(!result.cloned(), "{result:?}");
+    assert_eq!(result.containment.as_str(), "bubblewrap");
+    assert!(result.output.contains("git.test"), "{}", result.output);
+    assert!(!destination.exists());
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
 fn a_file_url_an_ssh_url_and_a_private_address_are_refused() {
     let (_keep, work) = temp();
     let ca = TestCa::new("boxmaker git test CA");

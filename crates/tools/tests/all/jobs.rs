@@ -13,6 +13,7 @@ fn options(lifetime: Duration, ring_bytes: usize) -> JobOptions {
         ring_bytes,
         default_cwd: std::env::temp_dir(),
         policy: None,
+        keep_alive: None,
     }
 }
 
@@ -115,4 +116,24 @@ fn dropping_a_job_kills_its_processes() {
     assert_eq!(processes_named(&marker), 1);
     drop(job);
     assert_eq!(processes_named(&marker), 0);
+}
+
+#[test]
+fn what_a_job_keeps_alive_lives_until_its_box_has_ended() {
+    let kept: std::sync::Arc<dyn std::any::Any + Send + Sync> = std::sync::Arc::new("proxy");
+    let watch = std::sync::Arc::downgrade(&kept);
+    let mut opts = options(Duration::from_secs(30), 4096);
+    opts.keep_alive = Some(kept);
+    let job = start(&ShellArgs::new("sleep 100"), &opts).unwrap();
+    drop(opts);
+    // Started and running: the caller's copies are gone, the job's thread still holds it.
+    assert_eq!(job.status().state, JobState::Running);
+    assert!(watch.upgrade().is_some());
+    let (status, _) = job.kill(Duration::from_secs(10));
+    assert_eq!(status.state, JobState::Killed);
+    let until = Instant::now() + Duration::from_secs(10);
+    while watch.upgrade().is_some() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(watch.upgrade().is_none(), "kept past the job's end");
 }

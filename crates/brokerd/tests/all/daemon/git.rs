@@ -119,12 +119,20 @@ fn git_clone_over_https_lands_in_the_granted_folder_untrusted() {
     assert!(untrusted, "a clone is untrusted whatever the grant says");
     let (fields, _) = header(&response);
     assert_eq!(fields["address"], "127.0.0.1");
-    assert!(
-        fields["sandbox"]
-            .as_str()
-            .unwrap()
-            .contains("outside the box"),
+    let port = server.port();
+    assert_eq!(
+        fields["sandbox"].as_str().unwrap(),
+        format!(
+            "bubblewrap: git sees only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock fully enforced; network: only localhost:{port}, through the broker's proxy, each connection checked again there; every capability dropped; https only, no redirect followed"
+        ),
         "{fields}"
+    );
+    assert_eq!(fields["containment"], "bubblewrap");
+    // git reached the server through the box's proxy, which logs each connection.
+    assert!(
+        broker.log().contains("proxy: connected"),
+        "{}",
+        broker.log()
     );
     assert_eq!(
         std::fs::read_to_string(destination.join("readme.md")).unwrap(),

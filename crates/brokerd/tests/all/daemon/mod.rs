@@ -11,6 +11,7 @@ mod frames;
 mod git;
 mod jobs;
 mod memory;
+mod net;
 mod owner_socket;
 mod restart;
 mod sandbox;

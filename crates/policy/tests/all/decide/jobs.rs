@@ -189,8 +189,8 @@ fn a_grant_cannot_name_bash_tail_or_bash_kill_and_bash_bg_needs_commands() {
             "bash_bg needs commands",
         ),
         (
-            "[[grant]]\nid=\"t\"\ntool=\"bash_bg\"\ncommands=[\"sleep\"]\nhosts=[\"docs.rs\"]\npaths=[\"/tmp\"]\n",
-            "bash_bg does not take hosts",
+            "[[grant]]\nid=\"t\"\ntool=\"bash_bg\"\ncommands=[\"sleep\"]\nhosts=[\"docs.rs\"]\ndeny=true\n",
+            "a deny grant of bash_bg does not take hosts",
         ),
     ] {
         let parsed = parse_file(text, Path::new("g.toml"), Path::new("/home/x"));

@@ -85,6 +85,7 @@ mod coding;
 mod git;
 mod hosts_and_shell;
 mod jobs;
+mod network;
 mod paths;
 mod rails;
 mod reasons;

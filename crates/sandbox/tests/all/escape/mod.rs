@@ -102,6 +102,7 @@ impl Scene {
             },
             launcher: Some(launcher()),
             file_walls: self.walls,
+            network: None,
         }
     }
 
