@@ -79,6 +79,9 @@ pub struct BrokerPort {
     socket: PathBuf,
     resume: Resume,
     link: Mutex<Option<Link>>,
+    /// A second handle on the current connection, for the one frame sent while a call holds
+    /// `link` waiting for its answer: `withdraw`.
+    side: Mutex<Option<UnixStream>>,
     fatal: Mutex<Option<PortError>>,
     reconnect_for: Duration,
 }
@@ -90,6 +93,7 @@ impl BrokerPort {
         Ok(BrokerPort {
             socket: socket.to_path_buf(),
             resume,
+            side: Mutex::new(stream.try_clone().ok()),
             link: Mutex::new(Some(Link { stream })),
             fatal: Mutex::new(None),
             reconnect_for: RECONNECT_FOR,
@@ -136,7 +140,11 @@ impl BrokerPort {
             let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
             if link.is_none() {
                 match hello(&self.socket, Some(self.resume.clone())) {
-                    Ok((stream, _)) => *link = Some(Link { stream }),
+                    Ok((stream, _)) => {
+                        *self.side.lock().unwrap_or_else(PoisonError::into_inner) =
+                            stream.try_clone().ok();
+                        *link = Some(Link { stream });
+                    }
                     Err(
                         error @ (PortError::ResumeRefused { .. } | PortError::SessionEnded { .. }),
                     ) => {
@@ -318,6 +326,14 @@ impl ToolPort for BrokerPort {
         answered.unwrap_or_else(|error| ToolResponse::Failed {
             message: format!("the call could not reach the broker: {error}"),
         })
+    }
+
+    fn withdraw(&self) -> bool {
+        let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
+        match side.as_mut() {
+            Some(stream) => write_frame(stream, &AgentFrame::Withdraw {}).is_ok(),
+            None => false,
+        }
     }
 
     fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {

@@ -9,7 +9,7 @@
 //! notifications (when the client gave a progress token) until the owner answers in `bx`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
@@ -167,8 +167,11 @@ impl Gate {
         let progress = context.meta.get_progress_token();
         let peer = context.peer.clone();
         let runtime = tokio::runtime::Handle::current();
-        let answered = tokio::task::spawn_blocking(move || {
+        let waiting = Arc::new(AtomicBool::new(false));
+        let waits = waiting.clone();
+        let mut answered = tokio::task::spawn_blocking(move || {
             let mut on_pending = |pending: &Pending| {
+                waits.store(true, Ordering::SeqCst);
                 if let Some(token) = &progress {
                     let note = ProgressNotificationParam::new(token.clone(), 0.0).with_message(
                         format!(
@@ -185,8 +188,29 @@ impl Gate {
                 }
             };
             port.call(&request, &mut on_pending)
-        })
-        .await;
+        });
+        // A client that cancels a call waiting for the owner withdraws it: the broker
+        // abandons its approval (recorded) and answers without running it. A call already
+        // running is not stopped; its answer is dropped by the SDK.
+        let answered = tokio::select! {
+            answered = &mut answered => answered,
+            () = context.ct.cancelled() => loop {
+                // Cancelled before the broker said the call waits: it may yet.
+                if waiting.load(Ordering::SeqCst) {
+                    let port = connected.port.clone();
+                    let sent = tokio::task::spawn_blocking(move || port.withdraw()).await;
+                    tracing::info!(
+                        withdrawn = matches!(sent, Ok(true)),
+                        "the client cancelled a call waiting for the owner"
+                    );
+                    break answered.await;
+                }
+                tokio::select! {
+                    done = &mut answered => break done,
+                    () = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+                }
+            },
+        };
         match answered {
             Ok(response) => result_of(response),
             Err(e) => failed(&format!("the call to the broker failed: {e}")),

@@ -46,6 +46,10 @@ pub enum AgentFrame {
     /// Ends the session for good: its answers are dropped and a later resume is refused.
     /// (`loopd chat` never sends it, since a conversation can always go on.)
     Close {},
+    /// Withdraws the call this connection waits on while the owner is asked (a client that
+    /// cancelled it): its approval is abandoned, recorded as such, and the call answers
+    /// `Failed` without running. Sent when no call waits, it does nothing.
+    Withdraw {},
 }
 
 /// A frame from the broker to an agent-side client.

@@ -396,6 +396,7 @@ mod tests {
                 },
             },
             AgentFrame::Close {},
+            AgentFrame::Withdraw {},
         ];
         for frame in &agent {
             let json = serde_json::to_string(frame).unwrap();

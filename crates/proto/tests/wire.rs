@@ -226,6 +226,7 @@ fn broker_frames_have_golden_json() {
     );
     golden(&BrokerFrame::Closed {}, r#"{"type":"closed"}"#);
     golden(&AgentFrame::Close {}, r#"{"type":"close"}"#);
+    golden(&AgentFrame::Withdraw {}, r#"{"type":"withdraw"}"#);
 }
 
 #[test]

@@ -110,9 +110,11 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 let (pending, mut told) = tokio::sync::mpsc::unbounded_channel();
                 let answering = calls::answer(&broker, &session, &request, &pending);
                 tokio::pin!(answering);
-                // While the call waits for the owner, a client that leaves is noticed (the
-                // call is then kept for the grace period); otherwise nothing is read until
-                // the answer is written.
+                // While the call waits for the owner, the connection is read: a client that
+                // leaves is noticed (the call is then kept for the grace period), and one that
+                // withdraws the call has it abandoned; otherwise nothing is read until the
+                // answer is written. Only readiness is awaited beside the answer, so no frame
+                // is ever cut; the frame itself is read whole once it has begun.
                 let mut waiting = false;
                 let answered = loop {
                     tokio::select! {
@@ -125,11 +127,31 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                             }
                             None => waiting = false,
                         },
-                        gone = left(&mut reader), if waiting => {
-                            return match gone {
-                                Ok(()) => Err("the client left while its call waited for the owner".into()),
-                                Err(refusal) => refuse(&mut writer, idle, refusal).await,
+                        ready = reader.readable(), if waiting => {
+                            let mut first = [0u8; 1];
+                            let started = match ready.and_then(|()| reader.try_read(&mut first)) {
+                                Ok(0) => Ok(None),
+                                Ok(_) => rest_of_frame::<AgentFrame>(&mut reader, idle, first[0]).await,
+                                // Readiness that was not: keep waiting.
+                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                                Err(_) => Ok(None),
                             };
+                            match started {
+                                Ok(Some(AgentFrame::Withdraw {})) => {
+                                    broker.approvals.withdraw(&broker, &session, call_id).await;
+                                }
+                                Ok(Some(_)) => {
+                                    let refusal = Refusal::new(
+                                        ErrorCode::BadFrame,
+                                        "a frame arrived while this connection's call waits for the owner; send one call at a time (or withdraw it)",
+                                    );
+                                    return refuse(&mut writer, idle, refusal).await;
+                                }
+                                Ok(None) => {
+                                    return Err("the client left while its call waited for the owner".into());
+                                }
+                                Err(refusal) => return refuse(&mut writer, idle, refusal).await,
+                            }
                         }
                     }
                 };
@@ -141,6 +163,8 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                     Err(refusal) => return refuse(&mut writer, idle, refusal).await,
                 }
             }
+            // Nothing waits (the call it meant was answered before it arrived).
+            AgentFrame::Withdraw {} => {}
             AgentFrame::Close {} => {
                 match sessions::close(&broker, &session, "closed by its client").await {
                     Ok(()) => write(&mut writer, &BrokerFrame::Closed {}, idle).await?,
@@ -149,19 +173,6 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 return Ok(());
             }
         }
-    }
-}
-
-/// Resolves when the client closes the connection (`Ok`) or sends a frame while its call
-/// waits (`Err`: one call at a time per connection).
-async fn left(reader: &mut OwnedReadHalf) -> Result<(), Refusal> {
-    let mut byte = [0u8; 1];
-    match reader.read(&mut byte).await {
-        Ok(0) | Err(_) => Ok(()),
-        Ok(_) => Err(Refusal::new(
-            ErrorCode::BadFrame,
-            "a frame arrived while this connection's call waits for the owner; send one call at a time",
-        )),
     }
 }
 
@@ -246,6 +257,17 @@ pub(super) async fn read<T: serde::de::DeserializeOwned>(
         Ok(_) => {}
         Err(e) => return Err(bad(format!("cannot read: {e}"))),
     }
+    rest_of_frame(reader, idle, length[0]).await
+}
+
+/// Reads the rest of a frame whose first byte, `first`, has been read.
+async fn rest_of_frame<T: serde::de::DeserializeOwned>(
+    reader: &mut OwnedReadHalf,
+    idle: Duration,
+    first: u8,
+) -> Result<Option<T>, Refusal> {
+    let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
+    let mut length = [first, 0, 0, 0];
     tokio::time::timeout(idle, reader.read_exact(&mut length[1..]))
         .await
         .map_err(|_| bad("silent in the middle of a frame".into()))?

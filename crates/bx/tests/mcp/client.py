@@ -46,6 +46,25 @@ async def run_steps(call_list, call_tool, plan, progress):
             out = dump_result(result)
             out["progress"] = notes
             print(json.dumps(out), flush=True)
+        elif step["op"] == "cancel":
+            # Start the call, wait for its first progress note (it waits for the owner), then
+            # cancel it, as a user pressing escape would.
+            noted = asyncio.Event()
+
+            async def on_note(value, total, message):
+                progress(message)
+                noted.set()
+
+            task = asyncio.ensure_future(call_tool(step["name"], step.get("arguments", {}), on_note))
+            await asyncio.wait_for(noted.wait(), 30)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            print(json.dumps({"cancelled": True}), flush=True)
+        elif step["op"] == "sleep":
+            await asyncio.sleep(step["seconds"])
         else:
             raise SystemExit(f"unknown step {step!r}")
 

@@ -57,6 +57,13 @@ pub trait ToolPort: Send + Sync {
     fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {
         None
     }
+
+    /// Withdraws the call now waiting for the owner (the one `on_pending` announced, its
+    /// client having cancelled it): the far side abandons it and `call` returns its answer
+    /// without the call having run. Whether the port could send the withdrawal.
+    fn withdraw(&self) -> bool {
+        false
+    }
 }
 
 /// A call waiting for the owner: the approval's number and when it lapses.

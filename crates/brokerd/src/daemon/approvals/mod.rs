@@ -379,6 +379,29 @@ impl Approvals {
         });
     }
 
+    /// Abandons the waiting call `call_id` of `session`, which its client withdrew; whether one
+    /// was waiting.
+    pub async fn withdraw(
+        &self,
+        broker: &Arc<Broker>,
+        session: &SessionId,
+        call_id: proto::CallId,
+    ) -> bool {
+        let id = self
+            .entries()
+            .values()
+            .find(|e| &e.view.session == session && e.view.call_id == call_id)
+            .map(|e| e.view.approval);
+        let Some(id) = id else {
+            return false;
+        };
+        tracing::info!(approval = %id, "the client withdrew the call waiting for this approval");
+        let why = "its client withdrew it".to_string();
+        self.settle(broker, id, Ending::Abandoned(why))
+            .await
+            .is_ok()
+    }
+
     /// Abandons every waiting call of `session` (it ended).
     pub async fn end_session(&self, broker: &Arc<Broker>, session: &SessionId) {
         let ids: Vec<ApprovalId> = self

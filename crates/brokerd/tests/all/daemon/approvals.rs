@@ -307,3 +307,38 @@ fn a_client_that_comes_back_within_the_grace_period_keeps_its_approval() {
         "an approved call is not pending"
     );
 }
+
+#[test]
+fn a_withdrawn_call_is_abandoned_recorded_and_never_runs() {
+    let broker = BrokerProcess::start(ASK_WRITE, "idle_timeout_ms = 1000\n");
+    let target = broker.work.join("withdrawn.txt");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    // Nothing waits: a withdrawal does nothing and the connection serves on.
+    proto::write_frame(&mut client.stream, &proto::AgentFrame::Withdraw {}).unwrap();
+    client.call_pending(1, "write_file", &write_args(&target, "no\n"));
+    let answer = client.send(&proto::AgentFrame::Withdraw {});
+    match answer {
+        Some(proto::BrokerFrame::Response {
+            call_id,
+            response: ToolResponse::Failed { message },
+        }) => {
+            assert_eq!(call_id, proto::CallId(1));
+            assert_eq!(
+                message,
+                "this call was abandoned and never ran: its client withdrew it"
+            );
+        }
+        other => panic!("not the withdrawn call's answer: {other:?}"),
+    }
+    assert!(!target.exists());
+    let mut owner = OwnerClient::open(&broker.owner_socket());
+    assert!(owner.pending().is_empty());
+    // The same call id sent again gets the same answer; it never runs.
+    let again = client.call(1, "write_file", &write_args(&target, "no\n"));
+    assert!(
+        matches!(&again, Ok(ToolResponse::Failed { message }) if message.starts_with("this call was abandoned and never ran")),
+        "{again:?}"
+    );
+    assert!(!target.exists());
+    assert_eq!(audit_verify(&broker).0, 0);
+}

@@ -339,3 +339,44 @@ fn a_restarted_client_resumes_its_session_and_labels_and_only_new_session_starts
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&kept).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
 }
+
+#[test]
+fn a_call_cancelled_while_it_waits_for_the_owner_is_withdrawn_and_never_runs() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    std::fs::create_dir_all(broker.work.join("asked")).unwrap();
+    let target = broker.work.join("asked/cancelled.txt");
+    // Both eras, from the 2.x SDK: the 1.x SDK sends no notifications/cancelled when a call
+    // is cancelled, so no server can learn of it.
+    for mode in ["modern", "legacy"] {
+        let plan = json!([
+            { "op": "cancel", "name": "call_tool",
+              "arguments": { "name": "write_file", "arguments": { "path": target, "content": "no\n" } } },
+            { "op": "sleep", "seconds": 1 },
+            call("clock", json!({})),
+        ]);
+        let output = start(&broker, mode, &plan, &[]).wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{mode}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains("\"cancelled\": true"), "{mode}: {stdout}");
+        // The approval is gone: withdrawn, not left for the owner to answer.
+        let mut owner = OwnerClient::open(&broker.owner_socket());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !owner.pending().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(owner.pending(), Vec::new(), "{mode}");
+        assert!(!target.exists(), "{mode}: the withdrawn call ran");
+    }
+    let audit = std::fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    assert_eq!(
+        audit.matches("its client withdrew it").count(),
+        2,
+        "{audit}"
+    );
+    let verified = bx(&broker, &["audit", "verify"]);
+    assert_eq!(verified.code, 0, "{}", verified.stderr);
+}
