@@ -4,8 +4,8 @@
 //! binary), and (5) an in-process `read_file` in a fresh box: this binary as the worker, as
 //! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only, (6) `/bin/true`
 //! in a fresh box with a network (the proxy socket bound in, the relay started and detached),
-//! and (7) `/bin/true` through a warm box's command worker (`spawn_command_worker`), built once
-//! before the runs.
+//! (7) `/bin/true` through a warm box's command worker (`spawn_command_worker`), built once
+//! before the runs, and (8) 100 MB of output from a fresh box and through the worker.
 //! Run as root: `cargo run --release -p sandbox --example box_bench [runs]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -97,6 +97,30 @@ fn main() {
             .unwrap();
         assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
     });
+    // 100 MB of output, fresh and through the worker: what the extra pipe and frames cost.
+    let flood = CommandSpec {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), "yes | head -c 100000000".into()],
+        ..spec.clone()
+    };
+    let flood_runs = (runs / 20).max(3);
+    let flood_fresh = measure(flood_runs, || run_box(&flood, &landlocked, 100_000_000));
+    let flood_warm = measure(flood_runs, || {
+        let mut got = 0usize;
+        let ended = worker
+            .run_command(
+                &flood,
+                Duration::from_secs(30),
+                30,
+                1 << 30,
+                &mut |b| got += b.len(),
+                &mut |b| eprint!("{}", String::from_utf8_lossy(b)),
+                &mut sandbox::Sent::default(),
+            )
+            .unwrap();
+        assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
+        assert_eq!(got, 100_000_000);
+    });
     println!(
         "{runs} runs each; median and p99 in ms; Landlock {}",
         sandbox::landlock_enforcement()
@@ -109,6 +133,8 @@ fn main() {
         ("fresh box read_file", &read),
         ("fresh box with network", &network),
         ("warm worker /bin/true", &warm),
+        ("fresh box, 100 MB out", &flood_fresh),
+        ("warm worker, 100 MB out", &flood_warm),
     ] {
         println!(
             "{name:24} median {:7.2}  p99 {:7.2}",

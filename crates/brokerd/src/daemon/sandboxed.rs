@@ -56,7 +56,7 @@ pub fn boxed_with(
 pub const WARM_COMMANDS: &str = "kept warm: forked by the session's command worker in this box, in a Landlock domain of its own that cannot signal, trace or read the worker; every process of it ended before this answer";
 
 /// What the header says when the owner switched the file walls off.
-pub const UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so the command sees every file the broker's user can";
+pub const UNBOXED: &str = "none: [sandbox] file_walls = false in brokerd.toml, so the command sees every file the broker's user can and the broker's whole network, whatever hosts its grant names";
 
 /// Runs `shell` in a box, everything else directly.
 pub struct SandboxedRunner {
