@@ -15,12 +15,14 @@ use serde_json::{Map, Value};
 
 use super::config::SandboxConfig;
 use super::runner::{DirectRunner, Outcome, RunContext, Runner, shell};
-use super::worker::{self, FileCall, REQUEST, Request};
+use super::worker::FileCall;
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
+mod files;
 mod git;
 
+pub use files::{FILE_UNBOXED, file_boxed};
 pub use git::{GIT_UNBOXED, clone_boxed, git_boxed};
 
 /// What the header of a boxed `shell` result says of its walls, for the box's file walls and
@@ -462,122 +464,9 @@ fn granted(allowed: &Allowed) -> Vec<PathBuf> {
     }
 }
 
-impl SandboxedRunner {
-    /// Runs `read_file`, `write_file` or `edit_file` in brokerd's worker in a fresh box.
-    fn file_in_box(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
-        let folders = granted(allowed);
-        let Some(base) = folders.first().cloned() else {
-            return Outcome::Failed(
-                "the decision names no granted folder for the file tool".to_string(),
-            );
-        };
-        let Some((tool, writes)) = FileCall::of(&allowed.args) else {
-            return self.direct.run(allowed, context);
-        };
-        let walks = tool.walks();
-        let (mut parents_ignores, mut walk) = (Vec::new(), None);
-        if walks {
-            let mut limits =
-                crate::files::walk_limits(allowed, &context.grants, &context.protected);
-            (parents_ignores, limits.git_repo_above) = worker::above_the_grant(&base);
-            walk = Some(limits);
-        }
-        let exe = match std::env::current_exe() {
-            Ok(exe) => exe,
-            Err(e) => {
-                return Outcome::Failed(format!(
-                    "cannot find brokerd's own binary for the file tool's box: {e}"
-                ));
-            }
-        };
-        let request = Request {
-            tool,
-            base: base.clone(),
-            cap: self.direct.read_cap,
-            walk,
-            expected: context.expected.clone(),
-        };
-        let bytes = match serde_json::to_vec(&request) {
-            Ok(bytes) => bytes,
-            Err(e) => return Outcome::Failed(format!("cannot write the file tool's request: {e}")),
-        };
-        let (mut read_only, read_write) = if writes {
-            (Vec::new(), vec![base.clone()])
-        } else {
-            (vec![base.clone()], Vec::new())
-        };
-        read_only.push(exe.clone());
-        read_only.extend(parents_ignores.iter().cloned());
-        let mut policy = self.policy_with(read_only, read_write, context);
-        let mut spec = sandbox::CommandSpec {
-            program: exe,
-            args: vec!["box-file".into()],
-            env: Vec::new(),
-            cwd: PathBuf::from("/"),
-        };
-        let masked = context.protected.folders();
-        let outcome = if self.warm_fits(&base, masked) {
-            spec.args.push("--warm".into());
-            // Its CPU limit covers its life; each call's deadline is the call's own.
-            policy.limits.cpu_seconds = super::warm::LIFETIME.as_secs().saturating_mul(cores());
-            let key =
-                super::warm::Key::of(&context.session, writes, &base, &parents_ignores, masked);
-            let cap = usize::try_from(policy.limits.output_bytes).unwrap_or(usize::MAX);
-            match self
-                .warm
-                .exchange(key, &spec, &policy, &bytes, context.limit, cap)
-            {
-                Ok((answer, _)) => worker::outcome(&answer, b"", None),
-                Err(e) => Outcome::Failed(format!("the file tool's warm box failed: {e}")),
-            }
-        } else {
-            policy.files = vec![(PathBuf::from(REQUEST), bytes)];
-            fresh_box(&spec, &policy, context)
-        };
-        match outcome {
-            Outcome::Ran { mut fields, body } => {
-                fields.insert(
-                    "sandbox".to_string(),
-                    Value::from(file_boxed(self.file_walls, self.landlock(), walks)),
-                );
-                Outcome::Ran { fields, body }
-            }
-            other => other,
-        }
-    }
-
-    /// Whether a file call in `base` may use a warm box: kept warm, and (without bubblewrap)
-    /// no protected folder below `base`, whose siblings Landlock's rules list as they were.
-    fn warm_fits(&self, base: &Path, masked: &[PathBuf]) -> bool {
-        self.warm.enabled()
-            && (self.file_walls == sandbox::FileWalls::Bubblewrap
-                || !masked.iter().any(|m| m.starts_with(base)))
-    }
-}
-
 /// The cores of this machine (a box's threads share its CPU limit).
-fn cores() -> u64 {
+pub(super) fn cores() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| u64::try_from(n.get()).unwrap_or(1))
-}
-
-/// Runs the file tool's worker once in a fresh box and reads its outcome.
-fn fresh_box(
-    spec: &sandbox::CommandSpec,
-    policy: &sandbox::Policy,
-    context: &RunContext,
-) -> Outcome {
-    let child = match sandbox::spawn_boxed(spec, policy, context.limit) {
-        Ok(child) => child,
-        Err(e) => return Outcome::Failed(box_error(e)),
-    };
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let ended = match child.finish(&mut |b| out.extend_from_slice(b), &mut |b| {
-        err.extend_from_slice(b)
-    }) {
-        Ok(ended) => ended,
-        Err(e) => return Outcome::Failed(format!("lost track of the file tool's box: {e}")),
-    };
-    worker::outcome(&out, &err, ended.exit)
 }
 
 /// What a file call says when its box cannot be built.
@@ -601,30 +490,4 @@ fn no_bubblewrap() -> String {
         "{}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls",
         sandbox::BoxError::NoBubblewrap
     )
-}
-
-/// What the header of a file tool's result says when the owner switched the file walls off.
-pub const FILE_UNBOXED: &str =
-    "none: [sandbox] file_walls = false in brokerd.toml, so the tool ran in the broker's process";
-
-/// What the header of a boxed file tool's result says of its walls; `walks` for the walkers
-/// (`list_files`, `glob`, `grep`), which only read.
-pub fn file_boxed(
-    walls: sandbox::FileWalls,
-    landlock: sandbox::Enforcement,
-    walks: bool,
-) -> String {
-    let reach = if walks {
-        "walks only the granted folder, read-only"
-    } else {
-        "sees only the granted folder (read-only to read_file)"
-    };
-    match walls {
-        sandbox::FileWalls::Bubblewrap => format!(
-            "bubblewrap: brokerd's worker {reach}, protected folders masked; Landlock {landlock}; no network; every capability dropped"
-        ),
-        sandbox::FileWalls::LandlockOnly => format!(
-            "landlock only (no bubblewrap): Landlock {landlock}: brokerd's worker {reach}, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped"
-        ),
-    }
 }
