@@ -280,6 +280,7 @@ impl Ledger {
                 call_id,
                 grant,
                 resolution,
+                ..
             } => {
                 let text = serde_json::to_string(resolution)
                     .map_err(|e| damaged("an approval's resolution", e.to_string()))?;

@@ -79,9 +79,11 @@ pub struct BrokerPort {
     socket: PathBuf,
     resume: Resume,
     link: Mutex<Option<Link>>,
-    /// A second handle on the current connection, for the one frame sent while a call holds
-    /// `link` waiting for its answer: `withdraw`.
+    /// A second handle on the current connection, for the frames sent while a call holds
+    /// `link` waiting for its answer: `withdraw` and `answer`.
     side: Mutex<Option<UnixStream>>,
+    /// The client's name, said in every `hello`.
+    client: Option<String>,
     fatal: Mutex<Option<PortError>>,
     reconnect_for: Duration,
 }
@@ -89,10 +91,21 @@ pub struct BrokerPort {
 impl BrokerPort {
     /// Connects to `socket` and opens a new session (`resume` = `None`) or resumes one.
     pub fn connect(socket: &Path, resume: Option<Resume>) -> Result<BrokerPort, PortError> {
-        let (stream, resume) = hello(socket, resume)?;
+        BrokerPort::connect_for(socket, resume, None)
+    }
+
+    /// [`BrokerPort::connect`] for a client the broker knows by name (`bx mcp`: its MCP
+    /// client's), which `brokerd.toml` may let answer the session's approvals itself.
+    pub fn connect_for(
+        socket: &Path,
+        resume: Option<Resume>,
+        client: Option<String>,
+    ) -> Result<BrokerPort, PortError> {
+        let (stream, resume) = hello(socket, resume, client.as_deref())?;
         Ok(BrokerPort {
             socket: socket.to_path_buf(),
             resume,
+            client,
             side: Mutex::new(stream.try_clone().ok()),
             link: Mutex::new(Some(Link { stream })),
             fatal: Mutex::new(None),
@@ -139,7 +152,11 @@ impl BrokerPort {
         loop {
             let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
             if link.is_none() {
-                match hello(&self.socket, Some(self.resume.clone())) {
+                match hello(
+                    &self.socket,
+                    Some(self.resume.clone()),
+                    self.client.as_deref(),
+                ) {
                     Ok((stream, _)) => {
                         *self.side.lock().unwrap_or_else(PoisonError::into_inner) =
                             stream.try_clone().ok();
@@ -253,7 +270,11 @@ fn refusal(code: ErrorCode, message: String, session: &str) -> PortError {
 }
 
 /// Connects and says hello: the stream and the session it serves.
-fn hello(socket: &Path, resume: Option<Resume>) -> Result<(UnixStream, Resume), PortError> {
+fn hello(
+    socket: &Path,
+    resume: Option<Resume>,
+    client: Option<&str>,
+) -> Result<(UnixStream, Resume), PortError> {
     let shown = socket.display().to_string();
     let mut stream = UnixStream::connect(socket).map_err(|e| match e.kind() {
         ErrorKind::NotFound | ErrorKind::ConnectionRefused => PortError::NoBroker {
@@ -270,6 +291,7 @@ fn hello(socket: &Path, resume: Option<Resume>) -> Result<(UnixStream, Resume), 
         .unwrap_or_default();
     let frame = AgentFrame::Hello {
         version: PROTOCOL_VERSION,
+        client: client.map(str::to_string),
         resume,
     };
     let protocol = |message: String| PortError::Protocol {
@@ -301,6 +323,18 @@ fn hello(socket: &Path, resume: Option<Resume>) -> Result<(UnixStream, Resume), 
     }
 }
 
+impl BrokerPort {
+    /// Sends `frame` on the second handle of the connection (the call waiting for its answer
+    /// keeps reading on the first); whether it was written.
+    fn side_frame(&self, frame: &AgentFrame) -> bool {
+        let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
+        match side.as_mut() {
+            Some(stream) => write_frame(stream, frame).is_ok(),
+            None => false,
+        }
+    }
+}
+
 impl ToolPort for BrokerPort {
     fn call(&self, request: &ToolRequest, on_pending: &mut dyn FnMut(&Pending)) -> ToolResponse {
         // The broker knows this conversation by its broker session id.
@@ -314,8 +348,16 @@ impl ToolPort for BrokerPort {
         let answered = self.exchange(&frame, |answer| match answer {
             BrokerFrame::Response { call_id, response } if call_id.0 == request.call_id => {
                 match response {
-                    ToolResponse::PendingApproval { approval, expires } => {
-                        on_pending(&Pending { approval, expires });
+                    ToolResponse::PendingApproval {
+                        approval,
+                        expires,
+                        answerable,
+                    } => {
+                        on_pending(&Pending {
+                            approval,
+                            expires,
+                            answerable,
+                        });
                         Step::More
                     }
                     other => Step::Done(other),
@@ -329,11 +371,11 @@ impl ToolPort for BrokerPort {
     }
 
     fn withdraw(&self) -> bool {
-        let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
-        match side.as_mut() {
-            Some(stream) => write_frame(stream, &AgentFrame::Withdraw {}).is_ok(),
-            None => false,
-        }
+        self.side_frame(&AgentFrame::Withdraw {})
+    }
+
+    fn answer(&self, approve: bool) -> bool {
+        self.side_frame(&AgentFrame::Answer { approve })
     }
 
     fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {

@@ -40,13 +40,16 @@ impl Connect for BrokerConnect {
             session::load(&path)?
         };
         let resumed = stored.is_some();
-        let port = BrokerPort::connect(&self.socket, stored).map_err(|e| {
-            if resumed {
-                format!("{e}; pass --new-session to start a new session (its labels start clean)")
-            } else {
-                e.to_string()
-            }
-        })?;
+        let port = BrokerPort::connect_for(&self.socket, stored, Some(client.to_string()))
+            .map_err(|e| {
+                if resumed {
+                    format!(
+                        "{e}; pass --new-session to start a new session (its labels start clean)"
+                    )
+                } else {
+                    e.to_string()
+                }
+            })?;
         let id = port.session().session.0.clone();
         if !resumed {
             session::store(&path, port.session())?;

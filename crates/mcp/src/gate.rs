@@ -169,9 +169,20 @@ impl Gate {
         let runtime = tokio::runtime::Handle::current();
         let waiting = Arc::new(AtomicBool::new(false));
         let waits = waiting.clone();
+        let can_elicit = elicits(&context);
+        let asked_about = format!("{} {}", request.tool, request.arguments);
         let mut answered = tokio::task::spawn_blocking(move || {
+            let mut asking: Option<tokio::task::JoinHandle<()>> = None;
             let mut on_pending = |pending: &Pending| {
                 waits.store(true, Ordering::SeqCst);
+                if pending.answerable && can_elicit && asking.is_none() {
+                    asking = Some(runtime.spawn(ask_in_client(
+                        peer.clone(),
+                        port.clone(),
+                        pending.approval,
+                        asked_about.clone(),
+                    )));
+                }
                 if let Some(token) = &progress {
                     let note = ProgressNotificationParam::new(token.clone(), 0.0).with_message(
                         format!(
@@ -187,7 +198,12 @@ impl Gate {
                     }
                 }
             };
-            port.call(&request, &mut on_pending)
+            let response = port.call(&request, &mut on_pending);
+            // Answered (in the client, in `bx`, or not at all): the client's question is moot.
+            if let Some(asking) = asking {
+                asking.abort();
+            }
+            response
         });
         // A client that cancels a call waiting for the owner withdraws it: the broker
         // abandons its approval (recorded) and answers without running it. A call already
@@ -215,6 +231,89 @@ impl Gate {
             Ok(response) => result_of(response),
             Err(e) => failed(&format!("the call to the broker failed: {e}")),
         }
+    }
+}
+
+/// Whether the client can be asked through elicitation during this request: it declared
+/// the capability, on a revision with the handshake (on 2026-07-28 a server asks the client
+/// only by returning `InputRequired`, which this server does not do yet).
+fn elicits(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.has_initialize())
+        && context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
+/// The most characters of a call shown in the client's question.
+const ASKED_CHARS: usize = 500;
+
+/// Asks the client's user whether the waiting call may run, and gives the broker the answer:
+/// accepted with `approve` runs it once; `refuse` or a decline refuses it; a dismissal leaves
+/// it to the owner in `bx`.
+async fn ask_in_client(
+    peer: rmcp::Peer<RoleServer>,
+    port: Arc<dyn ToolPort>,
+    approval: u64,
+    call: String,
+) {
+    let shown: String = call.chars().take(ASKED_CHARS).collect();
+    let cut = if shown.len() < call.len() { " …" } else { "" };
+    let message = format!(
+        "boxmaker: the owner's grants ask before this call runs (approval {approval}):\n{shown}{cut}\nApprove runs it once; refuse denies it. The call's arguments come from the model: read them before you approve."
+    );
+    let schema = rmcp::model::ElicitationSchema::from_json_schema(
+        match json!({
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": ["approve", "refuse"],
+                }
+            },
+            "required": ["decision"],
+        }) {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        },
+    );
+    let Ok(schema) = schema else {
+        tracing::warn!("cannot build the approval's elicitation schema");
+        return;
+    };
+    let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: schema,
+    };
+    let approve = match peer.create_elicitation(params).await {
+        Ok(result) => match result.action {
+            rmcp::model::ElicitationAction::Accept => Some(
+                result
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("decision"))
+                    .and_then(Value::as_str)
+                    == Some("approve"),
+            ),
+            rmcp::model::ElicitationAction::Decline => Some(false),
+            _ => None,
+        },
+        Err(error) => {
+            tracing::info!(%error, "the client did not answer the approval's question");
+            None
+        }
+    };
+    if let Some(approve) = approve {
+        let sent = tokio::task::spawn_blocking(move || port.answer(approve)).await;
+        tracing::info!(
+            approval,
+            approve,
+            sent = matches!(sent, Ok(true)),
+            "the client answered the approval"
+        );
     }
 }
 

@@ -178,5 +178,9 @@ pub enum ToolResponse {
         approval: u64,
         /// When the request lapses unanswered.
         expires: Timestamp,
+        /// Whether this connection's client may answer it itself (`AgentFrame::Answer`):
+        /// `brokerd.toml` names the client, and it is an approval, not a question.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        answerable: bool,
     },
 }

@@ -35,6 +35,10 @@ pub enum AgentFrame {
         /// The session to continue; `None` opens a new one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume: Option<Resume>,
+        /// The name of the program the agent side serves (`bx mcp`: its MCP client's name),
+        /// which `brokerd.toml` may let answer this session's approvals itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<String>,
     },
     /// Asks for the schemas of every tool a current grant could cover.
     ListTools {},
@@ -46,6 +50,13 @@ pub enum AgentFrame {
     /// Ends the session for good: its answers are dropped and a later resume is refused.
     /// (`loopd chat` never sends it, since a conversation can always go on.)
     Close {},
+    /// Answers the approval of the call this connection waits on, in the client's own
+    /// interface: allowed only for a client `brokerd.toml` names (`[mcp] approve_in_client`),
+    /// recorded with that client as the channel. Sent when no call waits, it does nothing.
+    Answer {
+        /// Run the call once (`true`) or refuse it.
+        approve: bool,
+    },
     /// Withdraws the call this connection waits on while the owner is asked (a client that
     /// cancelled it): its approval is abandoned, recorded as such, and the call answers
     /// `Failed` without running. Sent when no call waits, it does nothing.

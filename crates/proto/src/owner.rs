@@ -384,6 +384,7 @@ mod tests {
         let agent = [
             AgentFrame::Hello {
                 version: 1,
+                client: None,
                 resume: None,
             },
             AgentFrame::ListTools {},

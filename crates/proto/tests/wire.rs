@@ -62,8 +62,17 @@ fn each_tool_response_variant_is_tagged_with_its_snake_case_type() {
         &ToolResponse::PendingApproval {
             approval: 3,
             expires: at("2026-11-30T01:02:03.004Z"),
+            answerable: false,
         },
         r#"{"type":"pending_approval","approval":3,"expires":"2026-11-30T01:02:03.004Z"}"#,
+    );
+    golden(
+        &ToolResponse::PendingApproval {
+            approval: 3,
+            expires: at("2026-11-30T01:02:03.004Z"),
+            answerable: true,
+        },
+        r#"{"type":"pending_approval","approval":3,"expires":"2026-11-30T01:02:03.004Z","answerable":true}"#,
     );
 }
 
@@ -159,6 +168,7 @@ fn agent_frames_have_golden_json() {
     golden(
         &AgentFrame::Hello {
             version: PROTOCOL_VERSION,
+            client: None,
             resume: None,
         },
         r#"{"type":"hello","version":1}"#,
@@ -166,6 +176,7 @@ fn agent_frames_have_golden_json() {
     golden(
         &AgentFrame::Hello {
             version: 1,
+            client: None,
             resume: Some(Resume {
                 session: "s1".into(),
                 token: "t".into(),
@@ -227,6 +238,10 @@ fn broker_frames_have_golden_json() {
     golden(&BrokerFrame::Closed {}, r#"{"type":"closed"}"#);
     golden(&AgentFrame::Close {}, r#"{"type":"close"}"#);
     golden(&AgentFrame::Withdraw {}, r#"{"type":"withdraw"}"#);
+    golden(
+        &AgentFrame::Answer { approve: true },
+        r#"{"type":"answer","approve":true}"#,
+    );
 }
 
 #[test]
@@ -244,6 +259,7 @@ fn frames_round_trip_through_a_stream_and_the_end_is_clean() {
         &mut wire,
         &AgentFrame::Hello {
             version: 1,
+            client: None,
             resume: None,
         },
     )

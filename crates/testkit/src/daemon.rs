@@ -205,6 +205,7 @@ impl AgentClient {
         let mut client = AgentClient::connect(socket);
         match client.send(&AgentFrame::Hello {
             version: PROTOCOL_VERSION,
+            client: None,
             resume,
         }) {
             Some(BrokerFrame::Welcome {

@@ -98,6 +98,19 @@ pub struct Config {
     pub web_search: Option<super::search::WebSearchConfig>,
     /// The box commands run in.
     pub sandbox: SandboxConfig,
+    /// What MCP clients served by `bx mcp` may do.
+    pub mcp: McpConfig,
+}
+
+/// `[mcp]`: what the MCP clients `bx mcp` serves may do beside calling tools.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// The client names (as each MCP client names itself) whose own interface may answer the
+    /// approvals of their session's calls (MCP elicitation). Empty by default: answering from
+    /// the agent's own client gives the agent's side owner power, and some clients accept
+    /// every elicitation unasked. Each answer is recorded with the client as its channel.
+    pub approve_in_client: Vec<String>,
 }
 
 /// `[sandbox]`: the box `shell` runs in.
@@ -165,6 +178,7 @@ impl Default for Config {
             consult: None,
             web_search: None,
             sandbox: SandboxConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }

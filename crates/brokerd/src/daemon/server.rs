@@ -51,8 +51,12 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
     check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
     let (mut reader, mut writer) = stream.into_split();
-    let session = match read::<AgentFrame>(&mut reader, idle, true).await {
-        Ok(Some(AgentFrame::Hello { version, resume })) => {
+    let (session, client) = match read::<AgentFrame>(&mut reader, idle, true).await {
+        Ok(Some(AgentFrame::Hello {
+            version,
+            resume,
+            client,
+        })) => {
             if version != PROTOCOL_VERSION {
                 let message = format!(
                     "protocol version {version} is not this broker's version {PROTOCOL_VERSION}"
@@ -73,7 +77,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                         resume_token: token,
                     };
                     write(&mut writer, &welcome, idle).await?;
-                    session
+                    (session, client)
                 }
                 Err(refusal) => return refuse(&mut writer, idle, refusal).await,
             }
@@ -85,6 +89,9 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
         Ok(None) => return Ok(()),
         Err(bad) => return refuse(&mut writer, idle, bad).await,
     };
+    // The client the owner lets answer this session's approvals in its own interface.
+    let answers_in_client =
+        client.filter(|name| broker.config.mcp.approve_in_client.contains(name));
     loop {
         let frame = match read::<AgentFrame>(&mut reader, idle, false).await {
             Ok(Some(frame)) => frame,
@@ -120,8 +127,11 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                     tokio::select! {
                         answered = &mut answering => break answered,
                         Some(note) = told.recv() => match note {
-                            Some(response) => {
+                            Some(mut response) => {
                                 waiting = true;
+                                if let proto::ToolResponse::PendingApproval { answerable, .. } = &mut response {
+                                    *answerable = answers_in_client.is_some() && request.tool != policy::ask::ASK;
+                                }
                                 let frame = BrokerFrame::Response { call_id, response };
                                 write(&mut writer, &frame, idle).await?;
                             }
@@ -139,6 +149,19 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                             match started {
                                 Ok(Some(AgentFrame::Withdraw {})) => {
                                     broker.approvals.withdraw(&broker, &session, call_id).await;
+                                }
+                                Ok(Some(AgentFrame::Answer { approve })) => {
+                                    let Some(name) = &answers_in_client else {
+                                        let refusal = Refusal::new(
+                                            ErrorCode::BadFrame,
+                                            "this client may not answer approvals: brokerd.toml's [mcp] approve_in_client does not name it",
+                                        );
+                                        return refuse(&mut writer, idle, refusal).await;
+                                    };
+                                    broker
+                                        .approvals
+                                        .answer_in_client(&broker, &session, call_id, approve, name)
+                                        .await;
                                 }
                                 Ok(Some(_)) => {
                                     let refusal = Refusal::new(
@@ -164,7 +187,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 }
             }
             // Nothing waits (the call it meant was answered before it arrived).
-            AgentFrame::Withdraw {} => {}
+            AgentFrame::Withdraw {} | AgentFrame::Answer { .. } => {}
             AgentFrame::Close {} => {
                 match sessions::close(&broker, &session, "closed by its client").await {
                     Ok(()) => write(&mut writer, &BrokerFrame::Closed {}, idle).await?,

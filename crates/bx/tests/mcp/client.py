@@ -14,6 +14,7 @@ for each step, and a final {"done": true, "protocol": ...}.
 
 import asyncio
 import json
+import os
 import sys
 
 import mcp
@@ -74,11 +75,21 @@ def announce(message):
     print(json.dumps({"progress": message}), flush=True)
 
 
+async def elicit(context, params):
+    """Answers an elicitation as BOXMAKER_TEST_ELICIT says (approve, refuse, decline, cancel)."""
+    answer = os.environ.get("BOXMAKER_TEST_ELICIT", "cancel")
+    print(json.dumps({"elicited": params.message}), flush=True)
+    if answer in ("approve", "refuse"):
+        return mcp.types.ElicitResult(action="accept", content={"decision": answer})
+    return mcp.types.ElicitResult(action=answer)
+
+
 async def main():
     mode, plan_text = sys.argv[1], sys.argv[2]
     target = sys.argv[sys.argv.index("--") + 1:]
     plan = json.loads(plan_text)
     info = mcp.Implementation(name="boxmaker-test-client", version="1")
+    callback = elicit if "BOXMAKER_TEST_ELICIT" in os.environ else None
     http = mode.startswith("http-")
     mode = mode.removeprefix("http-")
     if http:
@@ -95,7 +106,8 @@ async def main():
             server = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
         else:
             server = params
-        async with mcp.Client(server, mode=pin, client_info=info, raise_exceptions=True, cache=None) as client:
+        async with mcp.Client(server, mode=pin, client_info=info, raise_exceptions=True, cache=None,
+                              elicitation_callback=callback) as client:
             await run_steps(
                 client.list_tools,
                 lambda n, a, p: client.call_tool(n, a, progress_callback=p),
@@ -114,7 +126,7 @@ async def main():
             transport = stdio_client(params)
         async with transport as streams:
             read, write = streams[0], streams[1]
-            async with mcp.ClientSession(read, write, client_info=info) as session:
+            async with mcp.ClientSession(read, write, client_info=info, elicitation_callback=callback) as session:
                 init = await session.initialize()
                 await run_steps(
                     session.list_tools,

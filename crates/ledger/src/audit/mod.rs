@@ -237,6 +237,11 @@ pub enum Event {
         grant: Option<GrantId>,
         /// How it ended.
         resolution: Resolution,
+        /// Who answered when not the owner through `bx`: `client NAME`, an MCP client that
+        /// `brokerd.toml` lets answer in its own interface. Absent: the owner (or expiry, or
+        /// abandonment).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        channel: Option<String>,
     },
     /// A session saw a file's whole content as it now is (it read, wrote or edited it): what
     /// read before write compares a later write against.

@@ -64,6 +64,13 @@ pub trait ToolPort: Send + Sync {
     fn withdraw(&self) -> bool {
         false
     }
+
+    /// Answers the call now waiting for the owner from the client's own interface (only
+    /// where `on_pending` said it is answerable): run it once, or refuse it. Whether the port
+    /// could send the answer.
+    fn answer(&self, _approve: bool) -> bool {
+        false
+    }
 }
 
 /// A call waiting for the owner: the approval's number and when it lapses.
@@ -73,6 +80,8 @@ pub struct Pending {
     pub approval: u64,
     /// When the approval request expires unanswered.
     pub expires: Timestamp,
+    /// Whether the client may answer it itself ([`ToolPort::answer`]): the owner let it.
+    pub answerable: bool,
 }
 
 /// One tool the model can learn about; `core` tools are in every request's `tools` array.

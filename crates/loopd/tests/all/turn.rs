@@ -138,6 +138,7 @@ fn a_pending_approval_is_an_event_and_then_the_final_answer_reaches_the_model() 
     port.pending = vec![Pending {
         approval: 7,
         expires,
+        answerable: false,
     }];
     let (result, events) = fx.turn(&port, "list");
     assert_eq!(result.unwrap(), "Listed.");
@@ -195,6 +196,7 @@ fn a_port_that_returns_a_pending_frame_as_final_has_failed() {
     let port = FixedPort::new(ToolResponse::PendingApproval {
         approval: 1,
         expires: Timestamp::now(),
+        answerable: false,
     });
     let (_, events) = fx.turn(&port, "run");
     assert_eq!(

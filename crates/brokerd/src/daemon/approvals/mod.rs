@@ -402,6 +402,41 @@ impl Approvals {
             .is_ok()
     }
 
+    /// Answers the waiting call `call_id` of `session` as its client `client` did in its own
+    /// interface (the connection checked that `brokerd.toml` lets it): run once, or refused.
+    /// Questions are the owner's alone. Whether an approval was waiting.
+    pub async fn answer_in_client(
+        &self,
+        broker: &Arc<Broker>,
+        session: &SessionId,
+        call_id: proto::CallId,
+        approve: bool,
+        client: &str,
+    ) -> bool {
+        let id = self
+            .entries()
+            .values()
+            .find(|e| {
+                &e.view.session == session
+                    && e.view.call_id == call_id
+                    && e.view.kind == PendingKind::Approval
+            })
+            .map(|e| e.view.approval);
+        let Some(id) = id else {
+            return false;
+        };
+        let answer = if approve {
+            OwnerAnswer::Once
+        } else {
+            OwnerAnswer::Refuse
+        };
+        tracing::info!(approval = %id, approve, client, "the client answered an approval in its own interface");
+        let channel = Some(format!("client {client}"));
+        self.settle_through(broker, id, Ending::Owner(answer), channel)
+            .await
+            .is_ok()
+    }
+
     /// Abandons every waiting call of `session` (it ended).
     pub async fn end_session(&self, broker: &Arc<Broker>, session: &SessionId) {
         let ids: Vec<ApprovalId> = self
@@ -431,6 +466,17 @@ impl Approvals {
         broker: &Arc<Broker>,
         id: ApprovalId,
         ending: Ending,
+    ) -> Result<String, OwnerRefusal> {
+        self.settle_through(broker, id, ending, None).await
+    }
+
+    /// [`Approvals::settle`], recording who answered when not the owner (`channel`).
+    async fn settle_through(
+        &self,
+        broker: &Arc<Broker>,
+        id: ApprovalId,
+        ending: Ending,
+        channel: Option<String>,
     ) -> Result<String, OwnerRefusal> {
         // Whoever changes the entry under the lock settles it; the others are told.
         let (view, arguments, settled) = {
@@ -491,6 +537,7 @@ impl Approvals {
             call_id: view.call_id,
             grant: view.grant.clone(),
             resolution: resolution.clone(),
+            channel,
         }];
         let (outcome, message) = final_answer(broker, &view, &ending);
         let mut whole = None;

@@ -299,6 +299,8 @@ async fn wait(mut waiter: Waiter, expires: Timestamp, pending: &PendingTx) -> Se
     let _ = pending.send(Some(ToolResponse::PendingApproval {
         approval: waiter.id().0,
         expires,
+        // The connection says whether its client may answer (`server.rs`).
+        answerable: false,
     }));
     waiter.settled().await
 }

@@ -342,3 +342,27 @@ fn a_withdrawn_call_is_abandoned_recorded_and_never_runs() {
     assert!(!target.exists());
     assert_eq!(audit_verify(&broker).0, 0);
 }
+
+#[test]
+fn a_client_brokerd_toml_does_not_name_cannot_answer_its_approvals() {
+    let broker = BrokerProcess::start(ASK_WRITE, "idle_timeout_ms = 1000\n");
+    let target = broker.work.join("self-approved.txt");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    client.start_call(1, "write_file", &write_args(&target, "no\n"));
+    match client.receive() {
+        Some(proto::BrokerFrame::Response {
+            response: ToolResponse::PendingApproval { answerable, .. },
+            ..
+        }) => assert!(!answerable, "no client is named in brokerd.toml"),
+        other => panic!("not pending: {other:?}"),
+    }
+    match client.send(&proto::AgentFrame::Answer { approve: true }) {
+        Some(proto::BrokerFrame::Error { message, .. }) => {
+            assert!(message.contains("approve_in_client"), "{message}")
+        }
+        other => panic!("the answer was not refused: {other:?}"),
+    }
+    let mut owner = OwnerClient::open(&broker.owner_socket());
+    assert_eq!(owner.pending().len(), 1, "still the owner's to answer");
+    assert!(!target.exists());
+}

@@ -62,6 +62,7 @@ fn bad_clients_get_their_error_codes_while_a_good_one_completes_a_hundred_calls(
     let mut client = AgentClient::connect(&socket);
     let hello = AgentFrame::Hello {
         version: PROTOCOL_VERSION + 1,
+        client: None,
         resume: None,
     };
     assert_eq!(error_code(client.send(&hello)), ErrorCode::Version);
@@ -101,6 +102,7 @@ fn bad_clients_get_their_error_codes_while_a_good_one_completes_a_hundred_calls(
     let mut client = AgentClient::connect(&socket);
     let wrong = AgentFrame::Hello {
         version: PROTOCOL_VERSION,
+        client: None,
         resume: Some(Resume {
             session: other.session_id(),
             token: "0".repeat(64),

@@ -75,6 +75,7 @@ fn every_agent_frame_on_the_owner_socket_is_refused() {
     let frames = [
         AgentFrame::Hello {
             version: PROTOCOL_VERSION,
+            client: None,
             resume: None,
         },
         AgentFrame::ListTools {},

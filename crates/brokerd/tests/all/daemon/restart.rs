@@ -63,6 +63,7 @@ fn a_closed_session_cannot_be_resumed() {
     let mut again = AgentClient::connect(&broker.socket());
     let answer = again.send(&proto::AgentFrame::Hello {
         version: proto::PROTOCOL_VERSION,
+        client: None,
         resume: Some(resume),
     });
     assert!(
@@ -202,6 +203,7 @@ fn a_session_unused_for_its_idle_time_ends_and_a_busy_one_does_not() {
     let mut again = AgentClient::connect(&broker.socket());
     let answer = again.send(&proto::AgentFrame::Hello {
         version: proto::PROTOCOL_VERSION,
+        client: None,
         resume: Some(idle_resume),
     });
     assert!(

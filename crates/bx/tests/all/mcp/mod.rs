@@ -3,6 +3,7 @@
 //! versions in each request's `_meta`), the handshake of 2025-11-25 from the same SDK, and an
 //! SDK 1.x client. Each test fails, never skips, when the SDK is missing.
 
+mod elicit;
 mod garbage;
 mod http;
 
@@ -40,6 +41,17 @@ fn python(mode: &str) -> PathBuf {
 
 /// Starts the client in `mode` running `plan` against `bx mcp ARGS` on `broker`'s folders.
 fn start(broker: &BrokerProcess, mode: &str, plan: &Value, args: &[&str]) -> Child {
+    start_with(broker, mode, plan, args, &[])
+}
+
+/// [`start`] with `env` set for the client (`BOXMAKER_TEST_ELICIT`).
+fn start_with(
+    broker: &BrokerProcess,
+    mode: &str,
+    plan: &Value,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Child {
     let bx_path = testkit::binary("bx").unwrap();
     Command::new(python(mode))
         .arg(script())
@@ -56,6 +68,7 @@ fn start(broker: &BrokerProcess, mode: &str, plan: &Value, args: &[&str]) -> Chi
         .arg("mcp")
         .args(args)
         .current_dir(&broker.work)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
