@@ -23,6 +23,7 @@ use proto::{
 use tokio::sync::watch;
 
 mod answers;
+mod client;
 
 use answers::{final_answer, not_pending, view_of};
 
@@ -377,64 +378,6 @@ impl Approvals {
                     .await;
             }
         });
-    }
-
-    /// Abandons the waiting call `call_id` of `session`, which its client withdrew; whether one
-    /// was waiting.
-    pub async fn withdraw(
-        &self,
-        broker: &Arc<Broker>,
-        session: &SessionId,
-        call_id: proto::CallId,
-    ) -> bool {
-        let id = self
-            .entries()
-            .values()
-            .find(|e| &e.view.session == session && e.view.call_id == call_id)
-            .map(|e| e.view.approval);
-        let Some(id) = id else {
-            return false;
-        };
-        tracing::info!(approval = %id, "the client withdrew the call waiting for this approval");
-        let why = "its client withdrew it".to_string();
-        self.settle(broker, id, Ending::Abandoned(why))
-            .await
-            .is_ok()
-    }
-
-    /// Answers the waiting call `call_id` of `session` as its client `client` did in its own
-    /// interface (the connection checked that `brokerd.toml` lets it): run once, or refused.
-    /// Questions are the owner's alone. Whether an approval was waiting.
-    pub async fn answer_in_client(
-        &self,
-        broker: &Arc<Broker>,
-        session: &SessionId,
-        call_id: proto::CallId,
-        approve: bool,
-        client: &str,
-    ) -> bool {
-        let id = self
-            .entries()
-            .values()
-            .find(|e| {
-                &e.view.session == session
-                    && e.view.call_id == call_id
-                    && e.view.kind == PendingKind::Approval
-            })
-            .map(|e| e.view.approval);
-        let Some(id) = id else {
-            return false;
-        };
-        let answer = if approve {
-            OwnerAnswer::Once
-        } else {
-            OwnerAnswer::Refuse
-        };
-        tracing::info!(approval = %id, approve, client, "the client answered an approval in its own interface");
-        let channel = Some(format!("client {client}"));
-        self.settle_through(broker, id, Ending::Owner(answer), channel)
-            .await
-            .is_ok()
     }
 
     /// Abandons every waiting call of `session` (it ended).
