@@ -8,8 +8,9 @@
 //! blocking thread each, and a call that waits for the owner sends the client progress
 //! notifications (when the client gave a progress token) until the owner answers in `bx`.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
@@ -66,6 +67,15 @@ pub struct Gate {
     connect: Arc<dyn Connect>,
     connected: Arc<OnceCell<Connected>>,
     last_call: Arc<AtomicU64>,
+    /// The calls put to the client with `InputRequired` (2026-07-28), by their `requestState`.
+    asked: Arc<Mutex<HashMap<String, Asked>>>,
+}
+
+/// A call waiting for the owner that was put to the client with `InputRequired`: its answer
+/// arrives on the blocking thread, and the client's retry takes it.
+struct Asked {
+    answered: tokio::task::JoinHandle<ToolResponse>,
+    port: Arc<dyn ToolPort>,
 }
 
 impl Gate {
@@ -77,6 +87,7 @@ impl Gate {
             connect,
             connected: Arc::new(OnceCell::new()),
             last_call: Arc::new(AtomicU64::new(0)),
+            asked: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -129,31 +140,84 @@ impl Gate {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(state) = &request.request_state {
+            return self
+                .resume_asked(state, request.input_responses.as_ref())
+                .await;
+        }
+        Ok(self.call_once(request, context).await)
+    }
+
+    /// The client's retry of a call put to it with `InputRequired`: its answer goes to the
+    /// broker, and the call's final answer comes back. A `requestState` this server did not
+    /// issue (or whose call has ended) is an error.
+    async fn resume_asked(
+        &self,
+        state: &str,
+        responses: Option<&rmcp::model::InputResponses>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let asked = self
+            .asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(state);
+        let Some(Asked { answered, port }) = asked else {
+            return Err(ErrorData::invalid_params(
+                "requestState is not one this server issued, or its call has ended",
+                None,
+            ));
+        };
+        let approve = responses
+            .and_then(|r| r.get(APPROVAL_INPUT))
+            .and_then(decision);
+        if let Some(approve) = approve {
+            let sent = tokio::task::spawn_blocking(move || port.answer(approve)).await;
+            tracing::info!(
+                approve,
+                sent = matches!(sent, Ok(true)),
+                "the client answered an approval (InputRequired)"
+            );
+        }
+        Ok(match answered.await {
+            Ok(response) => result_of(response),
+            Err(e) => failed(&format!("the call to the broker failed: {e}")),
+        }
+        .into())
+    }
+
+    async fn call_once(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
         if name == CLOCK {
             return match loopd::tools::dispatch(&self.registry, &name, &arguments) {
                 Dispatch::Local(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
                 Dispatch::Port { .. } => failed("clock is answered locally"),
-            };
+            }
+            .into();
         }
         let client = client_name(&context);
         let connected = match self.connected(client).await {
             Ok(connected) => connected,
-            Err(why) => return failed(&why),
+            Err(why) => return failed(&why).into(),
         };
         let registry = if name == FIND_TOOL || name == CALL_TOOL {
             match self.live_registry(connected.port.clone()).await {
                 Ok(registry) => registry,
-                Err(why) => return failed(&format!("cannot read the broker's tools: {why}")),
+                Err(why) => {
+                    return failed(&format!("cannot read the broker's tools: {why}")).into();
+                }
             }
         } else {
             self.registry.clone()
         };
         let (tool, arguments) = match loopd::tools::dispatch(&registry, &name, &arguments) {
             Dispatch::Local(text) => {
-                return CallToolResult::success(vec![ContentBlock::text(text)]);
+                return CallToolResult::success(vec![ContentBlock::text(text)]).into();
             }
             Dispatch::Port { tool, arguments } => (tool, arguments),
         };
@@ -170,11 +234,18 @@ impl Gate {
         let waiting = Arc::new(AtomicBool::new(false));
         let waits = waiting.clone();
         let can_elicit = elicits(&context);
+        let by_input = elicits_by_input(&context);
+        let answerable = Arc::new(tokio::sync::Notify::new());
+        let tell_answerable = answerable.clone();
         let asked_about = format!("{} {}", request.tool, request.arguments);
+        let question = asked_about.clone();
         let mut answered = tokio::task::spawn_blocking(move || {
             let mut asking: Option<tokio::task::JoinHandle<()>> = None;
             let mut on_pending = |pending: &Pending| {
                 waits.store(true, Ordering::SeqCst);
+                if pending.answerable && by_input {
+                    tell_answerable.notify_one();
+                }
                 if pending.answerable && can_elicit && asking.is_none() {
                     asking = Some(runtime.spawn(ask_in_client(
                         peer.clone(),
@@ -210,6 +281,21 @@ impl Gate {
         // running is not stopped; its answer is dropped by the SDK.
         let answered = tokio::select! {
             answered = &mut answered => answered,
+            // 2026-07-28: the question goes back to the client as `InputRequired`; its retry
+            // (with this `requestState`) brings the answer and takes the call's result.
+            () = answerable.notified(), if by_input => {
+                let state = request_state();
+                let input = rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(
+                    approval_question(&question),
+                ));
+                let mut requests = rmcp::model::InputRequests::new();
+                requests.insert(APPROVAL_INPUT.to_string(), input);
+                self.asked
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(state.clone(), Asked { answered, port: connected.port.clone() });
+                return rmcp::model::InputRequiredResult::new(Some(requests), Some(state)).into();
+            }
             () = context.ct.cancelled() => loop {
                 // Cancelled before the broker said the call waits: it may yet.
                 if waiting.load(Ordering::SeqCst) {
@@ -231,6 +317,7 @@ impl Gate {
             Ok(response) => result_of(response),
             Err(e) => failed(&format!("the call to the broker failed: {e}")),
         }
+        .into()
     }
 }
 
@@ -258,49 +345,12 @@ async fn ask_in_client(
     approval: u64,
     call: String,
 ) {
-    let shown: String = call.chars().take(ASKED_CHARS).collect();
-    let cut = if shown.len() < call.len() { " …" } else { "" };
-    let message = format!(
-        "boxmaker: the owner's grants ask before this call runs (approval {approval}):\n{shown}{cut}\nApprove runs it once; refuse denies it. The call's arguments come from the model: read them before you approve."
-    );
-    let schema = rmcp::model::ElicitationSchema::from_json_schema(
-        match json!({
-            "type": "object",
-            "properties": {
-                "decision": {
-                    "type": "string",
-                    "title": "Decision",
-                    "enum": ["approve", "refuse"],
-                }
-            },
-            "required": ["decision"],
-        }) {
-            Value::Object(object) => object,
-            _ => JsonObject::new(),
-        },
-    );
-    let Ok(schema) = schema else {
-        tracing::warn!("cannot build the approval's elicitation schema");
-        return;
-    };
-    let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message,
-        requested_schema: schema,
-    };
+    let params = approval_question(&call);
     let approve = match peer.create_elicitation(params).await {
-        Ok(result) => match result.action {
-            rmcp::model::ElicitationAction::Accept => Some(
-                result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("decision"))
-                    .and_then(Value::as_str)
-                    == Some("approve"),
-            ),
-            rmcp::model::ElicitationAction::Decline => Some(false),
-            _ => None,
-        },
+        Ok(result) => serde_json::to_value(&result)
+            .ok()
+            .as_ref()
+            .and_then(decision),
         Err(error) => {
             tracing::info!(%error, "the client did not answer the approval's question");
             None
@@ -314,6 +364,73 @@ async fn ask_in_client(
             sent = matches!(sent, Ok(true)),
             "the client answered the approval"
         );
+    }
+}
+
+/// Whether a waiting call may be put to the client as `InputRequired` (2026-07-28, the
+/// client able to answer an elicitation).
+fn elicits_by_input(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+        && context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
+/// The key of the approval's question among an `InputRequired`'s requests.
+const APPROVAL_INPUT: &str = "approval";
+
+/// A fresh `requestState`: 32 random bytes in hex, a handle to a call this server keeps (it
+/// carries nothing the client could change to any effect).
+fn request_state() -> String {
+    let mut bytes = [0u8; 32];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: a handle nobody can guess cannot be made, so none is reused.
+        bytes.iter_mut().for_each(|b| *b = 0);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The question put to the client's user about a waiting call (`call`: its tool and
+/// arguments, cut to [`ASKED_CHARS`]).
+fn approval_question(call: &str) -> rmcp::model::ElicitRequestParams {
+    let shown: String = call.chars().take(ASKED_CHARS).collect();
+    let cut = if shown.len() < call.len() { " …" } else { "" };
+    let message = format!(
+        "boxmaker: the owner's grants ask before this call runs:\n{shown}{cut}\nApprove runs it once; refuse denies it. The call's arguments come from the model: read them before you approve."
+    );
+    let schema = match json!({
+        "type": "object",
+        "properties": {
+            "decision": { "type": "string", "title": "Decision", "enum": ["approve", "refuse"] }
+        },
+        "required": ["decision"],
+    }) {
+        Value::Object(object) => object,
+        _ => JsonObject::new(),
+    };
+    rmcp::model::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: rmcp::model::ElicitationSchema::from_json_schema(schema)
+            .unwrap_or_else(|_| rmcp::model::ElicitationSchema::new(Default::default())),
+    }
+}
+
+/// The decision in an elicitation's result: accepted with `approve` (true) or `refuse`, or
+/// declined (false); `None` when it was dismissed or is not one.
+fn decision(result: &Value) -> Option<bool> {
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => Some(
+            result
+                .get("content")
+                .and_then(|c| c.get("decision"))
+                .and_then(Value::as_str)
+                == Some("approve"),
+        ),
+        Some("decline") => Some(false),
+        _ => None,
     }
 }
 
@@ -443,6 +560,6 @@ impl ServerHandler for Gate {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(self.call(request, context).await.into())
+        self.call(request, context).await
     }
 }

@@ -1,7 +1,8 @@
 //! Approvals answered in the MCP client's own interface (elicitation): off unless
 //! `brokerd.toml`'s `[mcp] approve_in_client` names the client; then approved and refused
-//! through the client on the handshake revisions, each answer recorded with the client as its
-//! channel; on 2026-07-28 (no server-to-client request within a call) the owner answers in `bx`.
+//! through the client, by `elicitation/create` on the handshake revisions and by
+//! `InputRequired` and its retry on 2026-07-28, each answer recorded with the client as its
+//! channel; a dismissed question leaves the call to the owner in `bx`.
 
 use std::io::{BufRead, BufReader};
 
@@ -72,7 +73,7 @@ fn by_default_the_client_is_never_asked_and_the_owner_answers_in_bx() {
 fn a_client_the_owner_names_approves_and_refuses_in_its_own_interface() {
     let broker = BrokerProcess::start(GRANTS, &format!("{FAST}{LET_CLIENT}"));
     std::fs::create_dir_all(broker.work.join("asked")).unwrap();
-    for mode in ["legacy", "v1"] {
+    for mode in ["legacy", "v1", "modern"] {
         let name = format!("{mode}-approved.txt");
         let lines = asked_write(&broker, mode, "approve", &name, false);
         assert_eq!(elicited(&lines), 1, "{mode}: {lines:?}");
@@ -100,20 +101,26 @@ fn a_client_the_owner_names_approves_and_refuses_in_its_own_interface() {
         audit
             .matches("\"channel\":\"client boxmaker-test-client\"")
             .count(),
-        4,
+        6,
         "{audit}"
     );
     assert_eq!(bx(&broker, &["audit", "verify"]).code, 0);
 }
 
 #[test]
-fn a_dismissed_question_and_the_2026_revision_leave_the_call_to_the_owner() {
+fn a_dismissed_question_leaves_the_call_to_the_owner_on_both_eras() {
     let broker = BrokerProcess::start(GRANTS, &format!("{FAST}{LET_CLIENT}"));
     std::fs::create_dir_all(broker.work.join("asked")).unwrap();
-    let lines = asked_write(&broker, "legacy", "cancel", "dismissed.txt", true);
-    assert_eq!(elicited(&lines), 1, "{lines:?}");
-    assert_eq!(result(&lines)["isError"], false, "{lines:?}");
-    let lines = asked_write(&broker, "modern", "approve", "modern.txt", true);
-    assert_eq!(elicited(&lines), 0, "{lines:?}");
-    assert_eq!(result(&lines)["isError"], false, "{lines:?}");
+    for mode in ["legacy", "modern"] {
+        let name = format!("{mode}-dismissed.txt");
+        let lines = asked_write(&broker, mode, "cancel", &name, true);
+        assert_eq!(elicited(&lines), 1, "{mode}: {lines:?}");
+        assert_eq!(result(&lines)["isError"], false, "{mode}: {lines:?}");
+        assert!(broker.work.join("asked").join(&name).exists());
+    }
+    let audit = std::fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    assert!(
+        !audit.contains("\"channel\""),
+        "the owner answered both: {audit}"
+    );
 }

@@ -129,6 +129,22 @@ fn garbage_gets_json_rpc_errors_and_the_server_serves_on() {
     ));
     let refused = raw.answer();
     assert_eq!(refused["result"]["isError"], true, "{refused}");
+    // A requestState this server never issued.
+    raw.send(&modern(
+        9,
+        "tools/call",
+        json!({ "name": "call_tool", "arguments": {}, "requestState": "forged",
+                "inputResponses": { "approval": { "action": "accept", "content": { "decision": "approve" } } } }),
+    ));
+    let forged = raw.answer();
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+    assert!(
+        forged["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requestState"),
+        "{forged}"
+    );
     // A line past 16 MiB is dropped; the server is still there.
     let huge = modern(6, "tools/list", json!({ "pad": "x".repeat(17 << 20) }));
     raw.send(&huge);
