@@ -12,9 +12,11 @@
 //!
 //! Modules: [`gate`] (the MCP handler), [`annotations`] (read-only, destructive, idempotent,
 //! open-world hints per tool), [`session`] (the broker session a client resumes, kept 0600),
-//! [`connect`] (opening or resuming it over the agent socket).
+//! [`connect`] (opening or resuming it over the agent socket), [`http`] (streamable HTTP), and
+//! `ask` (putting a waiting call to the client's user, when the owner lets that client).
 
 pub mod annotations;
+mod ask;
 pub mod connect;
 pub mod gate;
 pub mod http;
