@@ -81,7 +81,12 @@ pub struct Gate {
 struct Asked {
     answered: tokio::task::JoinHandle<ToolResponse>,
     port: Arc<dyn ToolPort>,
+    since: std::time::Instant,
 }
+
+/// How long after a call was put to the client its finished answer is kept for a retry that
+/// has not come (dropped at the next question after that).
+const KEEP_UNCLAIMED: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Gate {
     /// A gate offering `catalog`, its broker session opened through `connect`.
@@ -167,7 +172,7 @@ impl Gate {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(state);
-        let Some(Asked { answered, port }) = asked else {
+        let Some(Asked { answered, port, .. }) = asked else {
             return Err(ErrorData::invalid_params(
                 "requestState is not one this server issued, or its call has ended",
                 None,
@@ -295,10 +300,20 @@ impl Gate {
                 ));
                 let mut requests = rmcp::model::InputRequests::new();
                 requests.insert(APPROVAL_INPUT.to_string(), input);
-                self.asked
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(state.clone(), Asked { answered, port: connected.port.clone() });
+                let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+                // Answers no retry came for, long enough ago, are dropped.
+                asked.retain(|_, a| {
+                    !(a.answered.is_finished() && a.since.elapsed() > KEEP_UNCLAIMED)
+                });
+                asked.insert(
+                    state.clone(),
+                    Asked {
+                        answered,
+                        port: connected.port.clone(),
+                        since: std::time::Instant::now(),
+                    },
+                );
+                drop(asked);
                 return rmcp::model::InputRequiredResult::new(Some(requests), Some(state)).into();
             }
             () = context.ct.cancelled() => loop {
