@@ -375,7 +375,17 @@ impl ToolPort for BrokerPort {
     }
 
     fn answer(&self, approve: bool) -> bool {
-        self.side_frame(&AgentFrame::Answer { approve })
+        self.side_frame(&AgentFrame::Answer {
+            approve,
+            text: None,
+        })
+    }
+
+    fn reply(&self, text: &str) -> bool {
+        self.side_frame(&AgentFrame::Answer {
+            approve: false,
+            text: Some(text.to_string()),
+        })
     }
 
     fn catalog(&self) -> Option<Result<Vec<ToolSchema>, String>> {

@@ -26,8 +26,7 @@ use tokio::sync::OnceCell;
 use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
 
 use crate::ask::{
-    APPROVAL_INPUT, approval_question, ask_in_client, decision, elicits, elicits_by_input,
-    request_state,
+    APPROVAL_INPUT, Question, ask_in_client, elicits, elicits_by_input, request_state, send,
 };
 use proto::{ToolRequest, ToolResponse, ToolSchema};
 
@@ -81,6 +80,7 @@ pub struct Gate {
 struct Asked {
     answered: tokio::task::JoinHandle<ToolResponse>,
     port: Arc<dyn ToolPort>,
+    question: Question,
     since: std::time::Instant,
 }
 
@@ -172,21 +172,26 @@ impl Gate {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(state);
-        let Some(Asked { answered, port, .. }) = asked else {
+        let Some(Asked {
+            answered,
+            port,
+            question,
+            ..
+        }) = asked
+        else {
             return Err(ErrorData::invalid_params(
                 "requestState is not one this server issued, or its call has ended",
                 None,
             ));
         };
-        let approve = responses
+        let reply = responses
             .and_then(|r| r.get(APPROVAL_INPUT))
-            .and_then(decision);
-        if let Some(approve) = approve {
-            let sent = tokio::task::spawn_blocking(move || port.answer(approve)).await;
+            .and_then(|r| question.reply(r));
+        if let Some(reply) = reply {
+            let sent = tokio::task::spawn_blocking(move || send(port.as_ref(), &reply)).await;
             tracing::info!(
-                approve,
                 sent = matches!(sent, Ok(true)),
-                "the client answered an approval (InputRequired)"
+                "the client answered a waiting call (InputRequired)"
             );
         }
         Ok(match answered.await {
@@ -247,8 +252,8 @@ impl Gate {
         let by_input = elicits_by_input(&context);
         let answerable = Arc::new(tokio::sync::Notify::new());
         let tell_answerable = answerable.clone();
-        let asked_about = format!("{} {}", request.tool, request.arguments);
-        let question = asked_about.clone();
+        let question = Question::of(&request.tool, &request.arguments);
+        let asked_about = question.clone();
         let mut answered = tokio::task::spawn_blocking(move || {
             let mut asking: Option<tokio::task::JoinHandle<()>> = None;
             let mut on_pending = |pending: &Pending| {
@@ -293,10 +298,9 @@ impl Gate {
             answered = &mut answered => answered,
             // 2026-07-28: the question goes back to the client as `InputRequired`; its retry
             // (with this `requestState`) brings the answer and takes the call's result.
-            () = answerable.notified(), if by_input => {
-                let state = request_state();
+            Some(state) = async { answerable.notified().await; request_state() }, if by_input => {
                 let input = rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(
-                    approval_question(&question),
+                    question.params(),
                 ));
                 let mut requests = rmcp::model::InputRequests::new();
                 requests.insert(APPROVAL_INPUT.to_string(), input);
@@ -310,6 +314,7 @@ impl Gate {
                     Asked {
                         answered,
                         port: connected.port.clone(),
+                        question,
                         since: std::time::Instant::now(),
                     },
                 );

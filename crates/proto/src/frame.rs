@@ -50,12 +50,16 @@ pub enum AgentFrame {
     /// Ends the session for good: its answers are dropped and a later resume is refused.
     /// (`loopd chat` never sends it, since a conversation can always go on.)
     Close {},
-    /// Answers the approval of the call this connection waits on, in the client's own
-    /// interface: allowed only for a client `brokerd.toml` names (`[mcp] approve_in_client`),
-    /// recorded with that client as the channel. Sent when no call waits, it does nothing.
+    /// Answers the call this connection waits on, in the client's own interface: allowed only
+    /// for a client `brokerd.toml` names (`[mcp] approve_in_client`), recorded with that
+    /// client as the channel. Sent when no call waits, it does nothing.
     Answer {
-        /// Run the call once (`true`) or refuse it.
+        /// For an approval: run the call once (`true`) or refuse it.
         approve: bool,
+        /// For the model's `ask` question: the answer (a question without one stays the
+        /// owner's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
     },
     /// Withdraws the call this connection waits on while the owner is asked (a client that
     /// cancelled it): its approval is abandoned, recorded as such, and the call answers

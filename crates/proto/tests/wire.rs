@@ -239,8 +239,18 @@ fn broker_frames_have_golden_json() {
     golden(&AgentFrame::Close {}, r#"{"type":"close"}"#);
     golden(&AgentFrame::Withdraw {}, r#"{"type":"withdraw"}"#);
     golden(
-        &AgentFrame::Answer { approve: true },
+        &AgentFrame::Answer {
+            approve: true,
+            text: None,
+        },
         r#"{"type":"answer","approve":true}"#,
+    );
+    golden(
+        &AgentFrame::Answer {
+            approve: false,
+            text: Some("staging".into()),
+        },
+        r#"{"type":"answer","approve":false,"text":"staging"}"#,
     );
 }
 

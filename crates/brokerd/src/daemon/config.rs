@@ -107,9 +107,10 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct McpConfig {
     /// The client names (as each MCP client names itself) whose own interface may answer the
-    /// approvals of their session's calls (MCP elicitation). Empty by default: answering from
-    /// the agent's own client gives the agent's side owner power, and some clients accept
-    /// every elicitation unasked. Each answer is recorded with the client as its channel.
+    /// approvals and `ask` questions of their session's calls (MCP elicitation). Empty by
+    /// default: answering from the agent's own client gives the agent's side owner power,
+    /// and some clients accept every elicitation unasked. Each answer is recorded with the
+    /// client as its channel.
     pub approve_in_client: Vec<String>,
 }
 

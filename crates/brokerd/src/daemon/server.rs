@@ -130,7 +130,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                             Some(mut response) => {
                                 waiting = true;
                                 if let proto::ToolResponse::PendingApproval { answerable, .. } = &mut response {
-                                    *answerable = answers_in_client.is_some() && request.tool != policy::ask::ASK;
+                                    *answerable = answers_in_client.is_some();
                                 }
                                 let frame = BrokerFrame::Response { call_id, response };
                                 write(&mut writer, &frame, idle).await?;
@@ -150,7 +150,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                                 Ok(Some(AgentFrame::Withdraw {})) => {
                                     broker.approvals.withdraw(&broker, &session, call_id).await;
                                 }
-                                Ok(Some(AgentFrame::Answer { approve })) => {
+                                Ok(Some(AgentFrame::Answer { approve, text })) => {
                                     let Some(name) = &answers_in_client else {
                                         let refusal = Refusal::new(
                                             ErrorCode::BadFrame,
@@ -160,7 +160,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                                     };
                                     broker
                                         .approvals
-                                        .answer_in_client(&broker, &session, call_id, approve, name)
+                                        .answer_in_client(&broker, &session, call_id, approve, text, name)
                                         .await;
                                 }
                                 Ok(Some(_)) => {

@@ -76,11 +76,14 @@ def announce(message):
 
 
 async def elicit(context, params):
-    """Answers an elicitation as BOXMAKER_TEST_ELICIT says (approve, refuse, decline, cancel)."""
+    """Answers an elicitation as BOXMAKER_TEST_ELICIT says (approve, refuse, text:ANSWER,
+    decline, cancel)."""
     answer = os.environ.get("BOXMAKER_TEST_ELICIT", "cancel")
     print(json.dumps({"elicited": params.message}), flush=True)
     if answer in ("approve", "refuse"):
         return mcp.types.ElicitResult(action="accept", content={"decision": answer})
+    if answer.startswith("text:"):
+        return mcp.types.ElicitResult(action="accept", content={"answer": answer[len("text:"):]})
     return mcp.types.ElicitResult(action=answer)
 
 

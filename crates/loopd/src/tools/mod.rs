@@ -71,6 +71,13 @@ pub trait ToolPort: Send + Sync {
     fn answer(&self, _approve: bool) -> bool {
         false
     }
+
+    /// Answers the model's `ask` question now waiting for the owner with `text`, from the
+    /// client's own interface (only where `on_pending` said it is answerable). Whether the
+    /// port could send it.
+    fn reply(&self, _text: &str) -> bool {
+        false
+    }
 }
 
 /// A call waiting for the owner: the approval's number and when it lapses.

@@ -33,34 +33,33 @@ impl Approvals {
     }
 
     /// Answers the waiting call `call_id` of `session` as its client `client` did in its own
-    /// interface (the connection checked that `brokerd.toml` lets it): run once, or refused.
-    /// Questions are the owner's alone. Whether an approval was waiting.
+    /// interface (the connection checked that `brokerd.toml` lets it): an approval run once or
+    /// refused (`approve`), a question answered with `text` (a question without one stays the
+    /// owner's). Whether it was answered.
     pub async fn answer_in_client(
         &self,
         broker: &Arc<Broker>,
         session: &SessionId,
         call_id: proto::CallId,
         approve: bool,
+        text: Option<String>,
         client: &str,
     ) -> bool {
-        let id = self
+        let found = self
             .entries()
             .values()
-            .find(|e| {
-                &e.view.session == session
-                    && e.view.call_id == call_id
-                    && e.view.kind == PendingKind::Approval
-            })
-            .map(|e| e.view.approval);
-        let Some(id) = id else {
+            .find(|e| &e.view.session == session && e.view.call_id == call_id)
+            .map(|e| (e.view.approval, e.view.kind));
+        let Some((id, kind)) = found else {
             return false;
         };
-        let answer = if approve {
-            OwnerAnswer::Once
-        } else {
-            OwnerAnswer::Refuse
+        let answer = match (kind, text) {
+            (PendingKind::Approval, _) if approve => OwnerAnswer::Once,
+            (PendingKind::Approval, _) => OwnerAnswer::Refuse,
+            (PendingKind::Question, Some(text)) => OwnerAnswer::Text(text),
+            (PendingKind::Question, None) => return false,
         };
-        tracing::info!(approval = %id, approve, client, "the client answered an approval in its own interface");
+        tracing::info!(approval = %id, client, "the client answered a waiting call in its own interface");
         let channel = Some(format!("client {client}"));
         self.settle_through(broker, id, Ending::Owner(answer), channel)
             .await

@@ -356,7 +356,10 @@ fn a_client_brokerd_toml_does_not_name_cannot_answer_its_approvals() {
         }) => assert!(!answerable, "no client is named in brokerd.toml"),
         other => panic!("not pending: {other:?}"),
     }
-    match client.send(&proto::AgentFrame::Answer { approve: true }) {
+    match client.send(&proto::AgentFrame::Answer {
+        approve: true,
+        text: None,
+    }) {
         Some(proto::BrokerFrame::Error { message, .. }) => {
             assert!(message.contains("approve_in_client"), "{message}")
         }

@@ -124,3 +124,50 @@ fn a_dismissed_question_leaves_the_call_to_the_owner_on_both_eras() {
         "the owner answered both: {audit}"
     );
 }
+
+#[test]
+fn the_models_question_is_answered_in_the_client_when_the_owner_lets_it() {
+    let grants = format!("{GRANTS}\n[[grant]]\nid = \"questions\"\ntool = \"ask\"\n");
+    let broker = BrokerProcess::start(&grants, &format!("{FAST}{LET_CLIENT}"));
+    for mode in ["legacy", "modern"] {
+        let plan = json!([call_tool(
+            "ask",
+            json!({ "question": "Deploy to staging or prod?", "choices": ["staging", "prod"] })
+        )]);
+        let mut child = start_with(
+            &broker,
+            mode,
+            &plan,
+            &[],
+            &[("BOXMAKER_TEST_ELICIT", "text:staging only, please")],
+        );
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert!(child.wait().unwrap().success(), "{mode}: {lines:?}");
+        let asked = lines.iter().find_map(|l| l["elicited"].as_str()).unwrap();
+        assert!(
+            asked.contains("Deploy to staging or prod?") && asked.contains("staging | prod"),
+            "{asked}"
+        );
+        let answer = result(&lines);
+        assert_eq!(answer["isError"], false, "{mode}: {answer}");
+        assert!(
+            answer["text"]
+                .as_str()
+                .unwrap()
+                .contains("staging only, please"),
+            "{mode}: {answer}"
+        );
+    }
+    let audit = std::fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    assert_eq!(
+        audit
+            .matches("\"channel\":\"client boxmaker-test-client\"")
+            .count(),
+        2,
+        "{audit}"
+    );
+}
