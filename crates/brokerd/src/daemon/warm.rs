@@ -184,35 +184,9 @@ impl WarmPool {
         cap: usize,
     ) -> Result<(Vec<u8>, Reuse), String> {
         let deadline = Instant::now() + limit;
-        if let Some(parked) = self.take(&key) {
-            let mut sent = sandbox::Sent::default();
-            let Parked {
-                mut warm,
-                born,
-                calls,
-                ..
-            } = parked;
-            match warm.exchange(request, deadline, cap, &mut sent) {
-                Ok(answer) => {
-                    self.park(key, warm, born, calls + 1);
-                    return Ok((answer, Reuse::Warm));
-                }
-                // Gone before the request reached it: the request had no effect, so a new
-                // box may take it.
-                Err(e) if e.before_request(&sent) => {
-                    tracing::debug!(error = %e, "a warm box had ended; building another");
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        let mut warm = self.spawn(Some(spec), policy)?;
-        let born = Instant::now();
-        let mut sent = sandbox::Sent::default();
-        let answer = warm
-            .exchange(request, deadline, cap, &mut sent)
-            .map_err(|e| e.to_string())?;
-        self.park(key, warm, born, 1);
-        Ok((answer, Reuse::Built))
+        self.serve(key, Some(spec), policy, |warm, sent| {
+            warm.exchange(request, deadline, cap, sent)
+        })
     }
 
     /// Runs `spec` in the command worker's box for `key` (a waiting one, or a new one built
@@ -230,7 +204,7 @@ impl WarmPool {
         on_stdout: &mut dyn FnMut(&[u8]),
         on_stderr: &mut dyn FnMut(&[u8]),
     ) -> Result<(sandbox::Ended, Reuse), String> {
-        let mut run = |warm: &mut sandbox::WarmBox, sent: &mut sandbox::Sent| {
+        self.serve(key, None, policy, |warm, sent| {
             warm.run_command(
                 spec,
                 timeout,
@@ -240,7 +214,20 @@ impl WarmPool {
                 &mut *on_stderr,
                 sent,
             )
-        };
+        })
+    }
+
+    /// Runs `run` on the box for `key`: the waiting one, or (when none waits, or the one
+    /// waiting was gone before the request reached it, so nothing ran) a new one built from
+    /// `policy` with `spec` as its worker (`None`: the command worker). A box that served is
+    /// kept for the next call; one that failed is dropped, which kills it.
+    fn serve<T>(
+        &self,
+        key: Key,
+        spec: Option<&sandbox::CommandSpec>,
+        policy: &sandbox::Policy,
+        mut run: impl FnMut(&mut sandbox::WarmBox, &mut sandbox::Sent) -> Result<T, sandbox::WarmError>,
+    ) -> Result<(T, Reuse), String> {
         if let Some(parked) = self.take(&key) {
             let mut sent = sandbox::Sent::default();
             let Parked {
@@ -250,23 +237,22 @@ impl WarmPool {
                 ..
             } = parked;
             match run(&mut warm, &mut sent) {
-                Ok(ended) => {
+                Ok(answer) => {
                     self.park(key, warm, born, calls + 1);
-                    return Ok((ended, Reuse::Warm));
+                    return Ok((answer, Reuse::Warm));
                 }
-                // Gone before the request reached it: nothing ran, so a new box may take it.
                 Err(e) if e.before_request(&sent) => {
-                    tracing::debug!(error = %e, "a command worker had ended; building another");
+                    tracing::debug!(error = %e, "a warm box had ended; building another");
                 }
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let mut warm = self.spawn(None, policy)?;
+        let mut warm = self.spawn(spec, policy)?;
         let born = Instant::now();
         let mut sent = sandbox::Sent::default();
-        let ended = run(&mut warm, &mut sent).map_err(|e| e.to_string())?;
+        let answer = run(&mut warm, &mut sent).map_err(|e| e.to_string())?;
         self.park(key, warm, born, 1);
-        Ok((ended, Reuse::Built))
+        Ok((answer, Reuse::Built))
     }
 
     /// Ends the boxes of `session`; returns how many.
