@@ -71,8 +71,11 @@ pub struct SandboxedRunner {
     file_walls: sandbox::FileWalls,
     /// brokerd's own binary, the boxes' launcher (`main` starts with `sandbox::launch_if_asked`).
     launcher: Option<PathBuf>,
-    /// The sessions' warm boxes for the file tools.
+    /// The sessions' warm boxes for the file tools and `shell`.
     warm: super::warm::WarmPool,
+    /// Whether `shell` commands run through a warm box's command worker here (the pool keeps
+    /// boxes, and this machine's boxes take a worker): fixed for the broker's life.
+    warm_commands: bool,
     /// The proxies of granted hosts, one per box that has hosts.
     proxies: Option<super::proxy::Proxies>,
 }
@@ -95,13 +98,21 @@ impl SandboxedRunner {
         };
         let warm =
             super::warm::WarmPool::new(std::time::Duration::from_millis(settings.warm_idle_ms));
+        let launcher = std::env::current_exe().ok();
+        let probe = sandbox::Policy {
+            launcher: launcher.clone(),
+            file_walls,
+            ..sandbox::Policy::default()
+        };
+        let warm_commands = warm.enabled() && sandbox::command_worker_missing(&probe).is_none();
         SandboxedRunner {
             direct,
             settings,
             read_only,
             file_walls,
-            launcher: std::env::current_exe().ok(),
+            launcher,
             warm,
+            warm_commands,
             proxies: None,
         }
     }
@@ -153,16 +164,6 @@ impl SandboxedRunner {
     /// Whether a box here keeps a command to its paths: bubblewrap, or Landlock alone.
     pub fn full_box(&self) -> bool {
         self.settings.file_walls && self.file_walls == sandbox::FileWalls::Bubblewrap
-    }
-
-    /// Whether `shell` commands run through a warm box's command worker here.
-    fn warm_commands(&self) -> bool {
-        let probe = sandbox::Policy {
-            launcher: self.launcher.clone(),
-            file_walls: self.file_walls,
-            ..sandbox::Policy::default()
-        };
-        self.warm.enabled() && sandbox::command_worker_missing(&probe).is_none()
     }
 
     /// How much of Landlock a box gets.
@@ -276,7 +277,7 @@ impl Runner for SandboxedRunner {
         }
         // A box with granted hosts has a proxy of its own for the call, so it is never kept
         // warm for the next one.
-        if allowed.hosts.is_empty() && self.warm_commands() {
+        if allowed.hosts.is_empty() && self.warm_commands {
             let policy = self.policy(allowed, context);
             let walls = format!(
                 "{}; {WARM_COMMANDS}",
@@ -343,7 +344,7 @@ impl Runner for SandboxedRunner {
     }
 
     fn walls(&self) -> Vec<String> {
-        let mut walls = vec![if self.settings.file_walls && self.warm_commands() {
+        let mut walls = vec![if self.settings.file_walls && self.warm_commands {
             format!(
                 "shell: {}; kept warm per session and grant folders (a command worker in the box forks each command into a Landlock domain of its own that cannot signal, trace or read the worker, and ends every process of it before the next; ended after {} ms unused or at the session's end)",
                 boxed(self.file_walls, self.landlock()),
