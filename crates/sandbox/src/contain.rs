@@ -91,6 +91,20 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
 }
 
+impl CommandSpec {
+    /// A [`Command`] of exactly this program, arguments, environment (the whole of it) and
+    /// folder: what a box's supervisor and the command worker both start from.
+    pub(crate) fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd);
+        command
+    }
+}
+
 /// How to contain a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainOptions {
@@ -258,12 +272,8 @@ pub(crate) fn spawn_once(
         inherit,
         seccomp,
     };
-    let mut command = Command::new(&spec.program);
+    let mut command = spec.command();
     command
-        .args(&spec.args)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
         .stdin(if piped_stdin {
             Stdio::piped()
         } else {

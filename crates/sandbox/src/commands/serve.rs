@@ -21,7 +21,7 @@
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use landlock::{ABI, Access, Ruleset, RulesetAttr, RulesetStatus, Scope};
@@ -116,12 +116,8 @@ fn send(output: &mut impl Write, tag: Tag, payload: &[u8]) -> Result<(), String>
 fn run_one(request: &Request, output: &mut impl Write) -> Result<Ended, String> {
     let spec = &request.spec;
     let cpu = request.cpu_seconds;
-    let mut command = Command::new(&spec.program);
+    let mut command = spec.command();
     command
-        .args(&spec.args)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
