@@ -16,9 +16,9 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use proto::ids::sha256_hex;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest, Sha256};
 use tower_service::Service;
 
 use crate::Gate;
@@ -52,13 +52,6 @@ pub fn read_token(path: &std::path::Path) -> Result<String, String> {
     Ok(token)
 }
 
-fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// Whether `request` carries the bearer token whose hash is `want`.
 fn authorized<B>(request: &Request<B>, want: &str) -> bool {
     request
@@ -66,7 +59,7 @@ fn authorized<B>(request: &Request<B>, want: &str) -> bool {
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| proto::ids::digests_equal(&sha256_hex(given.trim()), want))
+        .is_some_and(|given| proto::ids::digests_equal(&sha256_hex(given.trim().as_bytes()), want))
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<BoxBody<Bytes, Infallible>> {
@@ -125,7 +118,7 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let want = Arc::new(sha256_hex(&options.token));
+    let want = Arc::new(sha256_hex(options.token.as_bytes()));
     ready(bound);
     loop {
         let (stream, peer) = match listener.accept().await {

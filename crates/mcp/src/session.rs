@@ -10,8 +10,6 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use proto::Resume;
 
 /// The folder of stored sessions below the state folder.
@@ -39,9 +37,8 @@ pub fn path_for(state_dir: &Path, name: &str) -> PathBuf {
 
 /// The default name: the client's name and a short hash of the workspace's path.
 pub fn default_name(client: &str, workspace: &Path) -> String {
-    let digest = Sha256::digest(workspace.as_os_str().as_encoded_bytes());
-    let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
-    format!("{client}-{short}")
+    let digest = proto::ids::sha256_hex(workspace.as_os_str().as_encoded_bytes());
+    format!("{client}-{}", digest.get(..12).unwrap_or(&digest))
 }
 
 /// The session stored at `path`, if there is one.

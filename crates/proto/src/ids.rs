@@ -69,6 +69,22 @@ number_id!(
     ApprovalId
 );
 
+/// SHA-256 of `bytes` as lower-case hex: how tokens are kept and compared, and the content
+/// hash of read before write (one digest for the ledger, the tools and `bx mcp`).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes))
+}
+
+/// `digest` as lower-case hex.
+pub fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
 /// Whether two digests (or tokens of a fixed length) are equal, in time that does not depend on
 /// where they differ: how resume tokens and bearer tokens are compared, by their hashes.
 pub fn digests_equal(a: &str, b: &str) -> bool {
@@ -82,6 +98,15 @@ pub fn digests_equal(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod digest_tests {
     use super::digests_equal;
+
+    #[test]
+    fn the_digest_is_sha256_in_lower_case_hex() {
+        assert_eq!(
+            super::sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(super::hex(&[0, 255, 16]), "00ff10");
+    }
 
     #[test]
     fn digests_are_equal_only_when_every_byte_is() {

@@ -11,7 +11,6 @@ mod log;
 mod verify;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use proto::{
     ApprovalId, AskWhy, CallId, Class, DenyReason, GrantId, Resolution, SessionId, Timestamp,
@@ -311,16 +310,7 @@ pub const ANSWER_LOST: &str = "it ran; its answer was lost";
 pub const INTERRUPTED: &str =
     "the broker stopped while this call was running; it may have taken effect";
 
-/// SHA-256 of `bytes` as lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        use std::fmt::Write;
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
-}
+pub use proto::ids::sha256_hex;
 
 /// Why the audit log cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -239,11 +239,8 @@ fn open_folder(dir: &GrantedDir, parent: &Path, shown: &str) -> Result<OwnedFd, 
     })
 }
 
-/// The SHA-256 of `bytes` in lower-case hex: the content hash read before write compares (the
-/// ledger's `sha256_hex`, the same digits).
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+/// The SHA-256 of `bytes` in lower-case hex: the content hash read before write compares.
+pub use proto::ids::sha256_hex;
 
 /// The SHA-256 of a file's first `limit` bytes, fed block by block as a read goes.
 pub(crate) struct PrefixHash {
@@ -276,17 +273,8 @@ impl PrefixHash {
 
     /// The digest in lower-case hex ([`sha256_hex`]'s digits).
     pub(crate) fn finish(self) -> String {
-        hex(&self.hasher.finalize())
+        proto::ids::hex(&self.hasher.finalize())
     }
-}
-
-fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
 }
 
 /// The SHA-256 of the whole content of `file`, read from its start.
@@ -297,7 +285,7 @@ fn hash_from_start(mut file: &File) -> std::io::Result<String> {
     loop {
         let n = file.read(&mut buffer)?;
         if n == 0 {
-            return Ok(hex(&hasher.finalize()));
+            return Ok(proto::ids::hex(&hasher.finalize()));
         }
         hasher.update(buffer.get(..n).unwrap_or_default());
     }
