@@ -12,16 +12,27 @@ use serde_json::{Value, json};
 
 use loopd::tools::ToolPort;
 
-/// Whether the client can be asked through elicitation during this request: it declared
-/// the capability, on a revision with the handshake (on 2026-07-28 a server asks the client
-/// only by returning `InputRequired`, which this server does not do yet).
-pub(crate) fn elicits(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| version.has_initialize())
-        && context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some())
+/// How the client's user can be asked during a request, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AskBy {
+    /// An `elicitation/create` request (the handshake revisions).
+    Elicitation,
+    /// An `InputRequired` result and the client's retry (2026-07-28, where a server sends its
+    /// client no request within a call).
+    InputRequired,
+}
+
+/// How this request's client can be asked: it declared elicitation, on the revision it speaks.
+pub(crate) fn asks_by(context: &RequestContext<RoleServer>) -> Option<AskBy> {
+    let version = context.protocol_version()?;
+    let elicits = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some());
+    match (elicits, version.has_initialize()) {
+        (false, _) => None,
+        (true, true) => Some(AskBy::Elicitation),
+        (true, false) => Some(AskBy::InputRequired),
+    }
 }
 
 /// The most characters of a call shown in the client's question.
@@ -175,17 +186,6 @@ pub(crate) async fn ask_in_client(
             "the client answered a waiting call"
         );
     }
-}
-
-/// Whether a waiting call may be put to the client as `InputRequired` (2026-07-28, the
-/// client able to answer an elicitation).
-pub(crate) fn elicits_by_input(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| !version.has_initialize())
-        && context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some())
 }
 
 /// The key of the question among an `InputRequired`'s requests.

@@ -25,9 +25,7 @@ use tokio::sync::OnceCell;
 
 use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
 
-use crate::ask::{
-    APPROVAL_INPUT, Question, ask_in_client, elicits, elicits_by_input, request_state, send,
-};
+use crate::ask::{APPROVAL_INPUT, AskBy, Question, ask_in_client, asks_by, request_state, send};
 use proto::{ToolRequest, ToolResponse, ToolSchema};
 
 /// Which tools `tools/list` offers.
@@ -248,8 +246,9 @@ impl Gate {
         let runtime = tokio::runtime::Handle::current();
         let waiting = Arc::new(AtomicBool::new(false));
         let waits = waiting.clone();
-        let can_elicit = elicits(&context);
-        let by_input = elicits_by_input(&context);
+        let asking_by = asks_by(&context);
+        let can_elicit = asking_by == Some(AskBy::Elicitation);
+        let by_input = asking_by == Some(AskBy::InputRequired);
         let answerable = Arc::new(tokio::sync::Notify::new());
         let tell_answerable = answerable.clone();
         let question = Question::of(&request.tool, &request.arguments);
