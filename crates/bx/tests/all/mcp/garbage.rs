@@ -2,12 +2,12 @@
 //! is no JSON-RPC message, unknown methods, missing `_meta`, a huge line, an unknown version.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use serde_json::{Value, json};
 use testkit::BrokerProcess;
 
-use super::{FAST, GRANTS};
+use super::{FAST, GRANTS, bx_mcp_command};
 
 /// A `bx mcp` process spoken to line by line, as a misbehaving client would.
 struct Raw {
@@ -18,15 +18,7 @@ struct Raw {
 
 impl Raw {
     fn start(broker: &BrokerProcess) -> Raw {
-        let mut child = Command::new(testkit::binary("bx").unwrap())
-            .arg("--config-dir")
-            .arg(&broker.config)
-            .arg("--state-dir")
-            .arg(&broker.state)
-            .arg("--runtime-dir")
-            .arg(&broker.runtime)
-            .arg("mcp")
-            .current_dir(&broker.work)
+        let mut child = bx_mcp_command(broker, &[])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -8,24 +8,20 @@ use serde_json::{Value, json};
 use testkit::BrokerProcess;
 
 use super::garbage::modern;
-use super::{FAST, GRANTS, bx, call_tool, python, script};
+use super::{FAST, GRANTS, bx, bx_mcp_command, call_tool, python, script};
 
 /// `bx mcp --http 127.0.0.1:0` on `broker`'s folders: the process, its URL and its token.
 fn serve_http(broker: &BrokerProcess, args: &[&str]) -> (Child, String, String) {
     let token = "test-token-0123456789abcdef".to_string();
     let token_file = broker.root.path().join("mcp-token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let mut child = Command::new(testkit::binary("bx").unwrap())
-        .arg("--config-dir")
-        .arg(&broker.config)
-        .arg("--state-dir")
-        .arg(&broker.state)
-        .arg("--runtime-dir")
-        .arg(&broker.runtime)
-        .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
-        .arg(&token_file)
-        .args(args)
-        .current_dir(&broker.work)
+    let mut words: Vec<&std::ffi::OsStr> = ["--http", "127.0.0.1:0", "--token-file"]
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .collect();
+    words.push(token_file.as_os_str());
+    words.extend(args.iter().map(std::ffi::OsStr::new));
+    let mut child = bx_mcp_command(broker, &words)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -7,6 +7,7 @@ mod elicit;
 mod garbage;
 mod http;
 
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,30 @@ fn python(mode: &str) -> PathBuf {
     python
 }
 
+/// `bx` with `broker`'s folders and `mcp ARGS`, the program first.
+fn bx_mcp(broker: &BrokerProcess, args: &[&OsStr]) -> Vec<OsString> {
+    let mut command: Vec<OsString> = vec![testkit::binary("bx").unwrap().into()];
+    for (flag, folder) in [
+        ("--config-dir", &broker.config),
+        ("--state-dir", &broker.state),
+        ("--runtime-dir", &broker.runtime),
+    ] {
+        command.push(flag.into());
+        command.push(folder.into());
+    }
+    command.push("mcp".into());
+    command.extend(args.iter().map(|a| a.to_os_string()));
+    command
+}
+
+/// `bx mcp ARGS` on `broker`'s folders as a process of its own, in the work folder.
+fn bx_mcp_command(broker: &BrokerProcess, args: &[&OsStr]) -> Command {
+    let words = bx_mcp(broker, args);
+    let mut command = Command::new(&words[0]);
+    command.args(&words[1..]).current_dir(&broker.work);
+    command
+}
+
 /// Starts the client in `mode` running `plan` against `bx mcp ARGS` on `broker`'s folders.
 fn start(broker: &BrokerProcess, mode: &str, plan: &Value, args: &[&str]) -> Child {
     start_with(broker, mode, plan, args, &[])
@@ -52,21 +77,13 @@ fn start_with(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Child {
-    let bx_path = testkit::binary("bx").unwrap();
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
     Command::new(python(mode))
         .arg(script())
         .arg(mode)
         .arg(plan.to_string())
         .arg("--")
-        .arg(bx_path)
-        .arg("--config-dir")
-        .arg(&broker.config)
-        .arg("--state-dir")
-        .arg(&broker.state)
-        .arg("--runtime-dir")
-        .arg(&broker.runtime)
-        .arg("mcp")
-        .args(args)
+        .args(bx_mcp(broker, &args))
         .current_dir(&broker.work)
         .envs(env.iter().copied())
         .stdin(Stdio::null())
