@@ -301,6 +301,35 @@ pub enum ToolArgs {
     BashKill(BashKillArgs),
 }
 
+/// The one list of the tools whose arguments name a path: `$on` applied to the arguments of
+/// such a call (bound to `$a`), `None` for every other tool.
+macro_rules! path_of {
+    ($args:expr, $a:ident => $on:expr) => {
+        match $args {
+            ToolArgs::ReadFile($a) => Some($on),
+            ToolArgs::WriteFile($a) => Some($on),
+            ToolArgs::EditFile($a) => Some($on),
+            ToolArgs::ListFiles($a) => Some($on),
+            ToolArgs::Glob($a) => Some($on),
+            ToolArgs::Grep($a) => Some($on),
+            ToolArgs::GitStatus($a) => Some($on),
+            ToolArgs::GitDiff($a) => Some($on),
+            ToolArgs::GitClone($a) => Some($on),
+            ToolArgs::Shell(_)
+            | ToolArgs::HttpFetch(_)
+            | ToolArgs::Consult { .. }
+            | ToolArgs::Ask(_)
+            | ToolArgs::Recall(_)
+            | ToolArgs::Memory(_)
+            | ToolArgs::AskMemory(_)
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::BashBg(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
+        }
+    };
+}
+
 impl ToolArgs {
     /// The tool these arguments are for.
     pub fn tool(&self) -> ToolName {
@@ -356,54 +385,12 @@ impl ToolArgs {
 
     /// The path the call reads or writes, for the tools that name one ([`ToolName::is_path_tool`]).
     pub fn path(&self) -> Option<&str> {
-        match self {
-            ToolArgs::ReadFile(a) => Some(&a.path),
-            ToolArgs::WriteFile(a) => Some(&a.path),
-            ToolArgs::EditFile(a) => Some(&a.path),
-            ToolArgs::ListFiles(a) => Some(&a.path),
-            ToolArgs::Glob(a) => Some(&a.path),
-            ToolArgs::Grep(a) => Some(&a.path),
-            ToolArgs::GitStatus(a) => Some(&a.path),
-            ToolArgs::GitDiff(a) => Some(&a.path),
-            ToolArgs::GitClone(a) => Some(&a.path),
-            ToolArgs::Shell(_)
-            | ToolArgs::HttpFetch(_)
-            | ToolArgs::Consult { .. }
-            | ToolArgs::Ask(_)
-            | ToolArgs::Recall(_)
-            | ToolArgs::Memory(_)
-            | ToolArgs::AskMemory(_)
-            | ToolArgs::WebSearch(_)
-            | ToolArgs::BashBg(_)
-            | ToolArgs::BashTail(_)
-            | ToolArgs::BashKill(_) => None,
-        }
+        path_of!(self, a => a.path.as_str())
     }
 
     /// The path argument, mutably (to resolve it).
     pub fn path_mut(&mut self) -> Option<&mut String> {
-        match self {
-            ToolArgs::ReadFile(a) => Some(&mut a.path),
-            ToolArgs::WriteFile(a) => Some(&mut a.path),
-            ToolArgs::EditFile(a) => Some(&mut a.path),
-            ToolArgs::ListFiles(a) => Some(&mut a.path),
-            ToolArgs::Glob(a) => Some(&mut a.path),
-            ToolArgs::Grep(a) => Some(&mut a.path),
-            ToolArgs::GitStatus(a) => Some(&mut a.path),
-            ToolArgs::GitDiff(a) => Some(&mut a.path),
-            ToolArgs::GitClone(a) => Some(&mut a.path),
-            ToolArgs::Shell(_)
-            | ToolArgs::HttpFetch(_)
-            | ToolArgs::Consult { .. }
-            | ToolArgs::Ask(_)
-            | ToolArgs::Recall(_)
-            | ToolArgs::Memory(_)
-            | ToolArgs::AskMemory(_)
-            | ToolArgs::WebSearch(_)
-            | ToolArgs::BashBg(_)
-            | ToolArgs::BashTail(_)
-            | ToolArgs::BashKill(_) => None,
-        }
+        path_of!(self, a => &mut a.path)
     }
 
     /// The arguments as compact JSON in the order of the tool's schema: what is recorded and
