@@ -11,6 +11,7 @@ pub mod args;
 pub mod ask;
 pub mod consult;
 pub mod decide;
+pub mod downstream;
 pub mod git;
 pub mod grants;
 pub mod hosts;

@@ -64,6 +64,13 @@ pub enum OwnerRequest {
     MemoryPurge {},
     /// Every memory entry with its labels, in id order, as `memory_chunk` replies.
     MemoryExport {},
+    /// The tools each downstream MCP server lists now (each server started if it is not
+    /// running), and the definitions the broker has seen with the hashes asked for (a grant's
+    /// pins), so that `bx grants check` can show what changed.
+    Downstream {
+        /// The pinned hashes whose definitions are wanted.
+        hashes: Vec<String>,
+    },
 }
 
 /// A frame from the broker to an owner's program.
@@ -103,6 +110,13 @@ pub enum OwnerReply {
         entries: Vec<MemoryEntry>,
         /// Whether this is the last part.
         last: bool,
+    },
+    /// The answer to `downstream`.
+    Downstream {
+        /// Each server of `brokerd.toml`, in name order.
+        servers: Vec<DownstreamView>,
+        /// The definitions seen before, of the hashes asked for that the broker knows.
+        known: Vec<DownstreamTool>,
     },
     /// One event of a `watch` stream.
     Event {
@@ -320,6 +334,30 @@ pub enum OwnerEvent {
     },
 }
 
+/// A downstream MCP server as `bx grants check` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DownstreamView {
+    /// Its name.
+    pub name: String,
+    /// Its tools as it lists them now.
+    pub tools: Vec<DownstreamTool>,
+    /// Why it could not list them, if it could not.
+    pub error: Option<String>,
+}
+
+/// One definition of a downstream tool: text from outside, to show escaped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DownstreamTool {
+    /// `server.tool`.
+    pub name: String,
+    /// The SHA-256 a grant pins (`policy::downstream::definition_hash`).
+    pub hash: String,
+    /// Its name, description and input schema, as indented JSON with sorted keys.
+    pub definition: String,
+}
+
 /// The broker's state as `bx status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -372,6 +410,9 @@ mod tests {
             OwnerRequest::MemoryForget { id: 1 },
             OwnerRequest::MemoryPurge {},
             OwnerRequest::MemoryExport {},
+            OwnerRequest::Downstream {
+                hashes: vec!["ab".into()],
+            },
         ];
         for request in &owner {
             let json = serde_json::to_string(request).unwrap();

@@ -27,6 +27,8 @@
 //!
 //! - [`spawn_warm`]: the same box with its command kept up as a worker that answers one line
 //!   for each request line ([`WarmBox::exchange`]), so the box is built once for many requests.
+//! - [`spawn_served`]: the same box with its command kept up and its three pipes handed to the
+//!   caller, who speaks the command's own protocol (a downstream MCP server's JSON-RPC).
 //! - [`spawn_command_worker`]: the same box with a worker that forks each command it is sent
 //!   ([`WarmBox::run_command`]), each kept from the worker and ended whole before the next.
 //!
@@ -58,6 +60,7 @@ mod probe;
 mod reap;
 mod record;
 mod seccomp;
+mod served;
 mod stop;
 mod warden;
 mod warm;
@@ -74,5 +77,6 @@ pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
 pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
+pub use served::{ServedBox, spawn_served};
 pub use stop::Stopper;
 pub use warm::{Sent, WORKER_GRACE, WarmBox, WarmError, spawn_warm};

@@ -36,6 +36,17 @@
 //! memory_mb = 2048            # memory of one box
 //! warm_idle_ms = 60000        # a session's warm file-tool box ends after this long unused;
 //!                             #   0: a fresh box for every file call
+//! [mcp]
+//! approve_in_client = ["claude-code"]  # MCP clients that may answer approvals themselves
+//! [[mcp.servers]]             # a downstream MCP server behind the gateway (see daemon::gateway)
+//! name = "git"                # its tools are git.<tool>; grants name them so
+//! command = ["/opt/mcp-git/bin/mcp-server-git"]  # program (absolute) and arguments
+//! read_only = ["/opt/mcp-git"]  # folders its program needs, bound read-only in its box
+//! env = { LANG = "C.UTF-8" }  # its environment beside the box's own
+//! shared = false              # true: one instance for every session (results then carry the
+//!                             #   highest class it has received)
+//! call_ms = 30000             # each call's time limit
+//! start_ms = 20000            # how long it may take to start and list its tools
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -112,6 +123,41 @@ pub struct McpConfig {
     /// and some clients accept every elicitation unasked. Each answer is recorded with the
     /// client as its channel.
     pub approve_in_client: Vec<String>,
+    /// The downstream MCP servers whose tools the gateway serves, each behind the grants.
+    pub servers: Vec<DownstreamConfig>,
+}
+
+/// `[[mcp.servers]]`: one downstream MCP server, started on demand in a box.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DownstreamConfig {
+    /// Its name: its tools are `name.tool` (see `policy::downstream::valid_server_name`).
+    pub name: String,
+    /// The program (an absolute path) and its arguments.
+    pub command: Vec<String>,
+    /// Folders its program needs, bound read-only in its box (`~/` is the owner's home).
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    /// Its environment beside the box's own (`PATH`, `HOME`, `LANG`).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Whether one instance serves every session (by default each session has its own).
+    #[serde(default)]
+    pub shared: bool,
+    /// Each call's time limit, in milliseconds; past it the instance is ended and restarted.
+    #[serde(default = "default_call_ms")]
+    pub call_ms: u64,
+    /// How long it may take to start and list its tools, in milliseconds.
+    #[serde(default = "default_start_ms")]
+    pub start_ms: u64,
+}
+
+fn default_call_ms() -> u64 {
+    30_000
+}
+
+fn default_start_ms() -> u64 {
+    20_000
 }
 
 /// `[sandbox]`: the box `shell` runs in.
@@ -228,6 +274,7 @@ impl Config {
                 bad.display()
             ));
         }
+        check_servers(&config.mcp.servers).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(config)
     }
 
@@ -283,6 +330,54 @@ impl Config {
     }
 }
 
+/// Each downstream server's name is valid and its own, and its program an absolute path.
+fn check_servers(servers: &[DownstreamConfig]) -> Result<(), String> {
+    for (i, server) in servers.iter().enumerate() {
+        let name = &server.name;
+        if !policy::downstream::valid_server_name(name) {
+            return Err(format!(
+                "[[mcp.servers]] name {name:?} must be 1 to {} lower-case letters, digits, '-' or '_', starting with a letter",
+                policy::downstream::MAX_SERVER_NAME
+            ));
+        }
+        if servers
+            .get(..i)
+            .is_some_and(|s| s.iter().any(|o| &o.name == name))
+        {
+            return Err(format!("[[mcp.servers]] name {name:?} is used twice"));
+        }
+        match server.command.first() {
+            Some(program) if Path::new(program).is_absolute() => {}
+            Some(program) => {
+                return Err(format!(
+                    "[[mcp.servers]] {name}: the program {program:?} must be an absolute path"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "[[mcp.servers]] {name}: command must name a program"
+                ));
+            }
+        }
+        if let Some(bad) = server
+            .read_only
+            .iter()
+            .find(|p| !p.is_absolute() && !p.starts_with("~"))
+        {
+            return Err(format!(
+                "[[mcp.servers]] {name}: read_only folder {} must be an absolute path or start with ~/",
+                bad.display()
+            ));
+        }
+        if server.call_ms == 0 || server.start_ms == 0 {
+            return Err(format!(
+                "[[mcp.servers]] {name}: call_ms and start_ms must be more than 0"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +395,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("shel_ms"), "{error}");
+    }
+
+    #[test]
+    fn downstream_servers_are_checked_by_name() {
+        let config: Config = toml::from_str(
+            "[[mcp.servers]]\nname = \"git\"\ncommand = [\"/usr/bin/mcp-git\", \"-v\"]\n",
+        )
+        .unwrap();
+        let git = &config.mcp.servers[0];
+        assert_eq!(
+            (git.call_ms, git.start_ms, git.shared),
+            (30_000, 20_000, false)
+        );
+        assert!(check_servers(&config.mcp.servers).is_ok());
+        let bad = |text: &str| {
+            let config: Config = toml::from_str(text).unwrap();
+            check_servers(&config.mcp.servers).unwrap_err()
+        };
+        let relative = bad("[[mcp.servers]]\nname = \"git\"\ncommand = [\"mcp-git\"]\n");
+        assert!(relative.contains("absolute"), "{relative}");
+        let named = bad("[[mcp.servers]]\nname = \"Git\"\ncommand = [\"/x\"]\n");
+        assert!(named.contains("\"Git\""), "{named}");
+        let twice = bad(
+            "[[mcp.servers]]\nname = \"a\"\ncommand = [\"/x\"]\n[[mcp.servers]]\nname = \"a\"\ncommand = [\"/y\"]\n",
+        );
+        assert!(twice.contains("twice"), "{twice}");
+        let empty = bad("[[mcp.servers]]\nname = \"a\"\ncommand = []\n");
+        assert!(empty.contains("program"), "{empty}");
+        let error = toml::from_str::<Config>(
+            "[[mcp.servers]]\nname = \"a\"\ncommand = [\"/x\"]\nurl = \"http://x\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("url"), "{error}");
     }
 
     #[test]

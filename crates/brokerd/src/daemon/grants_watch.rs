@@ -24,7 +24,7 @@ pub fn load(grants: &Path, home: &Path) -> GrantsState {
             for warning in &set.warnings {
                 tracing::warn!(%warning, "grant warning");
             }
-            GrantsState::Loaded(Arc::new(set.grants))
+            GrantsState::Loaded(Arc::new(set.grants), Arc::new(set.downstream))
         }
         Err(problems) => {
             for problem in &problems {
@@ -52,12 +52,14 @@ pub fn watch(broker: Arc<Broker>, home: PathBuf) -> notify::Result<notify::Recom
             while rx.try_recv().is_ok() {}
             let state = load(&broker.dirs.grants(), &home);
             let count = match &state {
-                GrantsState::Loaded(grants) => Some(grants.len()),
+                GrantsState::Loaded(grants, downstream) => {
+                    Some(grants.len() + downstream.tools.len() + downstream.servers.len())
+                }
                 GrantsState::Invalid(_) => None,
             };
             broker.publish(match &state {
-                GrantsState::Loaded(grants) => proto::OwnerEvent::GrantsLoaded {
-                    grants: grants.len(),
+                GrantsState::Loaded(..) => proto::OwnerEvent::GrantsLoaded {
+                    grants: count.unwrap_or(0),
                 },
                 GrantsState::Invalid(problems) => proto::OwnerEvent::GrantProblems {
                     problems: problems.iter().map(|p| p.to_string()).collect(),

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod calls;
 pub mod config;
 pub mod dirs;
+pub mod gateway;
 pub mod grants_watch;
 pub mod jobs;
 pub mod journal;
@@ -50,8 +51,9 @@ const EVENT_BACKLOG: usize = 4096;
 /// The grants in force: all of them, or none and the problems that stopped them.
 #[derive(Debug, Clone)]
 pub enum GrantsState {
-    /// Loaded without problems.
-    Loaded(Arc<Vec<Grant>>),
+    /// Loaded without problems: the grants of boxmaker's tools, and those of the downstream
+    /// MCP servers.
+    Loaded(Arc<Vec<Grant>>, Arc<policy::downstream::Downstream>),
     /// The folder has problems; every call gets `GrantsInvalid` until it is fixed.
     Invalid(Arc<Vec<Problem>>),
 }
@@ -83,6 +85,8 @@ pub struct Broker {
     pub memory: Arc<MemoryService>,
     /// Every session's background jobs.
     pub jobs: Arc<jobs::Jobs>,
+    /// The downstream MCP servers.
+    pub gateway: gateway::Gateway,
     session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionMemo>>>>,
 }
 
@@ -113,6 +117,7 @@ impl Broker {
             events: tokio::sync::broadcast::channel(EVENT_BACKLOG).0,
             memory: Arc::new(memory),
             jobs: Arc::default(),
+            gateway: gateway::Gateway::default(),
             session_locks: Mutex::new(HashMap::new()),
         })
     }
@@ -121,6 +126,13 @@ impl Broker {
     /// no consult model for `ask_memory`).
     pub fn with_memory(mut self, memory: MemoryService) -> Broker {
         self.memory = Arc::new(memory);
+        self
+    }
+
+    /// The same broker with `gateway` as its gateway to downstream MCP servers (the one
+    /// [`Broker::new`] makes has none).
+    pub fn with_gateway(mut self, gateway: gateway::Gateway) -> Broker {
+        self.gateway = gateway;
         self
     }
 

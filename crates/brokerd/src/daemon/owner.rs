@@ -111,6 +111,19 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
             OwnerRequest::MemoryShow { id } => memory::owner_show(&broker, id).await,
             OwnerRequest::MemoryForget { id } => memory::owner_forget(&broker, id).await,
             OwnerRequest::MemoryPurge {} => memory::owner_purge(&broker).await,
+            OwnerRequest::Downstream { hashes } => {
+                let downstream = match broker.grants_now() {
+                    GrantsState::Loaded(_, downstream) => downstream,
+                    GrantsState::Invalid(_) => Default::default(),
+                };
+                let runner = broker.runner.as_ref();
+                let protected = broker.protected.as_ref();
+                let (servers, known) = broker
+                    .gateway
+                    .owner_view(runner, protected, &downstream, &hashes)
+                    .await;
+                OwnerReply::Downstream { servers, known }
+            }
             OwnerRequest::MemoryExport {} => {
                 memory::owner_export(&broker, &mut writer, idle).await?;
                 continue;
@@ -133,7 +146,10 @@ fn done(result: Result<String, OwnerRefusal>) -> OwnerReply {
 /// The broker's state for `bx status`.
 pub fn status(broker: &Broker) -> StatusView {
     let (grants, grant_problems) = match broker.grants_now() {
-        GrantsState::Loaded(grants) => (grants.len(), Vec::new()),
+        GrantsState::Loaded(grants, downstream) => (
+            grants.len() + downstream.tools.len() + downstream.servers.len(),
+            Vec::new(),
+        ),
         GrantsState::Invalid(problems) => (0, problems.iter().map(|p| p.to_string()).collect()),
     };
     StatusView {

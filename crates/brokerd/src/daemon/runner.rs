@@ -72,6 +72,22 @@ pub trait Runner: Send + Sync {
         policy::shell::PathWalls::Unenforced
     }
 
+    /// The box of a downstream MCP server: `read_only` and `read_write` bound beside the
+    /// minimal system, the protected folders masked, and `hosts` reachable through a proxy
+    /// kept open as long as the returned value; or why no such box can be built here.
+    fn served_box(
+        &self,
+        _read_only: Vec<std::path::PathBuf>,
+        _read_write: Vec<std::path::PathBuf>,
+        _hosts: &[crate::grants::HostRule],
+        _protected: &Protected,
+    ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
+        Err(
+            "downstream MCP servers run only in a box, and this broker runs its tools without one"
+                .to_string(),
+        )
+    }
+
     /// Starts a decided `bash_bg` call as a job (blocking until its box runs), with `options`
     /// but for the box, which the runner chooses; returns the job and its header's fields
     /// (`containment`, and the box's walls as `sandbox`). Without a box the job is contained as

@@ -335,6 +335,55 @@ impl Runner for SandboxedRunner {
         self.warm.end_session(session)
     }
 
+    fn served_box(
+        &self,
+        read_only: Vec<PathBuf>,
+        read_write: Vec<PathBuf>,
+        hosts: &[crate::grants::HostRule],
+        protected: &crate::policy::Protected,
+    ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
+        if !self.full_box() {
+            return Err(self.unboxable().unwrap_or_else(|| {
+                "downstream MCP servers need a full box (bubblewrap): [sandbox] file_walls or bubblewrap is off in brokerd.toml, or this machine has no bubblewrap".to_string()
+            }));
+        }
+        let read_only = self
+            .read_only
+            .iter()
+            .chain(&read_only)
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
+        let mut policy = sandbox::Policy {
+            read_only,
+            read_write,
+            files: Vec::new(),
+            masked: protected.folders().to_vec(),
+            tmp_bytes: self.settings.tmp_mb.saturating_mul(1 << 20),
+            limits: sandbox::Limits {
+                // A server lives as long as its session: a day of CPU at most.
+                cpu_seconds: 86_400,
+                processes: self.settings.processes,
+                memory: self.settings.memory_mb.saturating_mul(1 << 20),
+                ..sandbox::Limits::default()
+            },
+            launcher: self.launcher.clone(),
+            file_walls: self.file_walls,
+            network: None,
+        };
+        if hosts.is_empty() {
+            return Ok((policy, None));
+        }
+        let Some(proxies) = &self.proxies else {
+            return Err(
+                "the server's grant names hosts, but this broker has no proxy for them".to_string(),
+            );
+        };
+        let proxy = proxies.open(hosts)?;
+        policy.network = Some(sandbox::Network::new(proxy.socket()));
+        Ok((policy, Some(proxy)))
+    }
+
     fn path_walls(&self) -> policy::shell::PathWalls {
         if self.settings.file_walls && self.unboxable().is_none() {
             policy::shell::PathWalls::Enforced

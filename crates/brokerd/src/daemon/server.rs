@@ -107,9 +107,18 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 return refuse(&mut writer, idle, refusal).await;
             }
             AgentFrame::ListTools {} => {
-                let tools = BrokerFrame::Tools {
-                    tools: catalog(&broker),
-                };
+                let mut tools = catalog(&broker);
+                if let GrantsState::Loaded(_, downstream) = broker.grants_now() {
+                    let runner = broker.runner.as_ref();
+                    let protected = broker.protected.as_ref();
+                    let gateway = &broker.gateway;
+                    tools.extend(
+                        gateway
+                            .catalog(runner, protected, &session, &downstream)
+                            .await,
+                    );
+                }
+                let tools = BrokerFrame::Tools { tools };
                 write(&mut writer, &tools, idle).await?;
             }
             AgentFrame::Call { request } => {
@@ -202,7 +211,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
 /// The schemas of every tool at least one live allow grant could cover (`bash_tail` and
 /// `bash_kill` with `bash_bg`).
 pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
-    let GrantsState::Loaded(grants) = broker.grants_now() else {
+    let GrantsState::Loaded(grants, _) = broker.grants_now() else {
         return Vec::new();
     };
     let now = proto::Timestamp::now();

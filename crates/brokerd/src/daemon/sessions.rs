@@ -118,6 +118,7 @@ pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> R
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
     broker.approvals.end_session(broker, session).await;
     broker.jobs.end_session(session).await;
+    broker.gateway.end_session(session).await;
     let runner = Arc::clone(&broker.runner);
     let ended = session.clone();
     if let Err(error) = tokio::task::spawn_blocking(move || runner.end_session(&ended)).await {

@@ -182,6 +182,8 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     .map_err(StartError::Other)?;
     let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home).with_proxies(proxies);
     let grants = grants_watch::load(&dirs.grants(), &home);
+    let gateway = super::gateway::Gateway::new(&config.mcp.servers, &home)
+        .keeping_definitions_in(dirs.state.join("downstream"));
     let broker = Arc::new(
         Broker::new(
             config,
@@ -192,7 +194,8 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
             ledger,
             Arc::new(runner),
         )?
-        .with_memory(memory),
+        .with_memory(memory)
+        .with_gateway(gateway),
     );
     let waiting = broker.approvals.load(&broker)?;
     if waiting > 0 {

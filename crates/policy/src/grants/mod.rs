@@ -2,6 +2,7 @@
 //! and a sentence. A folder with any problem yields no grants at all, so a typo never leaves
 //! half a policy in force.
 
+mod downstream;
 mod reader;
 mod rules;
 
@@ -11,7 +12,9 @@ use std::path::{Path, PathBuf};
 use proto::{Class, Timestamp};
 
 use crate::args::ToolName;
+use crate::downstream::Downstream;
 
+pub use downstream::{SERVER_KEYS, TOOL_KEYS};
 pub use reader::parse_file;
 pub use rules::{HostRule, PathRule, RuleError, host_rule, path_rule};
 
@@ -159,6 +162,8 @@ pub struct GrantSet {
     pub grants: Vec<Grant>,
     /// Things that are allowed but risky (prefixes that run other programs).
     pub warnings: Vec<Problem>,
+    /// The grants of downstream MCP servers' tools and boxes.
+    pub downstream: Downstream,
 }
 
 /// Reads every `*.toml` file of `dir` (in name order). Any problem anywhere means no grants:
@@ -205,12 +210,31 @@ pub fn load_dir(dir: &Path, home: &Path) -> Result<GrantSet, Vec<Problem>> {
                 let parsed = parse_file(&text, &file, home);
                 set.grants.extend(parsed.grants);
                 set.warnings.extend(parsed.warnings);
+                set.downstream.tools.extend(parsed.downstream.tools);
+                set.downstream.servers.extend(parsed.downstream.servers);
                 problems.extend(parsed.problems);
             }
             Err(p) => problems.push(p),
         }
     }
-    check_unique_ids(&set.grants, &mut problems);
+    let ids: Vec<(&str, &Origin)> = set
+        .grants
+        .iter()
+        .map(|g| (g.id.as_str(), &g.origin))
+        .chain(
+            set.downstream
+                .tools
+                .iter()
+                .map(|g| (g.id.as_str(), &g.origin)),
+        )
+        .chain(
+            set.downstream
+                .servers
+                .iter()
+                .map(|g| (g.id.as_str(), &g.origin)),
+        )
+        .collect();
+    check_unique_ids(&ids, &mut problems);
     if problems.is_empty() {
         Ok(set)
     } else {
@@ -236,21 +260,19 @@ fn read_limited(file: &Path) -> Result<String, Problem> {
     fs::read_to_string(file).map_err(|e| problem(file, None, format!("cannot read: {e}")))
 }
 
-fn check_unique_ids(grants: &[Grant], problems: &mut Vec<Problem>) {
-    for (i, grant) in grants.iter().enumerate() {
-        if let Some(first) = grants.get(..i).and_then(|g| {
+fn check_unique_ids(ids: &[(&str, &Origin)], problems: &mut Vec<Problem>) {
+    for (i, (id, origin)) in ids.iter().enumerate() {
+        if let Some((_, first)) = ids.get(..i).and_then(|earlier| {
             // One table naming several tools gives several grants with its id and origin.
-            g.iter()
-                .find(|g| g.id == grant.id && g.origin != grant.origin)
+            earlier.iter().find(|(e, o)| e == id && o != origin)
         }) {
             problems.push(problem(
-                &grant.origin.file,
-                Some(grant.origin.line),
+                &origin.file,
+                Some(origin.line),
                 format!(
-                    "grant id {:?} is already used at {}:{}",
-                    grant.id,
-                    first.origin.file.display(),
-                    first.origin.line
+                    "grant id {id:?} is already used at {}:{}",
+                    first.file.display(),
+                    first.line
                 ),
             ));
         }
@@ -266,6 +288,8 @@ pub struct ParsedFile {
     pub problems: Vec<Problem>,
     /// Things allowed but risky.
     pub warnings: Vec<Problem>,
+    /// The valid grants of downstream servers (meaningless if there are problems).
+    pub downstream: Downstream,
 }
 
 pub(crate) fn problem(file: &Path, line: Option<usize>, message: String) -> Problem {

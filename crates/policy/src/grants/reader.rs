@@ -63,7 +63,11 @@ pub fn parse_file(text: &str, file: &Path, home: &Path) -> ParsedFile {
                 problems: &mut out.problems,
                 warnings: &mut out.warnings,
             };
-            out.grants.extend(reader.read(table, line));
+            if super::downstream::names_downstream(table) {
+                reader.read_downstream(table, line, &mut out.downstream);
+            } else {
+                out.grants.extend(reader.read(table, line));
+            }
         }
     }
     // Tables come back in key order, not file order: report in the order of the file.
@@ -73,7 +77,7 @@ pub fn parse_file(text: &str, file: &Path, home: &Path) -> ParsedFile {
 }
 
 /// Byte offsets of line starts, to turn a span into a line number.
-struct Lines {
+pub(super) struct Lines {
     starts: Vec<usize>,
 }
 
@@ -84,7 +88,7 @@ impl Lines {
         Lines { starts }
     }
 
-    fn of(&self, offset: usize) -> usize {
+    pub(super) fn of(&self, offset: usize) -> usize {
         match self.starts.binary_search(&offset) {
             Ok(i) => i + 1,
             Err(i) => i,
@@ -92,22 +96,27 @@ impl Lines {
     }
 }
 
-type Value<'a> = Spanned<DeValue<'a>>;
+pub(super) type Value<'a> = Spanned<DeValue<'a>>;
 
-struct GrantReader<'r> {
-    file: &'r Path,
+pub(super) struct GrantReader<'r> {
+    pub(super) file: &'r Path,
     home: &'r Path,
-    lines: &'r Lines,
+    pub(super) lines: &'r Lines,
     problems: &'r mut Vec<Problem>,
     warnings: &'r mut Vec<Problem>,
 }
 
 impl GrantReader<'_> {
-    fn say(&mut self, line: usize, message: String) {
+    pub(super) fn say(&mut self, line: usize, message: String) {
         self.problems.push(problem(self.file, Some(line), message));
     }
 
-    fn line_of(&self, value: &Value<'_>) -> usize {
+    /// How many problems this file has so far.
+    pub(super) fn problem_count(&self) -> usize {
+        self.problems.len()
+    }
+
+    pub(super) fn line_of(&self, value: &Value<'_>) -> usize {
         self.lines.of(value.span().start)
     }
 
@@ -166,22 +175,10 @@ impl GrantReader<'_> {
             .and_then(|v| self.boolean(v, "untrusted"))
             .unwrap_or(true);
         let approval = field("approval")
-            .and_then(|v| {
-                self.word(v, "approval", &["auto", "ask"]).map(|w| match w {
-                    "ask" => Approval::Ask,
-                    _ => Approval::Auto,
-                })
-            })
+            .and_then(|v| self.approval(v))
             .unwrap_or(Approval::Auto);
         let on_untrusted = field("on_untrusted")
-            .and_then(|v| {
-                self.word(v, "on_untrusted", &["allow", "ask", "deny"])
-                    .map(|w| match w {
-                        "allow" => OnUntrusted::Allow,
-                        "deny" => OnUntrusted::Deny,
-                        _ => OnUntrusted::Ask,
-                    })
-            })
+            .and_then(|v| self.on_untrusted(v))
             .unwrap_or(OnUntrusted::Ask);
         let expires = field("expires").and_then(|v| self.expires(v));
         let tags = field("tags").map(|v| self.tags(v)).unwrap_or_default();
@@ -338,7 +335,7 @@ impl GrantReader<'_> {
         }
     }
 
-    fn string<'v>(&mut self, value: &'v Value<'_>, key: &str) -> Option<&'v str> {
+    pub(super) fn string<'v>(&mut self, value: &'v Value<'_>, key: &str) -> Option<&'v str> {
         match value.get_ref() {
             DeValue::String(text) => Some(text.as_ref()),
             _ => {
@@ -349,7 +346,7 @@ impl GrantReader<'_> {
         }
     }
 
-    fn strings(&mut self, value: &Value<'_>, key: &str) -> Vec<(String, usize)> {
+    pub(super) fn strings(&mut self, value: &Value<'_>, key: &str) -> Vec<(String, usize)> {
         let DeValue::Array(items) = value.get_ref() else {
             let line = self.line_of(value);
             self.say(line, format!("{key} must be a list of strings"));
@@ -366,7 +363,7 @@ impl GrantReader<'_> {
         out
     }
 
-    fn id(&mut self, value: &Value<'_>) -> Option<String> {
+    pub(super) fn id(&mut self, value: &Value<'_>) -> Option<String> {
         let text = self.string(value, "id")?.to_string();
         let valid = !text.is_empty()
             && text.len() <= 64
@@ -446,7 +443,24 @@ impl GrantReader<'_> {
         (!wrong).then_some(tools)
     }
 
-    fn class(&mut self, value: &Value<'_>, key: &str) -> Option<Class> {
+    pub(super) fn approval(&mut self, value: &Value<'_>) -> Option<Approval> {
+        self.word(value, "approval", &["auto", "ask"])
+            .map(|w| match w {
+                "ask" => Approval::Ask,
+                _ => Approval::Auto,
+            })
+    }
+
+    pub(super) fn on_untrusted(&mut self, value: &Value<'_>) -> Option<OnUntrusted> {
+        self.word(value, "on_untrusted", &["allow", "ask", "deny"])
+            .map(|w| match w {
+                "allow" => OnUntrusted::Allow,
+                "deny" => OnUntrusted::Deny,
+                _ => OnUntrusted::Ask,
+            })
+    }
+
+    pub(super) fn class(&mut self, value: &Value<'_>, key: &str) -> Option<Class> {
         let word = self.word(value, key, &["public", "private", "secret"])?;
         Some(match word {
             "public" => Class::Public,
@@ -455,7 +469,7 @@ impl GrantReader<'_> {
         })
     }
 
-    fn word(
+    pub(super) fn word(
         &mut self,
         value: &Value<'_>,
         key: &str,
@@ -476,7 +490,7 @@ impl GrantReader<'_> {
         found
     }
 
-    fn boolean(&mut self, value: &Value<'_>, key: &str) -> Option<bool> {
+    pub(super) fn boolean(&mut self, value: &Value<'_>, key: &str) -> Option<bool> {
         match value.get_ref() {
             DeValue::Boolean(b) => Some(*b),
             _ => {
@@ -487,7 +501,7 @@ impl GrantReader<'_> {
         }
     }
 
-    fn expires(&mut self, value: &Value<'_>) -> Option<Timestamp> {
+    pub(super) fn expires(&mut self, value: &Value<'_>) -> Option<Timestamp> {
         let text = match value.get_ref() {
             DeValue::Datetime(at) => at.to_string(),
             DeValue::String(text) => text.to_string(),
@@ -515,7 +529,7 @@ impl GrantReader<'_> {
         }
     }
 
-    fn paths(&mut self, value: &Value<'_>, deny: bool) -> Vec<PathRule> {
+    pub(super) fn paths(&mut self, value: &Value<'_>, deny: bool) -> Vec<PathRule> {
         let mut rules = Vec::new();
         for (written, line) in self.strings(value, "paths") {
             match path_rule(&written, self.home, deny) {
@@ -538,7 +552,7 @@ impl GrantReader<'_> {
         rules
     }
 
-    fn hosts(&mut self, value: &Value<'_>) -> Vec<HostRule> {
+    pub(super) fn hosts(&mut self, value: &Value<'_>) -> Vec<HostRule> {
         let mut rules = Vec::new();
         for (written, line) in self.strings(value, "hosts") {
             match host_rule(&written) {

@@ -4,6 +4,7 @@
 
 mod args;
 mod decide;
+mod downstream;
 mod grants;
 mod paths;
 mod shell_coverage;

@@ -21,6 +21,7 @@ use super::memo::{SessionMemo, mark_applied};
 use super::sessions::Refusal;
 use super::{Broker, GrantsState};
 
+mod downstream;
 mod record;
 mod run;
 
@@ -161,13 +162,26 @@ async fn answer_locked(
             return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
         }
     };
-    let grants = match broker.grants_now() {
-        GrantsState::Loaded(grants) => grants,
+    let (grants, downstream) = match broker.grants_now() {
+        GrantsState::Loaded(grants, downstream) => (grants, downstream),
         GrantsState::Invalid(problems) => {
             let detail = format!("the grant files have {} problem(s)", problems.len());
             return deny(broker, &call, DenyReason::GrantsInvalid, None, detail).await;
         }
     };
+    if let Some((server, tool)) = policy::downstream::split(&request.tool) {
+        let target = downstream::Target { server, tool };
+        return downstream::answer(
+            broker,
+            &call,
+            target,
+            labels,
+            &downstream,
+            approved,
+            pending,
+        )
+        .await;
+    }
     let Some(tool) = ToolName::parse(&request.tool) else {
         let known: Vec<&str> = ToolName::KNOWN
             .iter()

@@ -8,6 +8,7 @@ mod audit;
 mod calls;
 mod coding;
 mod frames;
+mod gateway;
 mod git;
 mod jobs;
 mod memory;

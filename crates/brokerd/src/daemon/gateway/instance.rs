@@ -1,0 +1,308 @@
+//! One running downstream MCP server: its box (started from a thread that lives as long as
+//! the box, since the box dies with the thread that made it), the MCP client session over its
+//! pipes (`rmcp`), the tools it lists, and its calls, each within a time limit. An instance
+//! that fails in any way (it exits, hangs past a limit, or its pipes break) is marked dead,
+//! and the gateway starts a fresh one for the next call.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock,
+    Implementation, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::net::unix::pipe;
+
+use super::Definition;
+
+/// How many lines of a server's standard error are kept for the message of its failure.
+const STDERR_LINES: usize = 20;
+
+/// Hears a server's notifications: a changed tool list marks the tools to be read again.
+#[derive(Clone)]
+struct Listener {
+    changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("boxmaker-gateway", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What starting a server needs: its box and its program.
+pub struct Launch {
+    /// The server's name, for messages.
+    pub server: String,
+    /// The box.
+    pub policy: sandbox::Policy,
+    /// The program, its arguments, environment and folder.
+    pub spec: sandbox::CommandSpec,
+    /// The proxy of its granted hosts, kept open as long as the instance.
+    pub proxy: Option<crate::daemon::proxy::BoxProxy>,
+    /// How long it may take to start and list its tools.
+    pub start: Duration,
+}
+
+/// A running server.
+pub struct Instance {
+    server: String,
+    client: RunningService<RoleClient, Listener>,
+    changed: Arc<AtomicBool>,
+    dead: AtomicBool,
+    tools: Mutex<Arc<Vec<Definition>>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Dropped with the instance: the box's thread then drops the box, which kills it.
+    _stop: std::sync::mpsc::Sender<()>,
+    _proxy: Option<crate::daemon::proxy::BoxProxy>,
+}
+
+impl Instance {
+    /// Starts the server in its box, opens the MCP session and lists its tools, all within
+    /// `launch.start`.
+    pub async fn start(launch: Launch) -> Result<Instance, String> {
+        let Launch {
+            server,
+            policy,
+            spec,
+            proxy,
+            start,
+        } = launch;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (pipes_tx, pipes_rx) = tokio::sync::oneshot::channel();
+        let name = server.clone();
+        std::thread::Builder::new()
+            .name(format!("mcp-{server}"))
+            .spawn(move || match sandbox::spawn_served(&spec, &policy) {
+                Ok(mut served) => {
+                    let pipes = (
+                        served.stdin.take(),
+                        served.stdout.take(),
+                        served.stderr.take(),
+                    );
+                    if pipes_tx.send(Ok(pipes)).is_ok() {
+                        // Until the instance is dropped (the sender with it).
+                        let _ = stopped.recv();
+                    }
+                    drop(served);
+                }
+                Err(error) => {
+                    let _ = pipes_tx.send(Err(crate::daemon::sandboxed::box_error(error)));
+                }
+            })
+            .map_err(|e| format!("cannot start a thread for server {name}: {e}"))?;
+        let (stdin, stdout, stderr) = match pipes_rx.await {
+            Ok(Ok(pipes)) => pipes,
+            Ok(Err(message)) => return Err(format!("server {server}'s box: {message}")),
+            Err(_) => return Err(format!("server {server}'s box did not start")),
+        };
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(format!("server {server}'s box has no pipes"));
+        };
+        let write = pipe::Sender::from_owned_fd(OwnedFd::from(stdin))
+            .map_err(|e| format!("server {server}'s input: {e}"))?;
+        let read = pipe::Receiver::from_owned_fd(OwnedFd::from(stdout))
+            .map_err(|e| format!("server {server}'s output: {e}"))?;
+        let kept = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(stderr) = stderr {
+            drain_stderr(&server, stderr, Arc::clone(&kept));
+        }
+        let changed = Arc::new(AtomicBool::new(false));
+        let listener = Listener {
+            changed: Arc::clone(&changed),
+        };
+        let opened = tokio::time::timeout(start, rmcp::serve_client(listener, (read, write))).await;
+        let client = match opened {
+            Ok(Ok(client)) => client,
+            Ok(Err(error)) => {
+                return Err(failure(
+                    &server,
+                    &format!("did not open an MCP session: {error}"),
+                    &kept,
+                ));
+            }
+            Err(_) => {
+                return Err(failure(
+                    &server,
+                    &format!(
+                        "did not open an MCP session within {} ms",
+                        start.as_millis()
+                    ),
+                    &kept,
+                ));
+            }
+        };
+        let instance = Instance {
+            server,
+            client,
+            changed,
+            dead: AtomicBool::new(false),
+            tools: Mutex::new(Arc::new(Vec::new())),
+            stderr: kept,
+            _stop: stop,
+            _proxy: proxy,
+        };
+        instance.refresh(start).await?;
+        Ok(instance)
+    }
+
+    /// Whether the instance has failed and must not be used again.
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst) || self.client.is_transport_closed()
+    }
+
+    /// Its tools, read again first when the server said they changed.
+    pub async fn tools(&self, limit: Duration) -> Result<Arc<Vec<Definition>>, String> {
+        if self.changed.swap(false, Ordering::SeqCst) {
+            self.refresh(limit).await?;
+        }
+        Ok(Arc::clone(
+            &self.tools.lock().unwrap_or_else(PoisonError::into_inner),
+        ))
+    }
+
+    async fn refresh(&self, limit: Duration) -> Result<(), String> {
+        let listed = tokio::time::timeout(limit, self.client.peer().list_all_tools()).await;
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(error)) => return Err(self.fail(&format!("did not list its tools: {error}"))),
+            Err(_) => {
+                return Err(self.fail(&format!(
+                    "did not list its tools within {} ms",
+                    limit.as_millis()
+                )));
+            }
+        };
+        let definitions = tools
+            .iter()
+            .map(|tool| {
+                let schema = Value::Object((*tool.input_schema).clone());
+                Definition::new(&tool.name, tool.description.as_deref(), schema)
+            })
+            .collect();
+        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(definitions);
+        Ok(())
+    }
+
+    /// Calls `tool` with `arguments` within `limit`: the result's text and structured
+    /// content, and whether the server marked it an error. A server that does not answer in
+    /// time, or whose session breaks, is dead afterwards.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        limit: Duration,
+    ) -> Result<Called, String> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let answered = tokio::time::timeout(limit, self.client.peer().call_tool_once(params)).await;
+        match answered {
+            Ok(Ok(CallToolResponse::Complete(result))) => Ok(Called {
+                text: text_of(&result.content),
+                structured: result.structured_content,
+                is_error: result.is_error.unwrap_or(false),
+            }),
+            Ok(Ok(CallToolResponse::InputRequired(_))) => Err(format!(
+                "server {} asked for input from the client, which the gateway does not pass on",
+                self.server
+            )),
+            Ok(Ok(_)) => Err(format!(
+                "server {} answered with a task to poll, or another kind of answer the gateway does not follow",
+                self.server
+            )),
+            Ok(Err(rmcp::ServiceError::McpError(error))) => Err(format!(
+                "server {} refused the call: {}",
+                self.server, error.message
+            )),
+            Ok(Err(error)) => Err(self.fail(&format!("failed during the call: {error}"))),
+            Err(_) => Err(self.fail(&format!(
+                "did not answer within {} ms; it is restarted for the next call",
+                limit.as_millis()
+            ))),
+        }
+    }
+
+    /// Marks the instance dead and says why, with the end of its standard error.
+    fn fail(&self, what: &str) -> String {
+        self.dead.store(true, Ordering::SeqCst);
+        failure(&self.server, what, &self.stderr)
+    }
+}
+
+/// What a call gave.
+pub struct Called {
+    /// The text of its content blocks (other blocks named by kind).
+    pub text: String,
+    /// Its structured content.
+    pub structured: Option<Value>,
+    /// Whether the server marked it an error.
+    pub is_error: bool,
+}
+
+/// The content blocks as text: each text block whole, other kinds as a line naming them.
+fn text_of(content: &[ContentBlock]) -> String {
+    let parts: Vec<String> = content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.clone(),
+            ContentBlock::Image(image) => format!("[an image, {}]", image.mime_type),
+            ContentBlock::Audio(audio) => format!("[audio, {}]", audio.mime_type),
+            ContentBlock::Resource(_) => "[an embedded resource]".to_string(),
+            ContentBlock::ResourceLink(link) => format!("[a link to {}]", link.uri),
+            _ => "[content of a kind the gateway does not know]".to_string(),
+        })
+        .collect();
+    parts.join("\n")
+}
+
+fn failure(server: &str, what: &str, stderr: &Mutex<VecDeque<String>>) -> String {
+    let lines = stderr.lock().unwrap_or_else(PoisonError::into_inner);
+    if lines.is_empty() {
+        format!("server {server} {what}")
+    } else {
+        let tail: Vec<&str> = lines.iter().map(String::as_str).collect();
+        format!(
+            "server {server} {what}; its last words on standard error: {}",
+            tail.join(" | ")
+        )
+    }
+}
+
+/// Reads the server's standard error to its end: each line to the broker's log, the last
+/// [`STDERR_LINES`] kept for messages.
+fn drain_stderr(
+    server: &str,
+    stderr: std::process::ChildStderr,
+    kept: Arc<Mutex<VecDeque<String>>>,
+) {
+    let Ok(receiver) = pipe::Receiver::from_owned_fd(OwnedFd::from(stderr)) else {
+        return;
+    };
+    let server = server.to_string();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(receiver).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let line: String = line.chars().take(500).collect();
+            tracing::debug!(server = %server, %line, "downstream server's standard error");
+            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.len() == STDERR_LINES {
+                kept.pop_front();
+            }
+            kept.push_back(line);
+        }
+    });
+}

@@ -1,0 +1,571 @@
+//! The gateway to third-party MCP servers ("downstream" servers, `brokerd.toml`'s
+//! `[[mcp.servers]]`). Each server is started on demand, in a box whose folders and hosts come
+//! from its server grant (`[[grant]] server = "…"`), one instance per broker session (or one
+//! for all with `shared = true`); its tools join the session's catalog as `server.tool` while
+//! a grant pins their current definition, and each call is decided, audited and labelled as
+//! the broker's own tools are (`calls::downstream`).
+//!
+//! - `instance.rs`: one running server: its box, its MCP session, its tools, its calls.
+
+mod instance;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use policy::downstream::{Downstream, definition, definition_hash, visible};
+use proto::{Class, SessionId, Timestamp, ToolSchema};
+use serde_json::{Map, Value};
+
+use super::config::DownstreamConfig;
+use super::runner::{Outcome, Runner};
+use crate::policy::Protected;
+
+pub use instance::Called;
+use instance::{Instance, Launch};
+
+/// The most validation errors named when arguments do not fit a downstream tool's schema.
+const ERRORS_NAMED: usize = 5;
+
+/// One tool as a downstream server lists it, with the pin of its definition.
+pub struct Definition {
+    /// Its name on its server.
+    pub tool: String,
+    /// What the pin covers: name, description, input schema.
+    pub value: Value,
+    /// [`definition_hash`] of `value`.
+    pub hash: String,
+    /// Its input schema, compiled; or why it cannot be used (then its calls are refused).
+    validator: Result<Arc<jsonschema::Validator>, String>,
+}
+
+impl Definition {
+    /// The definition of `tool` as listed.
+    pub fn new(tool: &str, description: Option<&str>, schema: Value) -> Definition {
+        let value = definition(tool, description, &schema);
+        // Remote references are never fetched: this build of the validator cannot.
+        let validator = jsonschema::validator_for(&schema)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        Definition {
+            tool: tool.to_string(),
+            hash: definition_hash(&value),
+            value,
+            validator,
+        }
+    }
+
+    /// Whether `arguments` fit the tool's input schema; else the errors, as a sentence.
+    pub fn check(&self, arguments: &Value) -> Result<(), String> {
+        let validator = self.validator.as_ref().map_err(|e| {
+            format!(
+                "the input schema of {} cannot be used to check arguments: {e}",
+                self.tool
+            )
+        })?;
+        let errors: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(ERRORS_NAMED)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the arguments do not fit the input schema of {}: {}",
+                self.tool,
+                errors.join("; ")
+            ))
+        }
+    }
+
+    /// It as the owner sees it: indented JSON with sorted keys.
+    fn view(&self, server: &str) -> proto::DownstreamTool {
+        let sorted: Value = serde_json::from_str(&policy::downstream::canonical(&self.value))
+            .unwrap_or(Value::Null);
+        proto::DownstreamTool {
+            name: format!("{server}.{}", self.tool),
+            hash: self.hash.clone(),
+            definition: serde_json::to_string_pretty(&sorted).unwrap_or_default(),
+        }
+    }
+
+    /// Its entry in a session's catalog, as `server.tool`.
+    fn schema(&self, server: &str) -> ToolSchema {
+        ToolSchema {
+            name: format!("{server}.{}", self.tool),
+            description: self
+                .value
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            parameters: self
+                .value
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// Which instance of a server a call uses.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Owner {
+    /// The session's own.
+    Session(SessionId),
+    /// The one every session shares.
+    Shared,
+    /// The one the owner's `bx grants check` lists the tools of.
+    Probe,
+}
+
+/// A running instance and the box world it was started with.
+struct Running {
+    instance: Arc<Instance>,
+    world: World,
+}
+
+/// What a server's box sees: its read-write folders and the hosts it may reach.
+#[derive(Clone, PartialEq, Eq)]
+struct World {
+    paths: Vec<PathBuf>,
+    hosts: Vec<String>,
+}
+
+struct Server {
+    config: DownstreamConfig,
+    /// `config.read_only` with `~/` expanded.
+    read_only: Vec<PathBuf>,
+    instances: tokio::sync::Mutex<HashMap<Owner, Running>>,
+    /// For a shared server: the highest class any session calling it had seen.
+    received: Mutex<Class>,
+}
+
+/// Every downstream server of `brokerd.toml`.
+#[derive(Default)]
+pub struct Gateway {
+    servers: BTreeMap<String, Server>,
+    /// Where every definition seen is kept by its hash (`<hash>.json`), so the owner can see
+    /// what a pinned tool was before it changed.
+    seen: Option<PathBuf>,
+}
+
+/// What a downstream call is run with.
+pub struct DownstreamCall<'a> {
+    /// The session.
+    pub session: &'a SessionId,
+    /// The session's taint when the call was decided.
+    pub taint: Class,
+    /// The tool on its server.
+    pub tool: &'a str,
+    /// Its arguments, checked against its schema.
+    pub arguments: Map<String, Value>,
+}
+
+impl Gateway {
+    /// The gateway of `servers`, `~/` in their folders meaning `home`.
+    pub fn new(servers: &[DownstreamConfig], home: &Path) -> Gateway {
+        let servers = servers
+            .iter()
+            .map(|config| {
+                let read_only = config
+                    .read_only
+                    .iter()
+                    .map(|p| match p.strip_prefix("~") {
+                        Ok(rest) => home.join(rest),
+                        Err(_) => p.clone(),
+                    })
+                    .collect();
+                let server = Server {
+                    config: config.clone(),
+                    read_only,
+                    instances: tokio::sync::Mutex::new(HashMap::new()),
+                    received: Mutex::new(Class::Public),
+                };
+                (config.name.clone(), server)
+            })
+            .collect();
+        Gateway {
+            servers,
+            seen: None,
+        }
+    }
+
+    /// The same gateway, keeping the definitions it sees in `folder` (in the state folder).
+    pub fn keeping_definitions_in(mut self, folder: PathBuf) -> Gateway {
+        self.seen = Some(folder);
+        self
+    }
+
+    /// Each server's tools as it lists them now (the owner's own instance of it, started if
+    /// need be) and the definitions seen before of `hashes`, for `bx grants check`.
+    pub async fn owner_view(
+        &self,
+        runner: &dyn Runner,
+        protected: &Protected,
+        grants: &Downstream,
+        hashes: &[String],
+    ) -> (Vec<proto::DownstreamView>, Vec<proto::DownstreamTool>) {
+        let mut views = Vec::new();
+        for name in self.servers.keys() {
+            let listed = self
+                .tools_of(runner, protected, name, Owner::Probe, grants)
+                .await;
+            views.push(match listed {
+                Ok(tools) => proto::DownstreamView {
+                    name: name.clone(),
+                    tools: self.every_definition(name, &tools).await,
+                    error: None,
+                },
+                Err(error) => proto::DownstreamView {
+                    name: name.clone(),
+                    tools: Vec::new(),
+                    error: Some(error),
+                },
+            });
+        }
+        let known = hashes
+            .iter()
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .filter_map(|hash| {
+                let folder = self.seen.as_ref()?;
+                let text = std::fs::read_to_string(folder.join(format!("{hash}.json"))).ok()?;
+                serde_json::from_str::<proto::DownstreamTool>(&text).ok()
+            })
+            .collect();
+        (views, known)
+    }
+
+    /// `listed` and every other definition the running instances of `server` list now (a
+    /// session's instance may have changed a tool since it started), each once.
+    async fn every_definition(
+        &self,
+        server: &str,
+        listed: &[Definition],
+    ) -> Vec<proto::DownstreamTool> {
+        let mut views: Vec<proto::DownstreamTool> = listed.iter().map(|d| d.view(server)).collect();
+        let Some(config) = self.servers.get(server) else {
+            return views;
+        };
+        let running: Vec<Arc<Instance>> = config
+            .instances
+            .lock()
+            .await
+            .values()
+            .filter(|r| !r.instance.is_dead())
+            .map(|r| Arc::clone(&r.instance))
+            .collect();
+        let limit = Duration::from_millis(config.config.start_ms);
+        for instance in running {
+            let Ok(tools) = instance.tools(limit).await else {
+                continue;
+            };
+            self.remember(server, &tools);
+            for definition in tools.iter() {
+                if !views.iter().any(|v| v.hash == definition.hash) {
+                    views.push(definition.view(server));
+                }
+            }
+        }
+        views
+    }
+
+    /// Keeps each of `tools` of `server` in the folder of definitions seen, once.
+    fn remember(&self, server: &str, tools: &[Definition]) {
+        let Some(folder) = &self.seen else {
+            return;
+        };
+        if let Err(error) = std::fs::create_dir_all(folder) {
+            tracing::warn!(%error, "the folder of downstream definitions cannot be made");
+            return;
+        }
+        for definition in tools {
+            let path = folder.join(format!("{}.json", definition.hash));
+            if path.exists() {
+                continue;
+            }
+            let Ok(text) = serde_json::to_string(&definition.view(server)) else {
+                continue;
+            };
+            let temporary = folder.join(format!(".{}.tmp", definition.hash));
+            let written =
+                std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &path));
+            if let Err(error) = written {
+                tracing::warn!(%error, "a downstream definition was not kept");
+            }
+        }
+    }
+
+    /// The names of the servers, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.servers.keys().map(String::as_str).collect()
+    }
+
+    /// Whether `server` is one of them.
+    pub fn has(&self, server: &str) -> bool {
+        self.servers.contains_key(server)
+    }
+
+    /// The time limit of one call of `server`.
+    pub fn call_limit(&self, server: &str) -> Duration {
+        self.servers
+            .get(server)
+            .map_or(Duration::from_secs(30), |s| {
+                Duration::from_millis(s.config.call_ms)
+            })
+    }
+
+    /// The tools `server` lists now, for `session` (started if it is not running).
+    pub async fn tools(
+        &self,
+        runner: &dyn Runner,
+        protected: &Protected,
+        server: &str,
+        session: &SessionId,
+        grants: &Downstream,
+    ) -> Result<Arc<Vec<Definition>>, String> {
+        let owner = match self.servers.get(server) {
+            Some(config) => owner(config, session),
+            None => return Err(format!("there is no downstream server {server}")),
+        };
+        self.tools_of(runner, protected, server, owner, grants)
+            .await
+    }
+
+    async fn tools_of(
+        &self,
+        runner: &dyn Runner,
+        protected: &Protected,
+        server: &str,
+        owner: Owner,
+        grants: &Downstream,
+    ) -> Result<Arc<Vec<Definition>>, String> {
+        let (instance, limit) = self
+            .instance(runner, protected, server, owner.clone(), grants)
+            .await?;
+        let listed = instance.tools(limit).await;
+        match &listed {
+            Ok(tools) => self.remember(server, tools),
+            Err(_) => self.forget(server, owner, &instance).await,
+        }
+        listed
+    }
+
+    /// The downstream tools `session` may see: those of every server an allow grant names
+    /// whose current definition a live grant pins. A server that cannot start is left out
+    /// (and logged).
+    pub async fn catalog(
+        &self,
+        runner: &dyn Runner,
+        protected: &Protected,
+        session: &SessionId,
+        grants: &Downstream,
+    ) -> Vec<ToolSchema> {
+        let now = Timestamp::now();
+        let mut out = Vec::new();
+        for name in self.servers.keys() {
+            if !grants.tools.iter().any(|g| &g.server == name && !g.deny) {
+                continue;
+            }
+            match self.tools(runner, protected, name, session, grants).await {
+                Ok(tools) => out.extend(
+                    tools
+                        .iter()
+                        .filter(|d| visible(grants, name, &d.tool, &d.hash, now))
+                        .map(|d| d.schema(name)),
+                ),
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "a downstream server's tools are left out of the catalog");
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs a decided call on its server's instance for the session, within the server's
+    /// call limit; a shared server's result carries the highest class it has received.
+    pub async fn call(
+        &self,
+        runner: &dyn Runner,
+        protected: &Protected,
+        server: &str,
+        grants: &Downstream,
+        call: DownstreamCall<'_>,
+    ) -> (Outcome, Class) {
+        let Some(config) = self.servers.get(server) else {
+            return (
+                Outcome::Failed(format!("there is no downstream server {server}")),
+                Class::Public,
+            );
+        };
+        let received = if config.config.shared {
+            let mut received = config
+                .received
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            *received = (*received).max(call.taint);
+            *received
+        } else {
+            Class::Public
+        };
+        let owner = owner(config, call.session);
+        let instance = match self
+            .instance(runner, protected, server, owner.clone(), grants)
+            .await
+        {
+            Ok((instance, _)) => instance,
+            Err(message) => return (Outcome::Failed(message), received),
+        };
+        let limit = Duration::from_millis(config.config.call_ms);
+        let outcome = match instance.call(call.tool, call.arguments, limit).await {
+            Ok(called) => outcome_of(server, call.tool, called),
+            Err(message) => {
+                if instance.is_dead() {
+                    self.forget(server, owner, &instance).await;
+                }
+                Outcome::Failed(message)
+            }
+        };
+        (outcome, received)
+    }
+
+    /// Ends the instances of `session`; returns how many there were.
+    pub async fn end_session(&self, session: &SessionId) -> usize {
+        let mut ended = 0;
+        for server in self.servers.values() {
+            let owner = Owner::Session(session.clone());
+            if server.instances.lock().await.remove(&owner).is_some() {
+                ended += 1;
+            }
+        }
+        ended
+    }
+
+    /// The instance of `server` for `session`: the running one, or one started now (a dead
+    /// one, or one whose box world the grants have since changed, is replaced).
+    async fn instance(
+        &self,
+        runner: &dyn Runner,
+        protected: &Protected,
+        server: &str,
+        owner: Owner,
+        grants: &Downstream,
+    ) -> Result<(Arc<Instance>, Duration), String> {
+        let config = self
+            .servers
+            .get(server)
+            .ok_or_else(|| format!("there is no downstream server {server}"))?;
+        let start = Duration::from_millis(config.config.start_ms);
+        let (paths, hosts) = grants.box_of(server);
+        let world = World {
+            paths: paths.clone(),
+            hosts: hosts.iter().map(|h| h.written.clone()).collect(),
+        };
+        let mut instances = config.instances.lock().await;
+        if let Some(running) = instances.get(&owner) {
+            if !running.instance.is_dead() && running.world == world {
+                return Ok((Arc::clone(&running.instance), start));
+            }
+            tracing::info!(server, "a downstream server is restarted");
+            instances.remove(&owner);
+        }
+        let (policy, proxy) =
+            runner.served_box(config.read_only.clone(), paths.clone(), &hosts, protected)?;
+        let spec = sandbox::CommandSpec {
+            program: PathBuf::from(config.config.command.first().map_or("", String::as_str)),
+            args: config
+                .config
+                .command
+                .iter()
+                .skip(1)
+                .map(Into::into)
+                .collect(),
+            env: environment(&config.config),
+            cwd: paths
+                .first()
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from("/tmp")),
+        };
+        let launch = Launch {
+            server: server.to_string(),
+            policy,
+            spec,
+            proxy,
+            start,
+        };
+        let instance = Arc::new(Instance::start(launch).await?);
+        tracing::info!(server, "a downstream server started");
+        instances.insert(
+            owner,
+            Running {
+                instance: Arc::clone(&instance),
+                world,
+            },
+        );
+        Ok((instance, start))
+    }
+
+    /// Drops `instance` of `server` for `owner` if it is still the one in use.
+    async fn forget(&self, server: &str, owner: Owner, instance: &Arc<Instance>) {
+        let Some(config) = self.servers.get(server) else {
+            return;
+        };
+        let mut instances = config.instances.lock().await;
+        if instances
+            .get(&owner)
+            .is_some_and(|r| Arc::ptr_eq(&r.instance, instance))
+        {
+            instances.remove(&owner);
+        }
+    }
+}
+
+fn owner(server: &Server, session: &SessionId) -> Owner {
+    if server.config.shared {
+        Owner::Shared
+    } else {
+        Owner::Session(session.clone())
+    }
+}
+
+/// The box's environment: a fixed `PATH`, `HOME` and `LANG`, then the server's own.
+fn environment(config: &DownstreamConfig) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: BTreeMap<String, String> = [
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("HOME", "/tmp"),
+        ("LANG", "C.UTF-8"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    env.extend(config.env.clone());
+    env.into_iter().map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+/// A call's result as the broker renders it: its text (or its structured content when it has
+/// no text), a failure when the server marked it an error.
+fn outcome_of(server: &str, tool: &str, called: Called) -> Outcome {
+    let body = match (&called.text, &called.structured) {
+        (text, Some(structured)) if text.is_empty() => structured.to_string(),
+        (text, _) => text.clone(),
+    };
+    if called.is_error {
+        return Outcome::Failed(body);
+    }
+    let mut fields = Map::new();
+    fields.insert("server".into(), server.into());
+    fields.insert("tool".into(), tool.into());
+    if let Some(structured) = called.structured {
+        fields.insert("structured".into(), structured);
+    }
+    Outcome::Ran { fields, body }
+}

@@ -1,0 +1,378 @@
+//! The tools of third-party MCP servers behind the broker's gateway ("downstream" tools, named
+//! `server.tool`): the grants that name them, the pin that ties a grant to one definition of a
+//! tool, and the decision on a call. A downstream tool's description and schema are text from
+//! outside: a grant covers a tool only while its definition hashes to the pin the owner wrote,
+//! so a server that changes a tool after the owner looked hides it instead of redefining it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use proto::{Class, DenyReason, Timestamp};
+use serde_json::Value;
+
+use crate::decide::{AskReason, Denied, Labels};
+use crate::grants::{Approval, HostRule, OnUntrusted, Origin, PathRule};
+
+/// The longest name a downstream server may have.
+pub const MAX_SERVER_NAME: usize = 32;
+
+/// `"git.git_status"` as `("git", "git_status")`: the server and its tool; `None` for a name
+/// without a dot (one of boxmaker's own tools).
+pub fn split(name: &str) -> Option<(&str, &str)> {
+    name.split_once('.')
+}
+
+/// Whether `name` may name a downstream server: 1 to [`MAX_SERVER_NAME`] lower-case letters,
+/// digits, `-` or `_`, starting with a letter.
+pub fn valid_server_name(name: &str) -> bool {
+    name.len() <= MAX_SERVER_NAME
+        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'))
+}
+
+/// The pin of a tool's definition: the SHA-256 (hex) of its name, description and input
+/// schema as canonical JSON (object keys sorted, no spaces), so the same definition always
+/// hashes the same whatever order the server wrote its keys in.
+pub fn definition_hash(definition: &Value) -> String {
+    proto::ids::sha256_hex(canonical(definition).as_bytes())
+}
+
+/// The part of a tool's `tools/list` entry a pin covers: its name, description and input
+/// schema (nothing else reaches the model).
+pub fn definition(name: &str, description: Option<&str>, input_schema: &Value) -> Value {
+    serde_json::json!({
+        "name": name,
+        "description": description,
+        "inputSchema": input_schema,
+    })
+}
+
+/// `value` as JSON with every object's keys in byte order and no whitespace.
+pub fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(key) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Which of a server's tools a grant names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    /// One tool (`"git.git_status"`).
+    Tool(String),
+    /// Every tool of the server (`"git.*"`).
+    Every,
+}
+
+/// A grant of one downstream server's tools.
+#[derive(Debug, Clone)]
+pub struct ToolGrant {
+    /// Its id, unique across the folder.
+    pub id: String,
+    /// The server.
+    pub server: String,
+    /// The tools it names.
+    pub pattern: Pattern,
+    /// The definition each covered tool must have (full name → [`definition_hash`]); an allow
+    /// grant covers only a tool pinned here with its current definition.
+    pub pins: BTreeMap<String, String>,
+    /// The label of results (default private).
+    pub class: Class,
+    /// Whether results are marked untrusted (default true).
+    pub untrusted: bool,
+    /// Whether the owner is asked.
+    pub approval: Approval,
+    /// The most sensitive class the session may have seen for this grant to apply.
+    pub max_taint: Option<Class>,
+    /// Calls after untrusted content (every downstream call may have side effects).
+    pub on_untrusted: OnUntrusted,
+    /// When it stops covering calls.
+    pub expires: Option<Timestamp>,
+    /// Whether it forbids what it names (a deny grant needs no pin).
+    pub deny: bool,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+impl ToolGrant {
+    /// Whether it names `tool` of `server`.
+    pub fn names(&self, server: &str, tool: &str) -> bool {
+        self.server == server
+            && match &self.pattern {
+                Pattern::Every => true,
+                Pattern::Tool(name) => name == tool,
+            }
+    }
+
+    /// The pin it holds for `tool` of its server, if any.
+    pub fn pin(&self, tool: &str) -> Option<&str> {
+        self.pins
+            .get(&format!("{}.{tool}", self.server))
+            .map(String::as_str)
+    }
+}
+
+/// What a downstream server's box may see and reach (a `[[grant]]` with `server = "…"`).
+#[derive(Debug, Clone)]
+pub struct ServerGrant {
+    /// Its id, unique across the folder.
+    pub id: String,
+    /// The server.
+    pub server: String,
+    /// Folders bound read-write into the server's box.
+    pub paths: Vec<PathRule>,
+    /// The only hosts the box may reach, through the broker's proxy (none: no network).
+    pub hosts: Vec<HostRule>,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+/// Every grant of the downstream servers in a grant folder.
+#[derive(Debug, Clone, Default)]
+pub struct Downstream {
+    /// The grants of their tools.
+    pub tools: Vec<ToolGrant>,
+    /// The grants of their boxes.
+    pub servers: Vec<ServerGrant>,
+}
+
+impl Downstream {
+    /// The box of `server`: the folders of every grant of it, and their hosts.
+    pub fn box_of(&self, server: &str) -> (Vec<PathBuf>, Vec<HostRule>) {
+        let mut paths = Vec::new();
+        let mut hosts = Vec::new();
+        for grant in self.servers.iter().filter(|g| g.server == server) {
+            paths.extend(grant.paths.iter().map(PathRule::base));
+            hosts.extend(grant.hosts.iter().cloned());
+        }
+        (paths, hosts)
+    }
+
+    /// The servers any grant names.
+    pub fn named_servers(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .tools
+            .iter()
+            .map(|g| g.server.as_str())
+            .chain(self.servers.iter().map(|g| g.server.as_str()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+}
+
+/// A downstream call that may run: under which grant, with which labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleared {
+    /// The deciding grant's id.
+    pub grant: String,
+    /// The label of the result.
+    pub class: Class,
+    /// Whether the result is marked untrusted.
+    pub untrusted: bool,
+}
+
+/// The decision on a downstream call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run it.
+    Allow(Cleared),
+    /// Ask the owner first.
+    Ask(Cleared, AskReason),
+    /// Refuse it.
+    Deny(Denied),
+}
+
+/// Whether a session's model may see `tool` of `server` (whose definition hashes to `hash`) in
+/// its catalog: an allow grant pins this definition, is live, and no deny grant names it.
+pub fn visible(grants: &Downstream, server: &str, tool: &str, hash: &str, now: Timestamp) -> bool {
+    matches!(
+        decide(grants, server, tool, hash, Labels::default(), now),
+        Verdict::Allow(_) | Verdict::Ask(..)
+    )
+}
+
+/// Decides a call of `tool` of `server`, whose definition now hashes to `hash`, for a session
+/// with `labels`, at `now`, as [`crate::decide::decide`] does for boxmaker's tools: deny wins;
+/// an allow grant covers the tool only while it pins `hash`; of the live covering grants the
+/// strictest on taint, untrusted input and approval decides, and the labels are the highest
+/// class and untrusted if any says so. Every downstream call counts as having side effects.
+pub fn decide(
+    grants: &Downstream,
+    server: &str,
+    tool: &str,
+    hash: &str,
+    labels: Labels,
+    now: Timestamp,
+) -> Verdict {
+    let full = format!("{server}.{tool}");
+    let naming: Vec<&ToolGrant> = grants
+        .tools
+        .iter()
+        .filter(|g| g.names(server, tool))
+        .collect();
+    if let Some(grant) = naming.iter().find(|g| g.deny && !g.expired(now)) {
+        return refuse(
+            DenyReason::DeniedByGrant,
+            Some(grant),
+            format!("grant {} forbids {full}", grant.id),
+        );
+    }
+    let allowing: Vec<&ToolGrant> = naming.iter().copied().filter(|g| !g.deny).collect();
+    let pinned: Vec<&ToolGrant> = allowing
+        .iter()
+        .copied()
+        .filter(|g| g.pin(tool) == Some(hash))
+        .collect();
+    if pinned.is_empty() {
+        let detail = match allowing.first() {
+            None => format!("no grant covers {full}"),
+            Some(grant) => match grant.pin(tool) {
+                None => format!(
+                    "grant {} names {full} but pins no definition of it; `bx grants check` shows the definition to pin",
+                    grant.id
+                ),
+                Some(pin) => format!(
+                    "{full} changed since grant {} pinned it (pinned {}, now {}); `bx grants check` shows what changed",
+                    grant.id,
+                    short(pin),
+                    short(hash)
+                ),
+            },
+        };
+        return refuse(DenyReason::NoGrant, None, detail);
+    }
+    let live: Vec<&ToolGrant> = pinned.iter().copied().filter(|g| !g.expired(now)).collect();
+    let Some(first) = live.first().copied() else {
+        let grant = pinned.first().copied();
+        let id = grant.map_or("", |g| g.id.as_str());
+        return refuse(
+            DenyReason::GrantExpired,
+            grant,
+            format!("grant {id} has expired"),
+        );
+    };
+    if let Some(grant) = live
+        .iter()
+        .find(|g| g.max_taint.is_some_and(|max| labels.taint > max))
+    {
+        return refuse(
+            DenyReason::TaintTooHigh,
+            Some(grant),
+            format!(
+                "the session has seen {} data; grant {} allows at most {} (max_taint)",
+                labels.taint.as_str(),
+                grant.id,
+                grant.max_taint.map_or("any", Class::as_str)
+            ),
+        );
+    }
+    let cleared = |grant: &ToolGrant| Cleared {
+        grant: grant.id.clone(),
+        class: live.iter().map(|g| g.class).max().unwrap_or(grant.class),
+        untrusted: live.iter().any(|g| g.untrusted),
+    };
+    if labels.untrusted {
+        if let Some(grant) = live.iter().find(|g| g.on_untrusted == OnUntrusted::Deny) {
+            return refuse(
+                DenyReason::UntrustedInput,
+                Some(grant),
+                format!(
+                    "the session has received untrusted content and grant {} refuses {full} after that",
+                    grant.id
+                ),
+            );
+        }
+        if let Some(grant) = live.iter().find(|g| g.on_untrusted == OnUntrusted::Ask) {
+            return Verdict::Ask(cleared(grant), AskReason::AfterUntrusted);
+        }
+    }
+    if let Some(grant) = live.iter().find(|g| g.approval == Approval::Ask) {
+        return Verdict::Ask(cleared(grant), AskReason::GrantAsks);
+    }
+    Verdict::Allow(cleared(first))
+}
+
+impl ToolGrant {
+    /// Whether it has expired at `now`.
+    pub fn expired(&self, now: Timestamp) -> bool {
+        self.expires.is_some_and(|at| at <= now)
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+fn refuse(reason: DenyReason, grant: Option<&ToolGrant>, detail: String) -> Verdict {
+    Verdict::Deny(Denied {
+        reason,
+        grant: grant.map(|g| g.id.clone()),
+        detail,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_hash_ignores_key_order_but_not_content() {
+        let a = json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {}, "b": {}}}});
+        let b = json!({"inputSchema": {"properties": {"b": {}, "a": {}}, "type": "object"}, "description": "d", "name": "t"});
+        assert_eq!(definition_hash(&a), definition_hash(&b));
+        let c = json!({"name": "t", "description": "d.", "inputSchema": {"type": "object"}});
+        assert_ne!(definition_hash(&a), definition_hash(&c));
+        assert_eq!(
+            canonical(&json!({"b": [1, {"d": null, "c": "x\"y"}], "a": true})),
+            r#"{"a":true,"b":[1,{"c":"x\"y","d":null}]}"#
+        );
+    }
+
+    #[test]
+    fn server_names_are_short_lower_case_words() {
+        assert!(valid_server_name("git"));
+        assert!(valid_server_name("my-server_2"));
+        for bad in ["", "Git", "2git", "g.it", "g it", &"a".repeat(33)] {
+            assert!(!valid_server_name(bad), "{bad:?}");
+        }
+        assert_eq!(split("git.git_status"), Some(("git", "git_status")));
+        assert_eq!(split("git.a.b"), Some(("git", "a.b")));
+        assert_eq!(split("read_file"), None);
+    }
+}
