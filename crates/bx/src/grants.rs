@@ -8,6 +8,7 @@ use proto::dirs::Dirs;
 use proto::text::escape_terminal;
 
 use crate::Exit;
+use crate::owner::OwnerError;
 
 fn home() -> PathBuf {
     std::env::var_os("HOME")
@@ -24,16 +25,17 @@ pub fn check(dirs: &Dirs) -> Exit {
             for warning in &set.warnings {
                 println!("warning: {}", escape_terminal(&warning.to_string()));
             }
+            let downstream = &set.downstream;
             println!(
                 "{}: {} grant(s), no problems{}",
                 folder.display(),
-                set.grants.len(),
+                set.grants.len() + downstream.tools.len() + downstream.servers.len(),
                 match set.warnings.len() {
                     0 => String::new(),
                     n => format!(", {n} warning(s) above"),
                 }
             );
-            Exit::Done
+            check_downstream(downstream, dirs)
         }
         Err(problems) => {
             for problem in &problems {
@@ -43,6 +45,36 @@ pub fn check(dirs: &Dirs) -> Exit {
                 "{}: {} problem(s); the broker refuses every call (GrantsInvalid) until they are fixed",
                 folder.display(),
                 problems.len()
+            );
+            Exit::Failed
+        }
+    }
+}
+
+/// The downstream servers' tools against the grants, when the broker runs (only it starts
+/// the servers); exit 1 when a pinned tool has changed.
+fn check_downstream(grants: &policy::downstream::Downstream, dirs: &Dirs) -> Exit {
+    match crate::downstream::check(grants, &dirs.owner_socket()) {
+        Ok(checked) if checked.changed > 0 => {
+            println!(
+                "{} downstream tool(s) changed since pinned: sessions do not see them until a grant pins their new definition",
+                checked.changed
+            );
+            Exit::Failed
+        }
+        Ok(_) => Exit::Done,
+        Err(OwnerError::NoBroker(_)) => {
+            if !grants.tools.is_empty() || !grants.servers.is_empty() {
+                println!(
+                    "the broker is not running: start it to see the downstream servers' tools and pins"
+                );
+            }
+            Exit::Done
+        }
+        Err(error) => {
+            println!(
+                "the downstream servers' tools: {}",
+                escape_terminal(&error.to_string())
             );
             Exit::Failed
         }

@@ -7,6 +7,7 @@
 mod commands;
 mod demo;
 mod doctor;
+mod downstream;
 mod grants;
 mod mcp_serve;
 mod memory;

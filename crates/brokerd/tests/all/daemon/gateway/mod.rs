@@ -379,3 +379,76 @@ fn a_changed_description_hides_the_tool_until_it_is_pinned_again() {
         old.definition
     );
 }
+
+/// `bx grants check` on the probe broker's folders: exit code and standard output.
+fn grants_check(broker: &BrokerProcess) -> (i32, String) {
+    let output = std::process::Command::new(testkit::binary("bx").unwrap())
+        .arg("--config-dir")
+        .arg(&broker.config)
+        .arg("--state-dir")
+        .arg(&broker.state)
+        .arg("--runtime-dir")
+        .arg(&broker.runtime)
+        .args(["grants", "check"])
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn bx_grants_check_shows_what_to_pin_and_what_changed() {
+    let mut probe = Probe::start("[[grant]]\nid = \"probe-tools\"\ntool = \"probe.*\"\n");
+    let (code, out) = grants_check(&probe.broker);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("downstream server probe: 4 tool definition(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("probe.echo: named by grant probe-tools but not pinned"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| ") && out.contains("Echoes its text."),
+        "{out}"
+    );
+    let pin_line = out
+        .lines()
+        .find(|l| l.contains("its pin: \"probe.echo\""))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(pin_line.trim_start().starts_with("its pin: "), "{pin_line}");
+
+    probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
+    let (code, out) = grants_check(&probe.broker);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("probe.echo: pinned by grant probe-tools"),
+        "{out}"
+    );
+
+    // A session's instance changes echo: the check shows the difference and exits 1.
+    let mut client = probe.client();
+    let relabel = r#"{"text":"Echoes its text, and more."}"#;
+    assert!(content(&client.call(1, "probe.relabel", relabel).unwrap()).contains("relabelled"));
+    let (code, out) = grants_check(&probe.broker);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("probe.echo: CHANGED since grant probe-tools pinned it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("-  \"description\": \"Echoes its text.\","),
+        "{out}"
+    );
+    assert!(
+        out.contains("+  \"description\": \"Echoes its text, and more.\","),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 downstream tool(s) changed since pinned"),
+        "{out}"
+    );
+}
