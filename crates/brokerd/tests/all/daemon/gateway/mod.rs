@@ -53,6 +53,25 @@ async def relabel(text: str, ctx: Context) -> str:
     await ctx.session.send_tool_list_changed()
     return "relabelled"
 
+@mcp.tool(description="Asks the box's proxy for a tunnel to host:port; says its answer.")
+def connect(target: str) -> str:
+    import socket
+    proxy = os.environ.get("HTTPS_PROXY")
+    if not proxy:
+        return "no proxy"
+    s = socket.create_connection(("127.0.0.1", int(proxy.rsplit(":", 1)[1])), timeout=10)
+    s.sendall(b"CONNECT " + target.encode() + b" HTTP/1.1\r\nHost: " + target.encode() + b"\r\n\r\n")
+    return s.recv(65536).decode(errors="replace").split("\r\n")[0]
+
+@mcp.tool(description="Connects to host:port without the proxy.")
+def direct(host: str, port: int) -> str:
+    import socket
+    try:
+        socket.create_connection((host, port), timeout=5)
+        return "connected"
+    except OSError as error:
+        return "refused: " + str(error)
+
 mcp.run()
 "#;
 
@@ -79,10 +98,17 @@ pub struct Probe {
     pub broker: BrokerProcess,
     _script: tempfile::TempDir,
     reloads: usize,
+    hosts: String,
 }
 
 impl Probe {
     pub fn start(tools: &str) -> Probe {
+        Probe::start_with(tools, "[]", &[])
+    }
+
+    /// [`Probe::start`] with the box's grant naming `hosts` (a TOML list) and `env` set in the
+    /// broker's environment.
+    pub fn start_with(tools: &str, hosts: &str, env: &[(&str, &str)]) -> Probe {
         let script = testkit::temp_dir();
         let path = script.path().canonicalize().unwrap().join("probe.py");
         std::fs::write(&path, PROBE).unwrap();
@@ -96,17 +122,19 @@ impl Probe {
             path.display().to_string(),
             read_only,
         );
-        let broker = BrokerProcess::start(&grants(tools), &config);
+        let broker = BrokerProcess::start_with_env(&grants(tools, hosts), &config, env);
         Probe {
             broker,
             _script: script,
             reloads: 0,
+            hosts: hosts.to_string(),
         }
     }
 
     /// Replaces the grants of the probe's tools and waits for the broker to load them.
     pub fn grant(&mut self, tools: &str) {
-        self.broker.write_grants("grants.toml", &grants(tools));
+        self.broker
+            .write_grants("grants.toml", &grants(tools, &self.hosts));
         self.reloads += 1;
         assert!(
             self.broker
@@ -121,8 +149,10 @@ impl Probe {
     }
 }
 
-fn grants(tools: &str) -> String {
-    format!("[[grant]]\nid = \"probe-box\"\nserver = \"probe\"\npaths = [\"{{work}}\"]\n\n{tools}")
+fn grants(tools: &str, hosts: &str) -> String {
+    format!(
+        "[[grant]]\nid = \"probe-box\"\nserver = \"probe\"\npaths = [\"{{work}}\"]\nhosts = {hosts}\n\n{tools}"
+    )
 }
 
 /// The owner's view of every downstream server: `(server, tools or error)`; and the known
@@ -404,7 +434,7 @@ fn bx_grants_check_shows_what_to_pin_and_what_changed() {
     let (code, out) = grants_check(&probe.broker);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("downstream server probe: 4 tool definition(s)"),
+        out.contains("downstream server probe: 6 tool definition(s)"),
         "{out}"
     );
     assert!(
@@ -451,4 +481,37 @@ fn bx_grants_check_shows_what_to_pin_and_what_changed() {
         out.contains("1 downstream tool(s) changed since pinned"),
         "{out}"
     );
+}
+
+#[test]
+fn the_server_reaches_its_granted_hosts_through_the_proxy_and_nothing_else() {
+    let ca = testkit::tls_server::TestCa::new("boxmaker gateway test CA");
+    let server = testkit::tls_server::TlsServer::start(&ca.issue(&["granted.test"])).unwrap();
+    let port = server.port();
+    let hosts = format!("[\"granted.test:{port}\"]");
+    let resolve = [(
+        "BOXMAKER_TEST_RESOLVE",
+        "granted.test=127.0.0.1,other.test=127.0.0.1",
+    )];
+    let mut probe = Probe::start_with("", &hosts, &resolve);
+    probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
+    let mut client = probe.client();
+    let connect = |client: &mut AgentClient, id: u64, target: String| {
+        let arguments = serde_json::json!({ "target": target }).to_string();
+        content(&client.call(id, "probe.connect", &arguments).unwrap()).to_string()
+    };
+    let granted = connect(&mut client, 1, format!("granted.test:{port}"));
+    assert!(granted.contains(" 200"), "{granted}");
+    for (id, target) in [
+        (2, format!("other.test:{port}")),
+        (3, format!("127.0.0.1:{port}")),
+        (4, format!("granted.test:{}", port.wrapping_add(1))),
+    ] {
+        let refused = connect(&mut client, id, target.clone());
+        assert!(!refused.contains(" 200"), "{target}: {refused}");
+        assert!(refused.contains("HTTP/1.1 4"), "{target}: {refused}");
+    }
+    let arguments = serde_json::json!({ "host": "127.0.0.1", "port": port }).to_string();
+    let direct = client.call(5, "probe.direct", &arguments).unwrap();
+    assert!(content(&direct).contains("refused"), "{direct:?}");
 }
