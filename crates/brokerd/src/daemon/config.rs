@@ -330,6 +330,17 @@ impl Config {
     }
 }
 
+/// `folders` with a leading `~` meaning `home`, as `brokerd.toml` writes the owner's home.
+pub fn expand_home(folders: &[PathBuf], home: &Path) -> Vec<PathBuf> {
+    folders
+        .iter()
+        .map(|p| match p.strip_prefix("~") {
+            Ok(rest) => home.join(rest),
+            Err(_) => p.clone(),
+        })
+        .collect()
+}
+
 /// Each downstream server's name is valid and its own, and its program an absolute path.
 fn check_servers(servers: &[DownstreamConfig]) -> Result<(), String> {
     for (i, server) in servers.iter().enumerate() {

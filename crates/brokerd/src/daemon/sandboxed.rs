@@ -83,14 +83,7 @@ pub struct SandboxedRunner {
 impl SandboxedRunner {
     /// The runner for `settings`, with `~/` in its folders meaning `home`.
     pub fn new(direct: DirectRunner, settings: SandboxConfig, home: &Path) -> SandboxedRunner {
-        let read_only = settings
-            .read_only
-            .iter()
-            .map(|p| match p.strip_prefix("~") {
-                Ok(rest) => home.join(rest),
-                Err(_) => p.clone(),
-            })
-            .collect();
+        let read_only = super::config::expand_home(&settings.read_only, home);
         let file_walls = if settings.bubblewrap {
             sandbox::FileWalls::detect()
         } else {
@@ -213,14 +206,27 @@ impl SandboxedRunner {
         read_write: Vec<PathBuf>,
         context: &RunContext,
     ) -> sandbox::Policy {
+        let cpu_seconds = context.limit.as_secs().saturating_add(1);
+        self.box_of(read_only, read_write, &context.protected, cpu_seconds)
+    }
+
+    /// A box of `read_only` and `read_write` beside the minimal system, the protected folders
+    /// masked, with this broker's `[sandbox]` limits and `cpu_seconds` of CPU.
+    fn box_of(
+        &self,
+        read_only: Vec<PathBuf>,
+        read_write: Vec<PathBuf>,
+        protected: &crate::policy::Protected,
+        cpu_seconds: u64,
+    ) -> sandbox::Policy {
         sandbox::Policy {
             read_only,
             read_write,
             files: Vec::new(),
-            masked: context.protected.folders().to_vec(),
+            masked: protected.folders().to_vec(),
             tmp_bytes: self.settings.tmp_mb.saturating_mul(1 << 20),
             limits: sandbox::Limits {
-                cpu_seconds: context.limit.as_secs().saturating_add(1),
+                cpu_seconds,
                 processes: self.settings.processes,
                 memory: self.settings.memory_mb.saturating_mul(1 << 20),
                 ..sandbox::Limits::default()
@@ -354,23 +360,8 @@ impl Runner for SandboxedRunner {
             .filter(|p| p.exists())
             .cloned()
             .collect();
-        let mut policy = sandbox::Policy {
-            read_only,
-            read_write,
-            files: Vec::new(),
-            masked: protected.folders().to_vec(),
-            tmp_bytes: self.settings.tmp_mb.saturating_mul(1 << 20),
-            limits: sandbox::Limits {
-                // A server lives as long as its session: a day of CPU at most.
-                cpu_seconds: 86_400,
-                processes: self.settings.processes,
-                memory: self.settings.memory_mb.saturating_mul(1 << 20),
-                ..sandbox::Limits::default()
-            },
-            launcher: self.launcher.clone(),
-            file_walls: self.file_walls,
-            network: None,
-        };
+        // A server lives as long as its session: a day of CPU at most.
+        let mut policy = self.box_of(read_only, read_write, protected, 86_400);
         if hosts.is_empty() {
             return Ok((policy, None));
         }

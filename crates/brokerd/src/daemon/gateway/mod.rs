@@ -177,14 +177,7 @@ impl Gateway {
         let servers = servers
             .iter()
             .map(|config| {
-                let read_only = config
-                    .read_only
-                    .iter()
-                    .map(|p| match p.strip_prefix("~") {
-                        Ok(rest) => home.join(rest),
-                        Err(_) => p.clone(),
-                    })
-                    .collect();
+                let read_only = super::config::expand_home(&config.read_only, home);
                 let server = Server {
                     config: config.clone(),
                     read_only,
@@ -450,7 +443,7 @@ impl Gateway {
         ended
     }
 
-    /// The instance of `server` for `session`: the running one, or one started now (a dead
+    /// The instance of `server` for `owner`: the running one, or one started now (a dead
     /// one, or one whose box world the grants have since changed, is replaced).
     async fn instance(
         &self,
