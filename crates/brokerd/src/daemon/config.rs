@@ -45,6 +45,8 @@
 //! env = { LANG = "C.UTF-8" }  # its environment beside the box's own
 //! shared = false              # true: one instance for every session (results then carry the
 //!                             #   highest class it has received)
+//! # or, for a server that runs elsewhere (not boxed): url = "https://mcp.example/mcp"
+//! #   with token_file = "~/.config/boxmaker/example-token" (its bearer token)
 //! call_ms = 30000             # each call's time limit
 //! start_ms = 20000            # how long it may take to start and list its tools
 //! ```
@@ -133,8 +135,14 @@ pub struct McpConfig {
 pub struct DownstreamConfig {
     /// Its name: its tools are `name.tool` (see `policy::downstream::valid_server_name`).
     pub name: String,
-    /// The program (an absolute path) and its arguments.
+    /// The program (an absolute path) and its arguments, for a server the broker starts.
+    #[serde(default)]
     pub command: Vec<String>,
+    /// The streamable-HTTP endpoint (`http://` or `https://`) of a server that runs elsewhere,
+    /// instead of `command`: not boxed, reached directly.
+    pub url: Option<String>,
+    /// A file whose first line is the bearer token sent to `url` (`~/` is the owner's home).
+    pub token_file: Option<PathBuf>,
     /// Folders its program needs, bound read-only in its box (`~/` is the owner's home).
     #[serde(default)]
     pub read_only: Vec<PathBuf>,
@@ -357,18 +365,34 @@ fn check_servers(servers: &[DownstreamConfig]) -> Result<(), String> {
         {
             return Err(format!("[[mcp.servers]] name {name:?} is used twice"));
         }
-        match server.command.first() {
-            Some(program) if Path::new(program).is_absolute() => {}
-            Some(program) => {
+        match (server.command.first(), &server.url) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "[[mcp.servers]] {name}: give command or url, not both"
+                ));
+            }
+            (None, Some(url)) if url.starts_with("https://") || url.starts_with("http://") => {}
+            (None, Some(url)) => {
+                return Err(format!(
+                    "[[mcp.servers]] {name}: url {url:?} must start with https:// or http://"
+                ));
+            }
+            (Some(program), None) if Path::new(program).is_absolute() => {}
+            (Some(program), None) => {
                 return Err(format!(
                     "[[mcp.servers]] {name}: the program {program:?} must be an absolute path"
                 ));
             }
-            None => {
+            (None, None) => {
                 return Err(format!(
-                    "[[mcp.servers]] {name}: command must name a program"
+                    "[[mcp.servers]] {name}: command must name a program (or url an HTTP server)"
                 ));
             }
+        }
+        if server.token_file.is_some() && server.url.is_none() {
+            return Err(format!(
+                "[[mcp.servers]] {name}: token_file is for a server reached by url"
+            ));
         }
         if let Some(bad) = server
             .read_only
@@ -434,12 +458,21 @@ mod tests {
         assert!(twice.contains("twice"), "{twice}");
         let empty = bad("[[mcp.servers]]\nname = \"a\"\ncommand = []\n");
         assert!(empty.contains("program"), "{empty}");
-        let error = toml::from_str::<Config>(
-            "[[mcp.servers]]\nname = \"a\"\ncommand = [\"/x\"]\nurl = \"http://x\"\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(error.contains("url"), "{error}");
+        let both = bad("[[mcp.servers]]\nname = \"a\"\ncommand = [\"/x\"]\nurl = \"http://x\"\n");
+        assert!(both.contains("not both"), "{both}");
+        let scheme = bad("[[mcp.servers]]\nname = \"a\"\nurl = \"ftp://x\"\n");
+        assert!(scheme.contains("https://"), "{scheme}");
+        let token = bad("[[mcp.servers]]\nname = \"a\"\ncommand = [\"/x\"]\ntoken_file = \"/t\"\n");
+        assert!(token.contains("token_file"), "{token}");
+        let url: Config =
+            toml::from_str("[[mcp.servers]]\nname = \"a\"\nurl = \"http://127.0.0.1:9/mcp\"\n")
+                .unwrap();
+        assert!(check_servers(&url.mcp.servers).is_ok());
+        let error =
+            toml::from_str::<Config>("[[mcp.servers]]\nname = \"a\"\nurls = \"http://x\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains("urls"), "{error}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ use rmcp::model::{
     Implementation, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
@@ -67,8 +69,9 @@ pub struct Instance {
     dead: AtomicBool,
     tools: Mutex<Arc<Vec<Definition>>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
-    /// Dropped with the instance: the box's thread then drops the box, which kills it.
-    _stop: std::sync::mpsc::Sender<()>,
+    /// Dropped with the instance: the box's thread then drops the box, which kills it (none
+    /// for a server reached by URL).
+    _stop: Option<std::sync::mpsc::Sender<()>>,
     _proxy: Option<crate::daemon::proxy::BoxProxy>,
 }
 
@@ -122,11 +125,57 @@ impl Instance {
         if let Some(stderr) = stderr {
             drain_stderr(&server, stderr, Arc::clone(&kept));
         }
+        let held = Held {
+            stop: Some(stop),
+            proxy,
+            stderr: kept,
+        };
+        Instance::open(server, (read, write), start, held).await
+    }
+
+    /// Opens an MCP session with the server at `url` (streamable HTTP, `token` as its bearer
+    /// token) and lists its tools, within `start`.
+    pub async fn connect(
+        server: &str,
+        url: &str,
+        token: Option<String>,
+        start: Duration,
+    ) -> Result<Instance, String> {
+        // reqwest's TLS needs a process-wide provider: ring, as the rest of the broker uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let held = Held {
+            stop: None,
+            proxy: None,
+            stderr: Arc::default(),
+        };
+        Instance::open(server.to_string(), transport, start, held).await
+    }
+
+    async fn open<T, E, A>(
+        server: String,
+        transport: T,
+        start: Duration,
+        held: Held,
+    ) -> Result<Instance, String>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A> + Send + 'static,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let Held {
+            stop,
+            proxy,
+            stderr: kept,
+        } = held;
         let changed = Arc::new(AtomicBool::new(false));
         let listener = Listener {
             changed: Arc::clone(&changed),
         };
-        let opened = tokio::time::timeout(start, rmcp::serve_client(listener, (read, write))).await;
+        let opened = tokio::time::timeout(start, rmcp::serve_client(listener, transport)).await;
         let client = match opened {
             Ok(Ok(client)) => client,
             Ok(Err(error)) => {
@@ -241,6 +290,14 @@ impl Instance {
         self.dead.store(true, Ordering::SeqCst);
         failure(&self.server, what, &self.stderr)
     }
+}
+
+/// What an instance keeps for its life beside its session: the box's stop signal, the proxy
+/// of its hosts, and the end of its standard error.
+struct Held {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    proxy: Option<crate::daemon::proxy::BoxProxy>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
 /// What a call gave.

@@ -5,7 +5,11 @@
 //! a grant pins their current definition, and each call is decided, audited and labelled as
 //! the broker's own tools are (`calls::downstream`).
 //!
-//! - `instance.rs`: one running server: its box, its MCP session, its tools, its calls.
+//! A server that runs elsewhere (`url`) is reached over streamable HTTP instead, with no box:
+//! its grants still decide, label and audit every call, but what it touches is its own.
+//!
+//! - `instance.rs`: one running server: its box (or its URL), its MCP session, its tools, its
+//!   calls.
 
 mod instance;
 
@@ -145,6 +149,8 @@ struct Server {
     config: DownstreamConfig,
     /// `config.read_only` with `~/` expanded.
     read_only: Vec<PathBuf>,
+    /// `config.token_file` with `~/` expanded.
+    token_file: Option<PathBuf>,
     instances: tokio::sync::Mutex<HashMap<Owner, Running>>,
     /// For a shared server: the highest class any session calling it had seen.
     received: Mutex<Class>,
@@ -178,9 +184,14 @@ impl Gateway {
             .iter()
             .map(|config| {
                 let read_only = super::config::expand_home(&config.read_only, home);
+                let token_file = config
+                    .token_file
+                    .as_ref()
+                    .and_then(|f| super::config::expand_home(std::slice::from_ref(f), home).pop());
                 let server = Server {
                     config: config.clone(),
                     read_only,
+                    token_file,
                     instances: tokio::sync::Mutex::new(HashMap::new()),
                     received: Mutex::new(Class::Public),
                 };
@@ -471,6 +482,20 @@ impl Gateway {
             tracing::info!(server, "a downstream server is restarted");
             instances.remove(&owner);
         }
+        if let Some(url) = &config.config.url {
+            let token = match &config.token_file {
+                Some(file) => Some(read_token(server, file)?),
+                None => None,
+            };
+            let instance = Arc::new(Instance::connect(server, url, token, start).await?);
+            tracing::info!(server, "a downstream server connected");
+            let running = Running {
+                instance: Arc::clone(&instance),
+                world,
+            };
+            instances.insert(owner, running);
+            return Ok((instance, start));
+        }
         let (policy, proxy) =
             runner.served_box(config.read_only.clone(), paths.clone(), &hosts, protected)?;
         let spec = sandbox::CommandSpec {
@@ -519,6 +544,19 @@ impl Gateway {
         {
             instances.remove(&owner);
         }
+    }
+}
+
+/// The first line of a server's token file.
+fn read_token(server: &str, file: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("server {server}'s token file {}: {e}", file.display()))?;
+    match text.lines().next().map(str::trim) {
+        Some(token) if !token.is_empty() => Ok(token.to_string()),
+        _ => Err(format!(
+            "server {server}'s token file {} is empty",
+            file.display()
+        )),
     }
 }
 

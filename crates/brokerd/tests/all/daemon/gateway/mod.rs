@@ -72,7 +72,20 @@ def direct(host: str, port: int) -> str:
     except OSError as error:
         return "refused: " + str(error)
 
-mcp.run()
+if len(sys.argv) > 1 and sys.argv[1] == "http":
+    # Streamable HTTP on 127.0.0.1:PORT/mcp, every request needing the bearer token.
+    import uvicorn
+    port, token = int(sys.argv[2]), sys.argv[3].encode()
+    app = mcp.streamable_http_app()
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != b"Bearer " + token:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"a bearer token is needed"})
+            return
+        await app(scope, receive, send)
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+else:
+    mcp.run()
 "#;
 
 /// The venv of the Python MCP SDK 1.x.
@@ -514,4 +527,118 @@ fn the_server_reaches_its_granted_hosts_through_the_proxy_and_nothing_else() {
     let arguments = serde_json::json!({ "host": "127.0.0.1", "port": port }).to_string();
     let direct = client.call(5, "probe.direct", &arguments).unwrap();
     assert!(content(&direct).contains("refused"), "{direct:?}");
+}
+
+/// The probe served over streamable HTTP on a free loopback port, its bearer token `token`;
+/// killed when dropped.
+struct HttpProbe {
+    child: std::process::Child,
+    url: String,
+    _script: tempfile::TempDir,
+}
+
+impl HttpProbe {
+    fn start(token: &str) -> HttpProbe {
+        let script = testkit::temp_dir();
+        let path = script.path().join("probe.py");
+        std::fs::write(&path, PROBE).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(sdk_venv().join("bin/python"))
+            .arg(&path)
+            .args(["http", &port.to_string(), token])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the HTTP probe did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        HttpProbe {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            _script: script,
+        }
+    }
+}
+
+impl Drop for HttpProbe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_server_reached_by_url_is_granted_pinned_and_audited_the_same_way() {
+    let token = "a-test-token-of-some-length";
+    let server = HttpProbe::start(token);
+    let tokens = testkit::temp_dir();
+    let good = tokens.path().join("good");
+    let bad = tokens.path().join("bad");
+    std::fs::write(&good, format!("{token}\n")).unwrap();
+    std::fs::write(&bad, "not-the-token\n").unwrap();
+    let config = format!(
+        "{}\n[[mcp.servers]]\nname = \"web\"\nurl = {:?}\ntoken_file = {:?}\ncall_ms = 3000\n\n[[mcp.servers]]\nname = \"wrong\"\nurl = {:?}\ntoken_file = {:?}\n",
+        super::FAST,
+        server.url,
+        good.display().to_string(),
+        server.url,
+        bad.display().to_string(),
+    );
+    let broker = BrokerProcess::start(
+        "[[grant]]\nid = \"w\"\ntool = [\"web.*\", \"wrong.*\"]\n",
+        &config,
+    );
+    let (servers, _) = owner_view(&broker, &[]);
+    let web = servers.iter().find(|s| s.name == "web").unwrap();
+    assert_eq!(web.error, None, "{}", broker.log());
+    let wrong = servers.iter().find(|s| s.name == "wrong").unwrap();
+    let error = wrong
+        .error
+        .as_deref()
+        .unwrap_or_else(|| panic!("{servers:?}"));
+    assert!(
+        error.contains("server wrong") && error.contains("401"),
+        "{error}"
+    );
+    let echo = web.tools.iter().find(|t| t.name == "web.echo").unwrap();
+    broker.write_grants(
+        "grants.toml",
+        &format!(
+            "[[grant]]\nid = \"w\"\ntool = \"web.echo\"\non_untrusted = \"allow\"\npins = {{ \"web.echo\" = {:?} }}\n",
+            echo.hash
+        ),
+    );
+    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(10)));
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let listed: Vec<String> = catalog(&mut client).into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        listed.iter().filter(|n| n.starts_with("web.")).count(),
+        1,
+        "{listed:?}"
+    );
+    let response = client
+        .call(1, "web.echo", r#"{"text":"over http"}"#)
+        .unwrap();
+    assert!(
+        content(&response).contains("echo: over http"),
+        "{response:?}"
+    );
+    let read = client
+        .call(2, "web.read", r#"{"path":"/etc/hostname"}"#)
+        .unwrap();
+    assert_eq!(denied(&read), DenyReason::NoGrant);
+    let audit = std::fs::read_to_string(broker.state.join("audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("\"web.echo\""),
+        "the call is not in the audit log"
+    );
 }
