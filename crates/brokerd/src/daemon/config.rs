@@ -49,6 +49,7 @@
 //! #   with token_file = "~/.config/boxmaker/example-token" (its bearer token)
 //! call_ms = 30000             # each call's time limit
 //! start_ms = 20000            # how long it may take to start and list its tools
+//! idle_ms = 600000            # an instance unused this long is ended (started again on use)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -158,6 +159,14 @@ pub struct DownstreamConfig {
     /// How long it may take to start and list its tools, in milliseconds.
     #[serde(default = "default_start_ms")]
     pub start_ms: u64,
+    /// How long an instance may stay unused before it is ended, in milliseconds (the next call
+    /// starts it again).
+    #[serde(default = "default_idle_ms")]
+    pub idle_ms: u64,
+}
+
+fn default_idle_ms() -> u64 {
+    600_000
 }
 
 fn default_call_ms() -> u64 {
@@ -404,9 +413,9 @@ fn check_servers(servers: &[DownstreamConfig]) -> Result<(), String> {
                 bad.display()
             ));
         }
-        if server.call_ms == 0 || server.start_ms == 0 {
+        if server.call_ms == 0 || server.start_ms == 0 || server.idle_ms == 0 {
             return Err(format!(
-                "[[mcp.servers]] {name}: call_ms and start_ms must be more than 0"
+                "[[mcp.servers]] {name}: call_ms, start_ms and idle_ms must be more than 0"
             ));
         }
     }

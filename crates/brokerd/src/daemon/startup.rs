@@ -205,6 +205,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         );
     }
     tokio::spawn(super::sessions::sweep_idle(Arc::clone(&broker)));
+    tokio::spawn(super::gateway::sweep_idle(Arc::clone(&broker)));
     let watcher = grants_watch::watch(Arc::clone(&broker), home)
         .map_err(|e| StartError::Other(format!("cannot watch {}: {e}", dirs.config.display())))?;
 

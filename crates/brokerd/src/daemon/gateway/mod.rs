@@ -16,7 +16,7 @@ mod instance;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use policy::downstream::{Downstream, definition, definition_hash, visible};
 use proto::{Class, SessionId, Timestamp, ToolSchema};
@@ -132,10 +132,11 @@ enum Owner {
     Probe,
 }
 
-/// A running instance and the box world it was started with.
+/// A running instance, the box world it was started with, and when it was last used.
 struct Running {
     instance: Arc<Instance>,
     world: World,
+    used: Instant,
 }
 
 /// What a server's box sees: its read-write folders and the hosts it may reach.
@@ -442,6 +443,23 @@ impl Gateway {
         (outcome, received)
     }
 
+    /// Ends every instance unused for its server's `idle_ms` (or dead); returns how many.
+    pub async fn end_idle(&self) -> usize {
+        let mut ended = 0;
+        for (name, server) in &self.servers {
+            let idle = Duration::from_millis(server.config.idle_ms);
+            let mut instances = server.instances.lock().await;
+            let before = instances.len();
+            instances.retain(|_, r| !r.instance.is_dead() && r.used.elapsed() < idle);
+            let gone = before - instances.len();
+            if gone > 0 {
+                tracing::info!(server = %name, instances = gone, "idle downstream server instances ended");
+            }
+            ended += gone;
+        }
+        ended
+    }
+
     /// Ends the instances of `session`; returns how many there were.
     pub async fn end_session(&self, session: &SessionId) -> usize {
         let mut ended = 0;
@@ -475,8 +493,9 @@ impl Gateway {
             hosts: hosts.iter().map(|h| h.written.clone()).collect(),
         };
         let mut instances = config.instances.lock().await;
-        if let Some(running) = instances.get(&owner) {
+        if let Some(running) = instances.get_mut(&owner) {
             if !running.instance.is_dead() && running.world == world {
+                running.used = Instant::now();
                 return Ok((Arc::clone(&running.instance), start));
             }
             tracing::info!(server, "a downstream server is restarted");
@@ -492,6 +511,7 @@ impl Gateway {
             let running = Running {
                 instance: Arc::clone(&instance),
                 world,
+                used: Instant::now(),
             };
             instances.insert(owner, running);
             return Ok((instance, start));
@@ -527,6 +547,7 @@ impl Gateway {
             Running {
                 instance: Arc::clone(&instance),
                 world,
+                used: Instant::now(),
             },
         );
         Ok((instance, start))
@@ -557,6 +578,26 @@ fn read_token(server: &str, file: &Path) -> Result<String, String> {
             "server {server}'s token file {} is empty",
             file.display()
         )),
+    }
+}
+
+/// Ends idle downstream instances now and then for as long as the broker runs: every quarter
+/// of the shortest `idle_ms` (at least every 100 ms, at most every minute).
+pub async fn sweep_idle(broker: Arc<super::Broker>) {
+    let Some(shortest) = broker
+        .gateway
+        .servers
+        .values()
+        .map(|s| Duration::from_millis(s.config.idle_ms))
+        .min()
+    else {
+        return;
+    };
+    let every = (shortest / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut ticks = tokio::time::interval(every);
+    loop {
+        ticks.tick().await;
+        broker.gateway.end_idle().await;
     }
 }
 

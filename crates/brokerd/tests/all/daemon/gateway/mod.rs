@@ -122,6 +122,11 @@ impl Probe {
     /// [`Probe::start`] with the box's grant naming `hosts` (a TOML list) and `env` set in the
     /// broker's environment.
     pub fn start_with(tools: &str, hosts: &str, env: &[(&str, &str)]) -> Probe {
+        Probe::start_idle(tools, hosts, env, 600_000)
+    }
+
+    /// [`Probe::start_with`] with the server's `idle_ms`.
+    pub fn start_idle(tools: &str, hosts: &str, env: &[(&str, &str)], idle_ms: u64) -> Probe {
         let script = testkit::temp_dir();
         let path = script.path().canonicalize().unwrap().join("probe.py");
         std::fs::write(&path, PROBE).unwrap();
@@ -129,7 +134,7 @@ impl Probe {
         let mut read_only = python_folders(&venv);
         read_only.push(script.path().canonicalize().unwrap().display().to_string());
         let config = format!(
-            "{}\n[[mcp.servers]]\nname = \"probe\"\ncommand = [{:?}, {:?}]\nread_only = {:?}\ncall_ms = 3000\nstart_ms = 30000\n",
+            "{}\n[[mcp.servers]]\nname = \"probe\"\ncommand = [{:?}, {:?}]\nread_only = {:?}\ncall_ms = 3000\nstart_ms = 30000\nidle_ms = {idle_ms}\n",
             super::FAST,
             venv.join("bin/python").display().to_string(),
             path.display().to_string(),
@@ -551,6 +556,7 @@ impl HttpProbe {
             .arg(&path)
             .args(["http", &port.to_string(), token])
             .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -640,5 +646,31 @@ fn a_server_reached_by_url_is_granted_pinned_and_audited_the_same_way() {
     assert!(
         audit.contains("\"web.echo\""),
         "the call is not in the audit log"
+    );
+}
+
+#[test]
+fn an_idle_instance_is_ended_and_the_next_call_starts_it_again() {
+    let mut probe = Probe::start_idle("", "[]", &[], 600);
+    probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
+    let mut client = probe.client();
+    assert!(content(&client.call(1, "probe.echo", r#"{"text":"a"}"#).unwrap()).contains("echo: a"));
+    let log = &probe.broker;
+    assert!(
+        log.wait_for_log(
+            "idle downstream server instances ended",
+            2,
+            Duration::from_secs(10)
+        ),
+        "{}",
+        log.log()
+    );
+    let started = log.log().matches("a downstream server started").count();
+    assert!(content(&client.call(2, "probe.echo", r#"{"text":"b"}"#).unwrap()).contains("echo: b"));
+    assert_eq!(
+        log.log().matches("a downstream server started").count(),
+        started + 1,
+        "{}",
+        log.log()
     );
 }
