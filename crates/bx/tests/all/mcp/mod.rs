@@ -5,6 +5,7 @@
 
 mod elicit;
 mod garbage;
+mod gateway;
 mod http;
 
 use std::ffi::{OsStr, OsString};

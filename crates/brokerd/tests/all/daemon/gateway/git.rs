@@ -2,7 +2,7 @@
 //! listed once pinned, a granted one works on a repository in its box's folder and is audited,
 //! an ungranted one is refused, and a repository outside the grant is out of its reach.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -10,12 +10,6 @@ use proto::DenyReason;
 use testkit::BrokerProcess;
 
 use super::{catalog, content, denied, failed, owner_view, python_folders};
-
-fn venv() -> PathBuf {
-    PathBuf::from(
-        std::env::var("BOXMAKER_MCP_GIT_VENV").unwrap_or_else(|_| "/opt/boxmaker-mcp-git".into()),
-    )
-}
 
 /// A repository with one commit of `file` and a change to it not staged.
 fn repository(at: &Path) {
@@ -38,7 +32,7 @@ fn repository(at: &Path) {
 
 #[test]
 fn mcp_server_git_works_on_its_granted_repository_and_nowhere_else() {
-    let venv = venv();
+    let venv = testkit::python::mcp_git_venv();
     let program = venv.join("bin/mcp-server-git");
     assert!(
         program.exists(),

@@ -90,20 +90,10 @@ else:
 
 /// The venv of the Python MCP SDK 1.x.
 pub fn sdk_venv() -> PathBuf {
-    PathBuf::from(
-        std::env::var("BOXMAKER_MCP1_VENV").unwrap_or_else(|_| "/opt/boxmaker-mcp1".into()),
-    )
+    testkit::python::venv("BOXMAKER_MCP1_VENV", "/opt/boxmaker-mcp1")
 }
 
-/// The folders a venv's Python needs in a box: the venv and the Python it was made from.
-pub fn python_folders(venv: &Path) -> Vec<String> {
-    let output = std::process::Command::new(venv.join("bin/python"))
-        .args(["-c", "import sys; print(sys.base_prefix)"])
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/test-deps)", venv.display()));
-    let base = String::from_utf8(output.stdout).unwrap().trim().to_string();
-    vec![venv.display().to_string(), base]
-}
+pub use testkit::python::python_folders;
 
 /// A broker whose gateway serves the probe as server `probe`, with its box's grant on the
 /// work folder and `tools` (TOML) as the grants of its tools.
