@@ -140,6 +140,7 @@ pub(super) async fn answer(
     let run = DownstreamCall {
         session: &call.session,
         taint: labels.taint,
+        class: cleared.class,
         tool,
         arguments,
     };

@@ -172,6 +172,8 @@ pub struct DownstreamCall<'a> {
     pub session: &'a SessionId,
     /// The session's taint when the call was decided.
     pub taint: Class,
+    /// The class the grants give the call's result.
+    pub class: Class,
     /// The tool on its server.
     pub tool: &'a str,
     /// Its arguments, checked against its schema.
@@ -397,7 +399,8 @@ impl Gateway {
     }
 
     /// Runs a decided call on its server's instance for the session, within the server's
-    /// call limit; a shared server's result carries the highest class it has received.
+    /// call limit; a shared server's result carries the highest class it has received (a
+    /// calling session's taint, or the class of a result it gave).
     pub async fn call(
         &self,
         runner: &dyn Runner,
@@ -417,7 +420,9 @@ impl Gateway {
                 .received
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            *received = (*received).max(call.taint);
+            // What the server now holds: whatever the session had seen (its arguments may
+            // carry it) and what this call gives it to read.
+            *received = (*received).max(call.taint).max(call.class);
             *received
         } else {
             Class::Public

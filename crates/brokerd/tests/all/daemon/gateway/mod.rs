@@ -112,11 +112,11 @@ impl Probe {
     /// [`Probe::start`] with the box's grant naming `hosts` (a TOML list) and `env` set in the
     /// broker's environment.
     pub fn start_with(tools: &str, hosts: &str, env: &[(&str, &str)]) -> Probe {
-        Probe::start_idle(tools, hosts, env, 600_000)
+        Probe::start_server(tools, hosts, env, "")
     }
 
-    /// [`Probe::start_with`] with the server's `idle_ms`.
-    pub fn start_idle(tools: &str, hosts: &str, env: &[(&str, &str)], idle_ms: u64) -> Probe {
+    /// [`Probe::start_with`] with `keys` (TOML lines) added to the server's table.
+    pub fn start_server(tools: &str, hosts: &str, env: &[(&str, &str)], keys: &str) -> Probe {
         let script = testkit::temp_dir();
         let path = script.path().canonicalize().unwrap().join("probe.py");
         std::fs::write(&path, PROBE).unwrap();
@@ -124,7 +124,7 @@ impl Probe {
         let mut read_only = python_folders(&venv);
         read_only.push(script.path().canonicalize().unwrap().display().to_string());
         let config = format!(
-            "{}\n[[mcp.servers]]\nname = \"probe\"\ncommand = [{:?}, {:?}]\nread_only = {:?}\ncall_ms = 3000\nstart_ms = 30000\nidle_ms = {idle_ms}\n",
+            "{}\n[[mcp.servers]]\nname = \"probe\"\ncommand = [{:?}, {:?}]\nread_only = {:?}\ncall_ms = 3000\nstart_ms = 30000\n{keys}\n",
             super::FAST,
             venv.join("bin/python").display().to_string(),
             path.display().to_string(),
@@ -641,7 +641,7 @@ fn a_server_reached_by_url_is_granted_pinned_and_audited_the_same_way() {
 
 #[test]
 fn an_idle_instance_is_ended_and_the_next_call_starts_it_again() {
-    let mut probe = Probe::start_idle("", "[]", &[], 600);
+    let mut probe = Probe::start_server("", "[]", &[], "idle_ms = 600");
     probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
     let mut client = probe.client();
     assert!(content(&client.call(1, "probe.echo", r#"{"text":"a"}"#).unwrap()).contains("echo: a"));
@@ -663,4 +663,94 @@ fn an_idle_instance_is_ended_and_the_next_call_starts_it_again() {
         "{}",
         log.log()
     );
+}
+
+/// A grant of one probe tool with its pin from `pins`, and `keys` (TOML lines).
+fn tool_grant(id: &str, tool: &str, pins: &str, keys: &str) -> String {
+    let name = format!("\"probe.{tool}\"");
+    let pin = pins
+        .split(", ")
+        .find(|p| p.starts_with(&name))
+        .unwrap_or_else(|| panic!("no pin of {tool} in {pins}"));
+    format!("[[grant]]\nid = \"{id}\"\ntool = \"probe.{tool}\"\n{keys}\npins = {{ {pin} }}\n\n")
+}
+
+fn labels(response: &ToolResponse) -> (proto::Class, bool) {
+    match response {
+        ToolResponse::Result {
+            class, untrusted, ..
+        } => (*class, *untrusted),
+        other => panic!("not a result: {other:?}"),
+    }
+}
+
+#[test]
+fn a_grant_that_asks_waits_for_the_owner_and_runs_once_approved() {
+    let mut probe = Probe::start("");
+    let pins = pins_of(&probe.broker, "probe");
+    probe.grant(&tool_grant(
+        "ask-echo",
+        "echo",
+        &pins,
+        "approval = \"ask\"\non_untrusted = \"allow\"",
+    ));
+    let mut client = probe.client();
+    let approval = client.call_pending(1, "probe.echo", r#"{"text":"asked"}"#);
+    let mut owner = OwnerClient::open(&probe.broker.owner_socket());
+    let pending = owner.wait_pending();
+    assert_eq!(pending.approval.0, approval);
+    assert_eq!(pending.tool, "probe.echo");
+    owner.approve(pending.approval, false);
+    let (_, response) = client.finish_call();
+    assert!(content(&response.unwrap()).contains("echo: asked"));
+    // Refused: never run.
+    let approval = client.call_pending(2, "probe.echo", r#"{"text":"refused"}"#);
+    owner.send(&OwnerRequest::Refuse {
+        approval: proto::ApprovalId(approval),
+    });
+    let (_, response) = client.finish_call();
+    assert_eq!(denied(&response.unwrap()), DenyReason::ApprovalRefused);
+}
+
+#[test]
+fn a_shared_server_labels_every_result_with_the_highest_class_it_has_received() {
+    let grants_of = |pins: &str| {
+        tool_grant(
+            "secret-read",
+            "read",
+            pins,
+            "class = \"secret\"\non_untrusted = \"allow\"",
+        ) + &tool_grant(
+            "public-echo",
+            "echo",
+            pins,
+            "class = \"public\"\nuntrusted = false\non_untrusted = \"allow\"",
+        )
+    };
+    for shared in [false, true] {
+        let keys = format!("shared = {shared}");
+        let mut probe = Probe::start_server("", "[]", &[], &keys);
+        probe.grant(&grants_of(&pins_of(&probe.broker, "probe")));
+        std::fs::write(probe.broker.work.join("secret.txt"), "s").unwrap();
+        let mut first = probe.client();
+        let echo = r#"{"text":"x"}"#;
+        assert_eq!(
+            labels(&first.call(1, "probe.echo", echo).unwrap()),
+            (proto::Class::Public, false)
+        );
+        let read = serde_json::json!({ "path": probe.broker.work.join("secret.txt") }).to_string();
+        assert_eq!(
+            labels(&first.call(2, "probe.read", &read).unwrap()).0,
+            proto::Class::Secret
+        );
+        // The first session has seen secret data; what it sends the server may hold it.
+        let mut second = probe.client();
+        let class = labels(&second.call(1, "probe.echo", echo).unwrap()).0;
+        let expected = if shared {
+            proto::Class::Secret
+        } else {
+            proto::Class::Public
+        };
+        assert_eq!(class, expected, "shared = {shared}");
+    }
 }
