@@ -1,7 +1,9 @@
 //! `glob`: the files whose path below a folder matches a glob, newest first (then by path),
 //! found by a parallel walk.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -13,7 +15,7 @@ use serde_json::json;
 
 use proto::ToolSchema;
 
-use super::walk::{pinned_start, walker};
+use super::walk::{key_path, order_key, pinned_start, relative_bytes, walker};
 use super::{SearchError, SearchOptions};
 use crate::fs::GrantedDir;
 
@@ -76,7 +78,8 @@ pub fn glob(
         return Err(SearchError::NotADirectory(args.path.clone()));
     }
     // A parallel walk: the order is set by the sort below, whatever the threads' timing.
-    let shared: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
+    // Each match as its modification time and its path's order key.
+    let shared: Mutex<Vec<(SystemTime, Vec<u8>)>> = Mutex::new(Vec::new());
     let mut builder = walker(&root, options);
     builder.threads(options.threads);
     builder.build_parallel().run(|| {
@@ -84,7 +87,7 @@ pub fn glob(
             found: Vec::new(),
             shared: &shared,
         };
-        let (root, matcher) = (root.as_path(), &matcher);
+        let (root, matcher) = (root.as_os_str().as_bytes(), &matcher);
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -92,14 +95,15 @@ pub fn glob(
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            let relative = Path::new(OsStr::from_bytes(relative_bytes(root, entry.path())));
             if matcher.is_match(relative) {
                 let modified = entry
                     .metadata()
                     .ok()
                     .and_then(|m| m.modified().ok())
                     .unwrap_or(SystemTime::UNIX_EPOCH);
-                mine.found.push((modified, entry.into_path()));
+                let path = entry.into_path().into_os_string().into_vec();
+                mine.found.push((modified, order_key(path)));
             }
             WalkState::Continue
         })
@@ -109,18 +113,15 @@ pub fn glob(
     let truncated = found.len() > options.max_entries;
     found.truncate(options.max_entries);
     Ok(GlobResult {
-        files: found
-            .into_iter()
-            .map(|(_, p)| p.to_string_lossy().into_owned())
-            .collect(),
+        files: found.into_iter().map(|(_, key)| key_path(&key)).collect(),
         truncated,
     })
 }
 
 /// One walking thread's matches, handed to the shared list when the thread is done.
 struct Found<'a> {
-    found: Vec<(SystemTime, PathBuf)>,
-    shared: &'a Mutex<Vec<(SystemTime, PathBuf)>>,
+    found: Vec<(SystemTime, Vec<u8>)>,
+    shared: &'a Mutex<Vec<(SystemTime, Vec<u8>)>>,
 }
 
 impl Drop for Found<'_> {

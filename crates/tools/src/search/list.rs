@@ -4,7 +4,7 @@
 //! than the cap per thread.
 
 use std::collections::BinaryHeap;
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
 use ignore::WalkState;
@@ -13,7 +13,7 @@ use serde_json::json;
 
 use proto::ToolSchema;
 
-use super::walk::{pinned_start, walker};
+use super::walk::{key_path, order_key, pinned_start, relative_bytes, walker};
 use super::{SearchError, SearchOptions};
 use crate::fs::GrantedDir;
 
@@ -104,7 +104,7 @@ pub fn list_files(
             cap,
             shared: &shared,
         };
-        let root = root.as_path();
+        let root = root.as_os_str().as_bytes();
         Box::new(move |entry| {
             if let Ok(entry) = entry
                 && entry.depth() > 0
@@ -121,17 +121,30 @@ pub fn list_files(
     found.truncate(cap);
     Ok(ListFilesResult {
         path: args.path.clone(),
-        entries: found.into_iter().map(|k| k.entry).collect(),
+        entries: found.into_iter().map(Keyed::entry).collect(),
         truncated,
     })
 }
 
 /// An entry ordered by its path relative to the start (component by component, as a sorted
-/// depth-first walk meets them).
+/// depth-first walk meets them: [`order_key`]).
 #[derive(Debug, PartialEq, Eq)]
 struct Keyed {
-    key: PathBuf,
-    entry: ListEntry,
+    key: Vec<u8>,
+    size: u64,
+    is_dir: bool,
+    symlink: bool,
+}
+
+impl Keyed {
+    fn entry(self) -> ListEntry {
+        ListEntry {
+            path: key_path(&self.key),
+            size: self.size,
+            is_dir: self.is_dir,
+            symlink: self.symlink,
+        }
+    }
 }
 
 impl Ord for Keyed {
@@ -179,16 +192,12 @@ struct Collector<'a> {
 }
 
 impl Collector<'_> {
-    fn offer(&mut self, root: &Path, entry: &ignore::DirEntry) {
+    fn offer(&mut self, root: &[u8], entry: &ignore::DirEntry) {
         let Some(kind) = entry.file_type() else {
             return;
         };
         self.kept.seen += 1;
-        let key = entry
-            .path()
-            .strip_prefix(root)
-            .unwrap_or(entry.path())
-            .to_path_buf();
+        let key = order_key(relative_bytes(root, entry.path()).to_vec());
         if self.kept.entries.len() >= self.cap
             && self.kept.entries.peek().is_none_or(|last| key >= last.key)
         {
@@ -196,13 +205,13 @@ impl Collector<'_> {
         }
         // The size is looked up only for an entry that may be listed.
         let size = entry.metadata().map_or(0, |m| m.len());
-        let entry = ListEntry {
-            path: key.to_string_lossy().into_owned(),
+        let keyed = Keyed {
+            key,
             size,
             is_dir: kind.is_dir(),
             symlink: kind.is_symlink(),
         };
-        self.kept.keep(Keyed { key, entry }, self.cap);
+        self.kept.keep(keyed, self.cap);
     }
 }
 

@@ -2,6 +2,7 @@
 //! never followed, protected folders pruned, ignore files honoured as `rg` does.
 
 use std::fs::Metadata;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -65,6 +66,38 @@ fn io_error(shown: &str, source: std::io::Error) -> SearchError {
     .into()
 }
 
+/// A path's bytes as a key whose byte order is the path's order component by component (the
+/// order of a sorted depth-first walk): each `/` becomes NUL, which no path holds, so a
+/// folder's name sorts before the names it prefixes (`a/b` before `a-b`) and a comparison is
+/// one `memcmp` instead of a walk over components.
+pub(crate) fn order_key(mut path: Vec<u8>) -> Vec<u8> {
+    for byte in &mut path {
+        if *byte == b'/' {
+            *byte = 0;
+        }
+    }
+    path
+}
+
+/// The path an [`order_key`] was made of, as text (invalid UTF-8 shown as U+FFFD).
+pub(crate) fn key_path(key: &[u8]) -> String {
+    let bytes: Vec<u8> = key.iter().map(|&b| if b == 0 { b'/' } else { b }).collect();
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+/// `path` relative to `root` (which it is below), as bytes: without the root and the `/`
+/// after it.
+pub(crate) fn relative_bytes<'p>(root: &[u8], path: &'p Path) -> &'p [u8] {
+    let bytes = path.as_os_str().as_bytes();
+    match bytes.strip_prefix(root) {
+        Some(rest) => rest.strip_prefix(b"/").unwrap_or(rest),
+        None => bytes,
+    }
+}
+
 /// Whether `text` was cut to `max` characters, and the text (cut on a character boundary).
 pub(crate) fn cut_chars(text: &str, max: usize) -> (String, bool) {
     match text.char_indices().nth(max) {
@@ -75,7 +108,27 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> (String, bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::cut_chars;
+    use std::path::Path;
+
+    use super::{cut_chars, key_path, order_key, relative_bytes};
+
+    #[test]
+    fn keys_sort_as_paths_do_component_by_component() {
+        let mut paths = [
+            "a-b", "a/b", "a", "a.c", "a/b/c", "ab", "a/b-c", "a/b/c/d", "é/x",
+        ];
+        let mut keys: Vec<Vec<u8>> = paths
+            .iter()
+            .map(|p| order_key(p.as_bytes().to_vec()))
+            .collect();
+        keys.sort();
+        paths.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
+        let back: Vec<String> = keys.iter().map(|k| key_path(k)).collect();
+        assert_eq!(back, paths);
+        assert_eq!(relative_bytes(b"/r/s", Path::new("/r/s/a/b")), b"a/b");
+        assert_eq!(relative_bytes(b"/", Path::new("/a")), b"a");
+        assert_eq!(key_path(&order_key(b"a/\xff".to_vec())), "a/\u{fffd}");
+    }
 
     #[test]
     fn a_line_is_cut_on_a_character_boundary() {
