@@ -11,6 +11,10 @@
 //! 50 MB file; `BOXMAKER_BENCH_ONLY` (grep, walk or files) runs one group. Never part of CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// The allocator of `brokerd`, whose box workers run these tools.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
