@@ -66,20 +66,28 @@ fn main() {
     let (fsync_median, fsync_p99) = fsync_floor(&broker.state);
     println!("one fsync of a small append: median {fsync_median:?}, p99 {fsync_p99:?}");
 
-    // One client: latency.
-    let mut client = AgentClient::open(&broker.socket(), None);
+    // One client: latency, from a broker logging as a deployed one does (info); the verbose
+    // one, which logs every audit batch so that its fsyncs can be counted, writes a log line
+    // per call.
+    let quiet = BrokerProcess::start(GRANTS, UNBOXED);
+    std::fs::write(quiet.work.join("small.txt"), "a small file\n").unwrap();
+    let quiet_args = serde_json::json!({ "path": quiet.work.join("small.txt") }).to_string();
+    let mut quiet_client = AgentClient::open(&quiet.socket(), None);
     for id in 1..=50 {
-        let _ = client.call(id, "read_file", &args);
+        let _ = quiet_client.call(id, "read_file", &quiet_args);
     }
     let mut times = Vec::new();
     for id in 51..=2050 {
         let start = Instant::now();
-        let answer = client.call(id, "read_file", &args).unwrap();
+        let answer = quiet_client.call(id, "read_file", &quiet_args).unwrap();
         times.push(start.elapsed());
         assert!(matches!(answer, ToolResponse::Result { .. }));
     }
+    drop(quiet_client);
+    drop(quiet);
     times.sort();
     let median = percentile(&times, 0.5);
+    let mut client = AgentClient::open(&broker.socket(), None);
     println!(
         "1 client read_file round trip: median {median:?}, p99 {:?} ({:.2}x one fsync)",
         percentile(&times, 0.99),
