@@ -7,7 +7,8 @@
 //! own PID namespace but not boxed), one with a fresh bubblewrap box per call
 //! (`warm_idle_ms = 0`) and one with the session's warm box (the default: the sandbox's command
 //! worker forks each command), so the cost of the box and the cost of the broker show apart. The direct line is
-//! `std::process::Command` running `bash -c` with the same script in the same folder.
+//! `std::process::Command` running `bash -c` with the same script in the same folder. Where
+//! Podman is installed, `true` is also measured through the optional Podman backend.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -164,6 +165,26 @@ fn main() {
                 m50.as_secs_f64() / d50.as_secs_f64()
             );
         }
+    }
+
+    // The optional Podman backend, where Podman is installed: `true` in a fresh container of an
+    // image made of this machine's bash and true (a local tarball, `podman import`).
+    match testkit::podman::find() {
+        Some(podman) => {
+            let image = testkit::podman::Image::import(&podman, &["bash", "true"]);
+            let mut side = Side::start(
+                "broker, Podman container:    ",
+                &format!("podman_image = {:?}\n", image.name),
+            );
+            let (d50, _) = measure(10, 200, || direct("true", &side.repo));
+            let (m50, m99) = measure(3, 40, || side.call("true"));
+            println!(
+                "shell `true` (40 calls): {} median {m50:?}, p99 {m99:?} ({:.2}x direct)",
+                side.name,
+                m50.as_secs_f64() / d50.as_secs_f64()
+            );
+        }
+        None => println!("Podman: not installed, not measured"),
     }
 
     let script = "yes | head -c 100000000";

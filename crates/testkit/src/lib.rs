@@ -4,6 +4,7 @@
 
 mod binaries;
 mod daemon;
+pub mod podman;
 pub mod python;
 mod script_server;
 pub mod tls_server;

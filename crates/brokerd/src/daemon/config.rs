@@ -36,6 +36,7 @@
 //! memory_mb = 2048            # memory of one box
 //! warm_idle_ms = 60000        # a session's warm file-tool box ends after this long unused;
 //!                             #   0: a fresh box for every file call
+//! podman_image = "localhost/tools:1"  # optional: `shell` in a Podman container of this image
 //! [mcp]
 //! approve_in_client = ["claude-code"]  # MCP clients that may answer approvals themselves
 //! [[mcp.servers]]             # a downstream MCP server behind the gateway (see daemon::gateway)
@@ -200,6 +201,11 @@ pub struct SandboxConfig {
     /// How long a session's warm box for the file tools waits unused before it is ended, in
     /// milliseconds; 0 builds a fresh box for every file call (see `daemon::warm`).
     pub warm_idle_ms: u64,
+    /// An image (as Podman names it, e.g. `localhost/tools:1`): `shell` commands then run in a
+    /// fresh Podman container of it (see `daemon::podman`); unset: in the box.
+    pub podman_image: Option<String>,
+    /// The `podman` program (default: the first on the usual paths).
+    pub podman: Option<PathBuf>,
 }
 
 impl Default for SandboxConfig {
@@ -212,6 +218,8 @@ impl Default for SandboxConfig {
             processes: 256,
             memory_mb: 2048,
             warm_idle_ms: 60_000,
+            podman_image: None,
+            podman: None,
         }
     }
 }

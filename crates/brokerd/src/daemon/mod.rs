@@ -14,6 +14,7 @@ pub mod journal;
 pub mod memo;
 pub mod memory;
 pub mod owner;
+pub mod podman;
 pub mod proxy;
 mod reads;
 pub mod render;

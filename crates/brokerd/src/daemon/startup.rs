@@ -181,6 +181,28 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     )
     .map_err(StartError::Other)?;
     let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home).with_proxies(proxies);
+    let runner: Arc<dyn super::runner::Runner> = match &config.sandbox.podman_image {
+        None => Arc::new(runner),
+        Some(image) => {
+            let podman =
+                super::podman::find_podman(config.sandbox.podman.as_deref()).ok_or_else(|| {
+                    StartError::Config(format!(
+                        "[sandbox] podman_image is {image:?}, but there is no podman program{}",
+                        config
+                            .sandbox
+                            .podman
+                            .as_ref()
+                            .map_or(String::new(), |p| format!(" at {}", p.display()))
+                    ))
+                })?;
+            Arc::new(super::podman::PodmanRunner::new(
+                runner,
+                podman,
+                image.clone(),
+                config.sandbox.clone(),
+            ))
+        }
+    };
     let grants = grants_watch::load(&dirs.grants(), &home);
     let gateway = super::gateway::Gateway::new(&config.mcp.servers, &home)
         .keeping_definitions_in(dirs.state.join("downstream"));
@@ -192,7 +214,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
             protected,
             journal,
             ledger,
-            Arc::new(runner),
+            runner,
         )?
         .with_memory(memory)
         .with_gateway(gateway),

@@ -14,6 +14,7 @@ mod jobs;
 mod memory;
 mod net;
 mod owner_socket;
+mod podman;
 mod restart;
 mod sandbox;
 mod warm;
