@@ -19,13 +19,16 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::Definition;
 
 /// How many lines of a server's standard error are kept for the message of its failure.
 const STDERR_LINES: usize = 20;
+
+/// How many bytes of each line of a server's standard error are kept.
+const LINE_KEPT: usize = 500;
 
 /// Hears a server's notifications: a changed tool list marks the tools to be read again.
 #[derive(Clone)]
@@ -351,15 +354,31 @@ fn drain_stderr(
     };
     let server = server.to_string();
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(receiver).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let line: String = line.chars().take(500).collect();
-            tracing::debug!(server = %server, %line, "downstream server's standard error");
-            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-            if kept.len() == STDERR_LINES {
-                kept.pop_front();
+        let mut receiver = receiver;
+        let mut chunk = vec![0u8; 8192];
+        // The line being read, its first LINE_KEPT bytes only: a server that never writes a
+        // newline costs no more memory than that.
+        let mut line: Vec<u8> = Vec::new();
+        while let Ok(n) = receiver.read(&mut chunk).await {
+            if n == 0 {
+                break;
             }
-            kept.push_back(line);
+            for &byte in chunk.get(..n).unwrap_or_default() {
+                if byte != b'\n' {
+                    if line.len() < LINE_KEPT {
+                        line.push(byte);
+                    }
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&line).into_owned();
+                line.clear();
+                tracing::debug!(server = %server, line = %text, "downstream server's standard error");
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept.len() == STDERR_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(text);
+            }
         }
     });
 }

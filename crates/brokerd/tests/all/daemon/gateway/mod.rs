@@ -45,6 +45,12 @@ async def misbehave(how: str, ctx: Context) -> str:
         time.sleep(3600)
     if how == "error":
         raise ValueError("told to fail")
+    if how == "stderr":
+        # 64 MiB on standard error without a newline, then a normal answer.
+        block = b"x" * (1 << 20)
+        for _ in range(64):
+            sys.stderr.buffer.write(block)
+        sys.stderr.buffer.flush()
     return "behaved"
 
 @mcp.tool(description="Gives echo another description and says the tool list changed.")
@@ -753,4 +759,34 @@ fn a_shared_server_labels_every_result_with_the_highest_class_it_has_received() 
         };
         assert_eq!(class, expected, "shared = {shared}");
     }
+}
+
+/// The broker's peak resident memory, in KiB.
+fn peak_kib(broker: &BrokerProcess) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", broker.pid().unwrap())).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_server_flooding_its_standard_error_costs_the_broker_no_memory() {
+    let mut probe = Probe::start("");
+    probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
+    let mut client = probe.client();
+    assert!(content(&client.call(1, "probe.echo", r#"{"text":"a"}"#).unwrap()).contains("echo: a"));
+    let before = peak_kib(&probe.broker);
+    let flood = client
+        .call(2, "probe.misbehave", r#"{"how":"stderr"}"#)
+        .unwrap();
+    assert!(content(&flood).contains("behaved"), "{flood:?}");
+    let after = peak_kib(&probe.broker);
+    // 64 MiB went through the broker's pipe; it kept at most a line's first 500 bytes.
+    assert!(
+        after < before + 16 * 1024,
+        "peak {before} KiB before, {after} KiB after"
+    );
 }
