@@ -8,6 +8,7 @@ use policy::downstream::{Downstream, ToolGrant, split};
 use proto::text::escape_terminal;
 use proto::{DownstreamTool, DownstreamView, OwnerReply, OwnerRequest};
 
+use crate::grants::toml_string;
 use crate::owner::{Owner, OwnerError};
 
 /// What the check found.
@@ -67,7 +68,9 @@ fn print_server(server: &DownstreamView, grants: &Downstream, known: &[Downstrea
             .iter()
             .filter(|g| g.names(&server.name, name) && !g.deny)
             .collect();
-        let pin = format!("{:?} = {:?}", tool.name, tool.hash);
+        // A TOML line to paste (the name is text from outside: escaped as TOML, then for the
+        // terminal).
+        let pin = format!("{} = {}", toml_string(&tool.name), toml_string(&tool.hash));
         let shown = escape_terminal(&tool.name);
         if let Some(grant) = naming
             .iter()

@@ -181,7 +181,8 @@ pub fn read_only_line(home: &Path) -> Option<String> {
     Some(format!("[sandbox]\nread_only = [{}]", list.join(", ")))
 }
 
-fn toml_string(text: &str) -> String {
+/// `text` as a TOML basic string, control characters escaped (so also safe on a terminal).
+pub(crate) fn toml_string(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

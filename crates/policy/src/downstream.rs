@@ -88,6 +88,72 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
+/// Whether `text` (JSON) holds an object with a key twice, anywhere: the broker shows the owner
+/// and records the arguments as written, and a parser that keeps the last of two keys would
+/// send the server something else than what was shown. `Err` names the key.
+pub fn duplicate_key(text: &str) -> Result<(), String> {
+    use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    struct Checked;
+
+    impl<'de> Deserialize<'de> for Checked {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Checked, D::Error> {
+            deserializer.deserialize_any(CheckedVisitor)
+        }
+    }
+
+    struct CheckedVisitor;
+
+    impl<'de> Visitor<'de> for CheckedVisitor {
+        type Value = Checked;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_unit<E>(self) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+            while seq.next_element::<Checked>()?.is_some() {}
+            Ok(Checked)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(serde::de::Error::custom(format!(
+                        "the key {key:?} is given twice"
+                    )));
+                }
+                map.next_value::<Checked>()?;
+            }
+            Ok(Checked)
+        }
+    }
+
+    serde_json::from_str::<Checked>(text)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// Which of a server's tools a grant names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pattern {
@@ -362,6 +428,16 @@ mod tests {
             canonical(&json!({"b": [1, {"d": null, "c": "x\"y"}], "a": true})),
             r#"{"a":true,"b":[1,{"c":"x\"y","d":null}]}"#
         );
+    }
+
+    #[test]
+    fn a_key_given_twice_anywhere_is_named() {
+        assert!(duplicate_key(r#"{"a":1,"b":[{"c":2}]}"#).is_ok());
+        let twice = duplicate_key(r#"{"repo_path":"/safe","repo_path":"/home/u"}"#).unwrap_err();
+        assert!(twice.contains("\"repo_path\" is given twice"), "{twice}");
+        assert!(duplicate_key(r#"{"a":[{"b":1,"b":2}]}"#).is_err());
+        assert!(duplicate_key(r#"{"a":"\u0062","a\u0000":1}"#).is_ok());
+        assert!(duplicate_key(r#"{"a":1,"\u0061":2}"#).is_err());
     }
 
     #[test]

@@ -94,9 +94,11 @@ impl PodmanRunner {
         let ran = tools::shell::shell_with(args, &options, &mut |spec, timeout, out, err| {
             let podman = self.command(spec, timeout, &folders, &hidden);
             let mut ended = follow(&podman, timeout + PODMAN_GRACE, out, err)?;
-            // Podman stopped the container at its --timeout (it then exits 255).
-            if ended.duration >= timeout {
+            // Podman stopped the container at its --timeout: it then exits 255, no sooner than
+            // the limit.
+            if ended.ended.exit == Some(sandbox::Exit::Code(255)) && ended.duration >= timeout {
                 ended.ended.timed_out = true;
+                ended.ended.exit = None;
             }
             Ok((ended.ended, sandbox::Containment::ProcessGroup))
         });
@@ -152,7 +154,12 @@ impl PodmanRunner {
             "--memory".to_string(),
             format!("{}m", self.settings.memory_mb.max(16)),
             "--timeout".to_string(),
-            timeout.as_secs().max(1).to_string(),
+            // Whole seconds, rounded up: never less than the call's limit.
+            timeout
+                .as_secs()
+                .saturating_add(u64::from(timeout.subsec_nanos() > 0))
+                .max(1)
+                .to_string(),
             "--workdir".to_string(),
             spec.cwd.display().to_string(),
         ]);

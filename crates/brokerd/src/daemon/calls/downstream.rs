@@ -58,10 +58,22 @@ pub(super) async fn answer(
             return deny(broker, call, DenyReason::InvalidArguments, None, detail).await;
         }
     };
-    // No grant names the tool: refused without starting the server.
+    if let Err(twice) = policy::downstream::duplicate_key(&call.arguments) {
+        let detail = format!("the arguments of {full}: {twice}");
+        return deny(broker, call, DenyReason::InvalidArguments, None, detail).await;
+    }
+    // No grant names the tool, or a deny grant does (it needs no pin): refused without
+    // starting the server.
     if !grants.tools.iter().any(|g| g.names(server, tool)) {
         let detail = format!("no grant covers {full}");
         return deny(broker, call, DenyReason::NoGrant, None, detail).await;
+    }
+    let now = proto::Timestamp::now();
+    if let Verdict::Deny(denied) = policy::downstream::decide(grants, server, tool, "", labels, now)
+        && denied.reason == DenyReason::DeniedByGrant
+    {
+        let grant = denied.grant.as_deref().map(GrantId::from);
+        return deny(broker, call, denied.reason, grant, denied.detail).await;
     }
     let runner = broker.runner.as_ref();
     let protected = broker.protected.as_ref();
@@ -91,12 +103,13 @@ pub(super) async fn answer(
     }
     let hash = definition.hash.clone();
     drop(tools);
-    let now = proto::Timestamp::now();
     let verdict = policy::downstream::decide(grants, server, tool, &hash, labels, now);
     if let Some(id) = approved {
         broker.approvals.take(id);
         let _ = pending.send(None);
     }
+    // The grants of now, when the call waited for the owner: they decide the run and its box.
+    let mut refreshed: Option<Arc<Downstream>> = None;
     let cleared = match verdict {
         Verdict::Deny(denied) => {
             let grant = denied.grant.as_deref().map(GrantId::from);
@@ -120,10 +133,31 @@ pub(super) async fn answer(
                         let _ = pending.send(None);
                     }
                 }
+                // The owner answered after a while: the grants of now decide, the approval
+                // standing for the asking step.
+                let fresh = match broker.grants_now() {
+                    crate::daemon::GrantsState::Loaded(_, downstream) => downstream,
+                    crate::daemon::GrantsState::Invalid(_) => {
+                        let detail = "the grant files have problems".to_string();
+                        return deny(broker, call, DenyReason::GrantsInvalid, None, detail).await;
+                    }
+                };
+                let now = proto::Timestamp::now();
+                let decided = policy::downstream::decide(&fresh, server, tool, &hash, labels, now);
+                refreshed = Some(fresh);
+                match decided {
+                    Verdict::Deny(denied) => {
+                        let grant = denied.grant.as_deref().map(GrantId::from);
+                        return deny(broker, call, denied.reason, grant, denied.detail).await;
+                    }
+                    Verdict::Allow(cleared) | Verdict::Ask(cleared, _) => cleared,
+                }
+            } else {
+                cleared
             }
-            cleared
         }
     };
+    let grants = refreshed.as_deref().unwrap_or(grants);
     let grant = Some(GrantId::from(cleared.grant.as_str()));
     // Every downstream call may have side effects: its decision is on disk before it runs.
     let decided = Event::Decided {
@@ -140,8 +174,10 @@ pub(super) async fn answer(
     let run = DownstreamCall {
         session: &call.session,
         taint: labels.taint,
+        untrusted: labels.untrusted || cleared.untrusted,
         class: cleared.class,
         tool,
+        hash: &hash,
         arguments,
     };
     let (outcome, received) = broker
@@ -150,8 +186,8 @@ pub(super) async fn answer(
         .await;
     let ran = Ran {
         outcome,
-        class: cleared.class.max(received),
-        untrusted: cleared.untrusted,
+        class: cleared.class.max(received.class),
+        untrusted: cleared.untrusted || received.untrusted,
         seen: None,
     };
     let (finished, detail) = ran.finished(&call.tool, labels, broker.config.result_cap);

@@ -161,6 +161,10 @@ impl Record {
     }
 }
 
+/// The most bytes of a failure's message kept as the owner's detail (the audit record and
+/// `bx watch`); the message itself reaches the client within the result cap.
+const DETAIL_CAP: usize = 4096;
+
 pub(super) fn unavailable() -> ToolResponse {
     ToolResponse::Denied {
         reason: DenyReason::AuditUnavailable,
@@ -224,7 +228,9 @@ impl Ran {
                 let response = ToolResponse::Failed {
                     message: rendered.text,
                 };
-                (answer, response, Some(raised), message)
+                // The owner's detail is the message's start: the whole is in the answer, capped.
+                let detail = proto::text::cut_at_boundary(&message, DETAIL_CAP).to_string();
+                (answer, response, Some(raised), detail)
             }
             Outcome::Denied(reason, detail) => (
                 Answer::Denied { reason },

@@ -30,6 +30,16 @@ const STDERR_LINES: usize = 20;
 /// How many bytes of each line of a server's standard error are kept.
 const LINE_KEPT: usize = 500;
 
+/// The most pages of `tools/list` read from a server.
+const MAX_PAGES: usize = 16;
+
+/// The most tools a server may list; past them the rest are left out (and logged).
+pub const MAX_TOOLS: usize = 1000;
+
+/// The largest definition (name, description, schema as canonical JSON) a tool may have;
+/// a larger one is left out (and logged).
+pub const MAX_DEFINITION_BYTES: usize = 256 * 1024;
+
 /// Hears a server's notifications: a changed tool list marks the tools to be read again.
 #[derive(Clone)]
 struct Listener {
@@ -71,6 +81,8 @@ pub struct Instance {
     changed: Arc<AtomicBool>,
     dead: AtomicBool,
     tools: Mutex<Arc<Vec<Definition>>>,
+    /// Held while the tools are read again, so no caller decides on the list being replaced.
+    refreshing: tokio::sync::Mutex<()>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Dropped with the instance: the box's thread then drops the box, which kills it (none
     /// for a server reached by URL).
@@ -112,10 +124,16 @@ impl Instance {
                 }
             })
             .map_err(|e| format!("cannot start a thread for server {name}: {e}"))?;
-        let (stdin, stdout, stderr) = match pipes_rx.await {
-            Ok(Ok(pipes)) => pipes,
-            Ok(Err(message)) => return Err(format!("server {server}'s box: {message}")),
-            Err(_) => return Err(format!("server {server}'s box did not start")),
+        let (stdin, stdout, stderr) = match tokio::time::timeout(start, pipes_rx).await {
+            Ok(Ok(Ok(pipes))) => pipes,
+            Ok(Ok(Err(message))) => return Err(format!("server {server}'s box: {message}")),
+            Ok(Err(_)) => return Err(format!("server {server}'s box did not start")),
+            Err(_) => {
+                return Err(format!(
+                    "server {server}'s box did not start within {} ms",
+                    start.as_millis()
+                ));
+            }
         };
         let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
             return Err(format!("server {server}'s box has no pipes"));
@@ -205,6 +223,7 @@ impl Instance {
             changed,
             dead: AtomicBool::new(false),
             tools: Mutex::new(Arc::new(Vec::new())),
+            refreshing: tokio::sync::Mutex::new(()),
             stderr: kept,
             _stop: stop,
             _proxy: proxy,
@@ -218,10 +237,15 @@ impl Instance {
         self.dead.load(Ordering::SeqCst) || self.client.is_transport_closed()
     }
 
-    /// Its tools, read again first when the server said they changed.
+    /// Its tools, read again first when the server said they changed (a caller meanwhile
+    /// waits for the new list).
     pub async fn tools(&self, limit: Duration) -> Result<Arc<Vec<Definition>>, String> {
-        if self.changed.swap(false, Ordering::SeqCst) {
-            self.refresh(limit).await?;
+        let _refreshing = self.refreshing.lock().await;
+        if self.changed.swap(false, Ordering::SeqCst)
+            && let Err(error) = self.refresh(limit).await
+        {
+            self.changed.store(true, Ordering::SeqCst);
+            return Err(error);
         }
         Ok(Arc::clone(
             &self.tools.lock().unwrap_or_else(PoisonError::into_inner),
@@ -229,7 +253,7 @@ impl Instance {
     }
 
     async fn refresh(&self, limit: Duration) -> Result<(), String> {
-        let listed = tokio::time::timeout(limit, self.client.peer().list_all_tools()).await;
+        let listed = tokio::time::timeout(limit, self.list()).await;
         let tools = match listed {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => return Err(self.fail(&format!("did not list its tools: {error}"))),
@@ -240,15 +264,56 @@ impl Instance {
                 )));
             }
         };
-        let definitions = tools
-            .iter()
-            .map(|tool| {
-                let schema = Value::Object((*tool.input_schema).clone());
-                Definition::new(&tool.name, tool.description.as_deref(), schema)
-            })
-            .collect();
+        let definitions = self.definitions(tools);
         *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(definitions);
         Ok(())
+    }
+
+    /// The server's tools, page by page, at most [`MAX_PAGES`] pages and [`MAX_TOOLS`] tools.
+    async fn list(&self) -> Result<Vec<rmcp::model::Tool>, rmcp::ServiceError> {
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            let page = self.client.peer().list_tools(Some(params)).await?;
+            tools.extend(page.tools);
+            cursor = page.next_cursor;
+            if cursor.is_none() || tools.len() >= MAX_TOOLS {
+                break;
+            }
+        }
+        if cursor.is_some() || tools.len() > MAX_TOOLS {
+            tracing::warn!(server = %self.server, "a downstream server lists more tools than the gateway reads; the rest are left out");
+            tools.truncate(MAX_TOOLS);
+        }
+        Ok(tools)
+    }
+
+    /// The definitions of `tools`: one too large, and every tool whose name is listed twice,
+    /// left out (a name must mean one definition).
+    fn definitions(&self, tools: Vec<rmcp::model::Tool>) -> Vec<Definition> {
+        let mut names: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for tool in &tools {
+            *names.entry(tool.name.to_string()).or_default() += 1;
+        }
+        tools
+            .into_iter()
+            .filter_map(|tool| {
+                if names.get(tool.name.as_ref()).is_some_and(|n| *n > 1) {
+                    tracing::warn!(server = %self.server, tool = %tool.name, "a downstream tool listed twice is left out");
+                    return None;
+                }
+                let size = tool.name.len()
+                    + tool.description.as_deref().map_or(0, str::len)
+                    + serde_json::to_string(&*tool.input_schema).map_or(usize::MAX, |s| s.len());
+                if size > MAX_DEFINITION_BYTES {
+                    tracing::warn!(server = %self.server, tool = %tool.name, "a downstream tool's definition is too large and is left out");
+                    return None;
+                }
+                let schema = Value::Object((*tool.input_schema).clone());
+                Some(Definition::new(&tool.name, tool.description.as_deref(), schema))
+            })
+            .collect()
     }
 
     /// Calls `tool` with `arguments` within `limit`: the result's text and structured
@@ -288,10 +353,13 @@ impl Instance {
         }
     }
 
-    /// Marks the instance dead and says why, with the end of its standard error.
+    /// Marks the instance dead and says why; the end of its standard error (the server's own
+    /// words) goes to the owner's log, not into the message, which reaches the model.
     fn fail(&self, what: &str) -> String {
         self.dead.store(true, Ordering::SeqCst);
-        failure(&self.server, what, &self.stderr)
+        let logged = failure(&self.server, what, &self.stderr);
+        tracing::warn!(message = %logged, "a downstream server failed");
+        format!("server {} {what}", self.server)
     }
 }
 

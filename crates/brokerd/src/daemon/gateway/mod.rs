@@ -29,6 +29,9 @@ use crate::policy::Protected;
 pub use instance::Called;
 use instance::{Instance, Launch};
 
+/// The most definitions one broker keeps in the folder of definitions seen.
+const MAX_REMEMBERED: usize = 10_000;
+
 /// The most validation errors named when arguments do not fit a downstream tool's schema.
 const ERRORS_NAMED: usize = 5;
 
@@ -153,8 +156,18 @@ struct Server {
     /// `config.token_file` with `~/` expanded.
     token_file: Option<PathBuf>,
     instances: tokio::sync::Mutex<HashMap<Owner, Running>>,
-    /// For a shared server: the highest class any session calling it had seen.
-    received: Mutex<Class>,
+    /// For a server every session reaches (shared, or reached by URL): what it has received.
+    received: Mutex<Received>,
+}
+
+/// What a server several sessions reach has received: the highest class and whether any of it
+/// was untrusted; its results carry both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// The highest class.
+    pub class: Class,
+    /// Whether any of it was untrusted.
+    pub untrusted: bool,
 }
 
 /// Every downstream server of `brokerd.toml`.
@@ -164,6 +177,8 @@ pub struct Gateway {
     /// Where every definition seen is kept by its hash (`<hash>.json`), so the owner can see
     /// what a pinned tool was before it changed.
     seen: Option<PathBuf>,
+    /// How many definitions this broker has kept there.
+    remembered: std::sync::atomic::AtomicUsize,
 }
 
 /// What a downstream call is run with.
@@ -172,10 +187,15 @@ pub struct DownstreamCall<'a> {
     pub session: &'a SessionId,
     /// The session's taint when the call was decided.
     pub taint: Class,
+    /// Whether the session had received untrusted content, or the grants mark the result so.
+    pub untrusted: bool,
     /// The class the grants give the call's result.
     pub class: Class,
     /// The tool on its server.
     pub tool: &'a str,
+    /// The hash of the tool's definition the decision was made on: the call runs only on an
+    /// instance that lists this definition now.
+    pub hash: &'a str,
     /// Its arguments, checked against its schema.
     pub arguments: Map<String, Value>,
 }
@@ -196,7 +216,7 @@ impl Gateway {
                     read_only,
                     token_file,
                     instances: tokio::sync::Mutex::new(HashMap::new()),
-                    received: Mutex::new(Class::Public),
+                    received: Mutex::new(Received::default()),
                 };
                 (config.name.clone(), server)
             })
@@ -204,6 +224,7 @@ impl Gateway {
         Gateway {
             servers,
             seen: None,
+            remembered: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -230,7 +251,7 @@ impl Gateway {
             views.push(match listed {
                 Ok(tools) => proto::DownstreamView {
                     name: name.clone(),
-                    tools: self.every_definition(name, &tools).await,
+                    tools: self.every_definition(name, &tools, grants).await,
                     error: None,
                 },
                 Err(error) => proto::DownstreamView {
@@ -258,6 +279,7 @@ impl Gateway {
         &self,
         server: &str,
         listed: &[Definition],
+        grants: &Downstream,
     ) -> Vec<proto::DownstreamTool> {
         let mut views: Vec<proto::DownstreamTool> = listed.iter().map(|d| d.view(server)).collect();
         let Some(config) = self.servers.get(server) else {
@@ -276,7 +298,7 @@ impl Gateway {
             let Ok(tools) = instance.tools(limit).await else {
                 continue;
             };
-            self.remember(server, &tools);
+            self.remember(server, &tools, grants);
             for definition in tools.iter() {
                 if !views.iter().any(|v| v.hash == definition.hash) {
                     views.push(definition.view(server));
@@ -286,19 +308,39 @@ impl Gateway {
         views
     }
 
-    /// Keeps each of `tools` of `server` in the folder of definitions seen, once.
-    fn remember(&self, server: &str, tools: &[Definition]) {
+    /// Keeps each of `tools` of `server` that a grant names in the folder of definitions seen,
+    /// once; at most [`MAX_REMEMBERED`] new ones in a broker's life, so a server that keeps
+    /// changing its tools cannot fill the disk.
+    fn remember(&self, server: &str, tools: &[Definition], grants: &Downstream) {
         let Some(folder) = &self.seen else {
             return;
         };
+        let named: Vec<&Definition> = tools
+            .iter()
+            .filter(|d| grants.tools.iter().any(|g| g.names(server, &d.tool)))
+            .collect();
+        if named.is_empty() {
+            return;
+        }
         if let Err(error) = std::fs::create_dir_all(folder) {
             tracing::warn!(%error, "the folder of downstream definitions cannot be made");
             return;
         }
-        for definition in tools {
+        for definition in named {
             let path = folder.join(format!("{}.json", definition.hash));
             if path.exists() {
                 continue;
+            }
+            if self
+                .remembered
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                >= MAX_REMEMBERED
+            {
+                tracing::warn!(
+                    server,
+                    "too many downstream definitions seen; no more are kept"
+                );
+                return;
             }
             let Ok(text) = serde_json::to_string(&definition.view(server)) else {
                 continue;
@@ -361,7 +403,7 @@ impl Gateway {
             .await?;
         let listed = instance.tools(limit).await;
         match &listed {
-            Ok(tools) => self.remember(server, tools),
+            Ok(tools) => self.remember(server, tools, grants),
             Err(_) => self.forget(server, owner, &instance).await,
         }
         listed
@@ -408,36 +450,64 @@ impl Gateway {
         server: &str,
         grants: &Downstream,
         call: DownstreamCall<'_>,
-    ) -> (Outcome, Class) {
+    ) -> (Outcome, Received) {
         let Some(config) = self.servers.get(server) else {
             return (
                 Outcome::Failed(format!("there is no downstream server {server}")),
-                Class::Public,
+                Received::default(),
             );
         };
-        let received = if config.config.shared {
+        // A server several sessions reach holds whatever each session had seen (its arguments
+        // may carry it) and what each call gave it to read; read again after the call, so a
+        // call running beside another's carries that one's labels too.
+        let many = config.config.shared || config.config.url.is_some();
+        let note = |call: &DownstreamCall<'_>| -> Received {
+            if !many {
+                return Received::default();
+            }
             let mut received = config
                 .received
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            // What the server now holds: whatever the session had seen (its arguments may
-            // carry it) and what this call gives it to read.
-            *received = (*received).max(call.taint).max(call.class);
+            received.class = received.class.max(call.taint).max(call.class);
+            received.untrusted |= call.untrusted;
             *received
-        } else {
-            Class::Public
         };
+        note(&call);
         let owner = owner(config, call.session);
         let instance = match self
             .instance(runner, protected, server, owner.clone(), grants)
             .await
         {
             Ok((instance, _)) => instance,
-            Err(message) => return (Outcome::Failed(message), received),
+            Err(message) => return (Outcome::Failed(message), note(&call)),
         };
         let limit = Duration::from_millis(config.config.call_ms);
-        let outcome = match instance.call(call.tool, call.arguments, limit).await {
-            Ok(called) => outcome_of(server, call.tool, called),
+        // The instance may have been started again, or its tools changed, since the decision.
+        match instance.tools(limit).await {
+            Ok(tools)
+                if tools
+                    .iter()
+                    .any(|d| d.tool == call.tool && d.hash == call.hash) => {}
+            Ok(_) => {
+                let detail = format!(
+                    "{server}.{} changed between the decision and the run; `bx grants check` shows it",
+                    call.tool
+                );
+                return (
+                    Outcome::Denied(proto::DenyReason::NoGrant, detail),
+                    note(&call),
+                );
+            }
+            Err(message) => {
+                self.forget(server, owner, &instance).await;
+                return (Outcome::Failed(message), note(&call));
+            }
+        }
+        let tool = call.tool.to_string();
+        let arguments = call.arguments.clone();
+        let outcome = match instance.call(&tool, arguments, limit).await {
+            Ok(called) => outcome_of(server, &tool, called),
             Err(message) => {
                 if instance.is_dead() {
                     self.forget(server, owner, &instance).await;
@@ -445,7 +515,7 @@ impl Gateway {
                 Outcome::Failed(message)
             }
         };
-        (outcome, received)
+        (outcome, note(&call))
     }
 
     /// Ends every instance unused for its server's `idle_ms` (or dead); returns how many.
@@ -493,6 +563,16 @@ impl Gateway {
             .ok_or_else(|| format!("there is no downstream server {server}"))?;
         let start = Duration::from_millis(config.config.start_ms);
         let (paths, hosts) = grants.box_of(server);
+        if let Some((path, folder)) = paths
+            .iter()
+            .find_map(|p| protected.holding(p).map(|f| (p, f)))
+        {
+            return Err(format!(
+                "server {server}'s grant names {}, inside boxmaker's folder {}: its box would see it",
+                path.display(),
+                folder.display()
+            ));
+        }
         let world = World {
             paths: paths.clone(),
             hosts: hosts.iter().map(|h| h.written.clone()).collect(),
@@ -629,11 +709,12 @@ fn environment(config: &DownstreamConfig) -> Vec<(std::ffi::OsString, std::ffi::
 }
 
 /// A call's result as the broker renders it: its text (or its structured content when it has
-/// no text), a failure when the server marked it an error.
+/// no text), a failure when the server marked it an error. Everything the server sent is in
+/// the body, which the broker caps; the header holds only the broker's own fields.
 fn outcome_of(server: &str, tool: &str, called: Called) -> Outcome {
-    let body = match (&called.text, &called.structured) {
-        (text, Some(structured)) if text.is_empty() => structured.to_string(),
-        (text, _) => text.clone(),
+    let body = match called.structured {
+        Some(structured) if called.text.is_empty() => structured.to_string(),
+        _ => called.text,
     };
     if called.is_error {
         return Outcome::Failed(body);
@@ -641,8 +722,5 @@ fn outcome_of(server: &str, tool: &str, called: Called) -> Outcome {
     let mut fields = Map::new();
     fields.insert("server".into(), server.into());
     fields.insert("tool".into(), tool.into());
-    if let Some(structured) = called.structured {
-        fields.insert("structured".into(), structured);
-    }
     Outcome::Ran { fields, body }
 }

@@ -270,6 +270,20 @@ fn a_tool_is_hidden_until_a_grant_pins_it_then_it_runs_labelled_and_audited() {
     assert_eq!(denied(&missing), DenyReason::InvalidArguments);
     let not_object = client.call(5, "probe.echo", "[1]").unwrap();
     assert_eq!(denied(&not_object), DenyReason::InvalidArguments);
+    // A key given twice: what the owner is shown and what the server gets would differ.
+    let twice = client
+        .call(55, "probe.echo", r#"{"text":"shown","text":"sent"}"#)
+        .unwrap();
+    assert_eq!(denied(&twice), DenyReason::InvalidArguments);
+    // The header is the broker's own: what the server sent is all in the capped body.
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let keys: Vec<&str> = header
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["tool", "class", "untrusted", "server"], "{header}");
     let unknown = client.call(6, "probe.nothing", "{}").unwrap();
     assert_eq!(denied(&unknown), DenyReason::InvalidArguments);
     let no_server = client.call(7, "nosuch.tool", "{}").unwrap();
@@ -751,13 +765,14 @@ fn a_shared_server_labels_every_result_with_the_highest_class_it_has_received() 
         );
         // The first session has seen secret data; what it sends the server may hold it.
         let mut second = probe.client();
-        let class = labels(&second.call(1, "probe.echo", echo).unwrap()).0;
+        let got = labels(&second.call(1, "probe.echo", echo).unwrap());
+        // Shared: the secret, untrusted file the server read for the first session.
         let expected = if shared {
-            proto::Class::Secret
+            (proto::Class::Secret, true)
         } else {
-            proto::Class::Public
+            (proto::Class::Public, false)
         };
-        assert_eq!(class, expected, "shared = {shared}");
+        assert_eq!(got, expected, "shared = {shared}");
     }
 }
 
@@ -789,4 +804,39 @@ fn a_server_flooding_its_standard_error_costs_the_broker_no_memory() {
         after < before + 16 * 1024,
         "peak {before} KiB before, {after} KiB after"
     );
+}
+
+#[test]
+fn a_denied_tool_never_starts_its_server_and_a_box_grant_on_boxmakers_folders_is_refused() {
+    let deny = "[[grant]]\nid = \"no-echo\"\ntool = \"probe.echo\"\ndeny = true\n";
+    let mut probe = Probe::start(deny);
+    let mut client = probe.client();
+    let response = client.call(1, "probe.echo", r#"{"text":"a"}"#).unwrap();
+    assert_eq!(denied(&response), DenyReason::DeniedByGrant);
+    assert!(
+        !probe.broker.log().contains("a downstream server started"),
+        "{}",
+        probe.broker.log()
+    );
+
+    // A server grant whose folder is inside boxmaker's own: the server does not start.
+    let grants = format!(
+        "[[grant]]\nid = \"bad-box\"\nserver = \"probe\"\npaths = [{:?}]\n\n[[grant]]\nid = \"t\"\ntool = \"probe.*\"\n",
+        probe.broker.config.join("grants").display().to_string()
+    );
+    probe.broker.write_grants("grants.toml", &grants);
+    probe.reloads += 1;
+    assert!(
+        probe
+            .broker
+            .wait_for_log("grants reloaded", probe.reloads, Duration::from_secs(10))
+    );
+    let response = client.call(2, "probe.echo", r#"{"text":"a"}"#).unwrap();
+    assert!(failed(&response).contains("not available"), "{response:?}");
+    assert!(
+        probe.broker.log().contains("inside boxmaker's folder"),
+        "{}",
+        probe.broker.log()
+    );
+    assert!(!probe.broker.log().contains("a downstream server started"));
 }
