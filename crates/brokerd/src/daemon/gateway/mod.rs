@@ -8,17 +8,21 @@
 //! A server that runs elsewhere (`url`) is reached over streamable HTTP instead, with no box:
 //! its grants still decide, label and audit every call, but what it touches is its own.
 //!
+//! - `definition.rs`: a tool as a server lists it, its pin and its compiled schema;
+//!   `seen.rs`: the definitions kept for the owner and what `bx grants check` is shown.
 //! - `instance.rs`: one running server: its box (or its URL), its MCP session, its tools, its
 //!   calls.
 
+mod definition;
 mod instance;
+mod seen;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use policy::downstream::{Downstream, definition, definition_hash, visible};
+use policy::downstream::{Downstream, visible};
 use proto::{Class, SessionId, Timestamp, ToolSchema};
 use serde_json::{Map, Value};
 
@@ -26,103 +30,9 @@ use super::config::DownstreamConfig;
 use super::runner::{Outcome, Runner};
 use crate::policy::Protected;
 
+pub use definition::Definition;
 pub use instance::Called;
 use instance::{Instance, Launch};
-
-/// The most definitions one broker keeps in the folder of definitions seen.
-const MAX_REMEMBERED: usize = 10_000;
-
-/// The most validation errors named when arguments do not fit a downstream tool's schema.
-const ERRORS_NAMED: usize = 5;
-
-/// One tool as a downstream server lists it, with the pin of its definition.
-pub struct Definition {
-    /// Its name on its server.
-    pub tool: String,
-    /// What the pin covers: name, description, input schema.
-    pub value: Value,
-    /// [`definition_hash`] of `value`.
-    pub hash: String,
-    /// Its input schema, compiled; or why it cannot be used (then its calls are refused).
-    validator: Result<Arc<jsonschema::Validator>, String>,
-}
-
-impl Definition {
-    /// The definition of `tool` as listed.
-    pub fn new(tool: &str, description: Option<&str>, schema: Value) -> Definition {
-        let value = definition(tool, description, &schema);
-        // Remote references are never fetched: this build of the validator cannot.
-        let validator = jsonschema::validator_for(&schema)
-            .map(Arc::new)
-            .map_err(|e| e.to_string());
-        Definition {
-            tool: tool.to_string(),
-            hash: definition_hash(&value),
-            value,
-            validator,
-        }
-    }
-
-    /// Whether `arguments` fit the tool's input schema; else the errors, as a sentence.
-    pub fn check(&self, arguments: &Value) -> Result<(), String> {
-        let validator = self.validator.as_ref().map_err(|e| {
-            format!(
-                "the input schema of {} cannot be used to check arguments: {e}",
-                self.tool
-            )
-        })?;
-        let errors: Vec<String> = validator
-            .iter_errors(arguments)
-            .take(ERRORS_NAMED)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "the arguments do not fit the input schema of {}: {}",
-                self.tool,
-                errors.join("; ")
-            ))
-        }
-    }
-
-    /// It as the owner sees it: indented JSON with sorted keys.
-    fn view(&self, server: &str) -> proto::DownstreamTool {
-        let sorted: Value = serde_json::from_str(&policy::downstream::canonical(&self.value))
-            .unwrap_or(Value::Null);
-        proto::DownstreamTool {
-            name: format!("{server}.{}", self.tool),
-            hash: self.hash.clone(),
-            definition: serde_json::to_string_pretty(&sorted).unwrap_or_default(),
-        }
-    }
-
-    /// Its entry in a session's catalog, as `server.tool`.
-    fn schema(&self, server: &str) -> ToolSchema {
-        ToolSchema {
-            name: format!("{server}.{}", self.tool),
-            description: self
-                .value
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            parameters: self
-                .value
-                .get("inputSchema")
-                .cloned()
-                .unwrap_or(Value::Null),
-        }
-    }
-}
 
 /// Which instance of a server a call uses.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -232,126 +142,6 @@ impl Gateway {
     pub fn keeping_definitions_in(mut self, folder: PathBuf) -> Gateway {
         self.seen = Some(folder);
         self
-    }
-
-    /// Each server's tools as it lists them now (the owner's own instance of it, started if
-    /// need be) and the definitions seen before of `hashes`, for `bx grants check`.
-    pub async fn owner_view(
-        &self,
-        runner: &dyn Runner,
-        protected: &Protected,
-        grants: &Downstream,
-        hashes: &[String],
-    ) -> (Vec<proto::DownstreamView>, Vec<proto::DownstreamTool>) {
-        let mut views = Vec::new();
-        for name in self.servers.keys() {
-            let listed = self
-                .tools_of(runner, protected, name, Owner::Probe, grants)
-                .await;
-            views.push(match listed {
-                Ok(tools) => proto::DownstreamView {
-                    name: name.clone(),
-                    tools: self.every_definition(name, &tools, grants).await,
-                    error: None,
-                },
-                Err(error) => proto::DownstreamView {
-                    name: name.clone(),
-                    tools: Vec::new(),
-                    error: Some(error),
-                },
-            });
-        }
-        let known = hashes
-            .iter()
-            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .filter_map(|hash| {
-                let folder = self.seen.as_ref()?;
-                let text = std::fs::read_to_string(folder.join(format!("{hash}.json"))).ok()?;
-                serde_json::from_str::<proto::DownstreamTool>(&text).ok()
-            })
-            .collect();
-        (views, known)
-    }
-
-    /// `listed` and every other definition the running instances of `server` list now (a
-    /// session's instance may have changed a tool since it started), each once.
-    async fn every_definition(
-        &self,
-        server: &str,
-        listed: &[Definition],
-        grants: &Downstream,
-    ) -> Vec<proto::DownstreamTool> {
-        let mut views: Vec<proto::DownstreamTool> = listed.iter().map(|d| d.view(server)).collect();
-        let Some(config) = self.servers.get(server) else {
-            return views;
-        };
-        let running: Vec<Arc<Instance>> = config
-            .instances
-            .lock()
-            .await
-            .values()
-            .filter(|r| !r.instance.is_dead())
-            .map(|r| Arc::clone(&r.instance))
-            .collect();
-        let limit = Duration::from_millis(config.config.start_ms);
-        for instance in running {
-            let Ok(tools) = instance.tools(limit).await else {
-                continue;
-            };
-            self.remember(server, &tools, grants);
-            for definition in tools.iter() {
-                if !views.iter().any(|v| v.hash == definition.hash) {
-                    views.push(definition.view(server));
-                }
-            }
-        }
-        views
-    }
-
-    /// Keeps each of `tools` of `server` that a grant names in the folder of definitions seen,
-    /// once; at most [`MAX_REMEMBERED`] new ones in a broker's life, so a server that keeps
-    /// changing its tools cannot fill the disk.
-    fn remember(&self, server: &str, tools: &[Definition], grants: &Downstream) {
-        let Some(folder) = &self.seen else {
-            return;
-        };
-        let named: Vec<&Definition> = tools
-            .iter()
-            .filter(|d| grants.tools.iter().any(|g| g.names(server, &d.tool)))
-            .collect();
-        if named.is_empty() {
-            return;
-        }
-        if let Err(error) = std::fs::create_dir_all(folder) {
-            tracing::warn!(%error, "the folder of downstream definitions cannot be made");
-            return;
-        }
-        for definition in named {
-            let path = folder.join(format!("{}.json", definition.hash));
-            if path.exists() {
-                continue;
-            }
-            if self
-                .remembered
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-                >= MAX_REMEMBERED
-            {
-                tracing::warn!(
-                    server,
-                    "too many downstream definitions seen; no more are kept"
-                );
-                return;
-            }
-            let Ok(text) = serde_json::to_string(&definition.view(server)) else {
-                continue;
-            };
-            let temporary = folder.join(format!(".{}.tmp", definition.hash));
-            let written =
-                std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &path));
-            if let Err(error) = written {
-                tracing::warn!(%error, "a downstream definition was not kept");
-            }
-        }
     }
 
     /// The names of the servers, in order.

@@ -1,0 +1,100 @@
+//! One tool as a downstream server lists it: the part a pin covers, its hash, and its input
+//! schema compiled to check a call's arguments.
+
+use std::sync::Arc;
+
+use policy::downstream::{definition, definition_hash};
+use proto::ToolSchema;
+use serde_json::Value;
+
+/// The most validation errors named when arguments do not fit a downstream tool's schema.
+const ERRORS_NAMED: usize = 5;
+
+/// One tool as a downstream server lists it, with the pin of its definition.
+pub struct Definition {
+    /// Its name on its server.
+    pub tool: String,
+    /// What the pin covers: name, description, input schema.
+    pub value: Value,
+    /// [`definition_hash`] of `value`.
+    pub hash: String,
+    /// Its input schema, compiled; or why it cannot be used (then its calls are refused).
+    validator: Result<Arc<jsonschema::Validator>, String>,
+}
+
+impl Definition {
+    /// The definition of `tool` as listed.
+    pub fn new(tool: &str, description: Option<&str>, schema: Value) -> Definition {
+        let value = definition(tool, description, &schema);
+        // Remote references are never fetched: this build of the validator cannot.
+        let validator = jsonschema::validator_for(&schema)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        Definition {
+            tool: tool.to_string(),
+            hash: definition_hash(&value),
+            value,
+            validator,
+        }
+    }
+
+    /// Whether `arguments` fit the tool's input schema; else the errors, as a sentence.
+    pub fn check(&self, arguments: &Value) -> Result<(), String> {
+        let validator = self.validator.as_ref().map_err(|e| {
+            format!(
+                "the input schema of {} cannot be used to check arguments: {e}",
+                self.tool
+            )
+        })?;
+        let errors: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(ERRORS_NAMED)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the arguments do not fit the input schema of {}: {}",
+                self.tool,
+                errors.join("; ")
+            ))
+        }
+    }
+
+    /// It as the owner sees it: indented JSON with sorted keys.
+    pub(super) fn view(&self, server: &str) -> proto::DownstreamTool {
+        let sorted: Value = serde_json::from_str(&policy::downstream::canonical(&self.value))
+            .unwrap_or(Value::Null);
+        proto::DownstreamTool {
+            name: format!("{server}.{}", self.tool),
+            hash: self.hash.clone(),
+            definition: serde_json::to_string_pretty(&sorted).unwrap_or_default(),
+        }
+    }
+
+    /// Its entry in a session's catalog, as `server.tool`.
+    pub(super) fn schema(&self, server: &str) -> ToolSchema {
+        ToolSchema {
+            name: format!("{server}.{}", self.tool),
+            description: self
+                .value
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            parameters: self
+                .value
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or(Value::Null),
+        }
+    }
+}
