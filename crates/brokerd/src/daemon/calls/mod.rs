@@ -378,9 +378,22 @@ fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result
             }
         }
         (CallState::Abandoned, _) => ToolResponse::Failed {
-            message: "this call was abandoned and never ran".to_string(),
+            message: abandoned(broker, call),
         },
     }))
+}
+
+/// What an abandoned call answers when its id is sent again: the sentence it answered first,
+/// with the reason its approval recorded.
+fn abandoned(broker: &Broker, call: &Pending) -> String {
+    let approval = broker.with_reader(|l| l.approval_of_call(&call.session, call.call_id));
+    match approval {
+        Ok(Some(ledger::ApprovalRow {
+            resolution: Some(proto::Resolution::Abandoned { why }),
+            ..
+        })) => format!("this call was abandoned and never ran: {why}"),
+        _ => "this call was abandoned and never ran".to_string(),
+    }
 }
 
 /// The refusal of a call id already used for another call.

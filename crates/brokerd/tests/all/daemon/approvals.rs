@@ -336,7 +336,7 @@ fn a_withdrawn_call_is_abandoned_recorded_and_never_runs() {
     // The same call id sent again gets the same answer; it never runs.
     let again = client.call(1, "write_file", &write_args(&target, "no\n"));
     assert!(
-        matches!(&again, Ok(ToolResponse::Failed { message }) if message.starts_with("this call was abandoned and never ran")),
+        matches!(&again, Ok(ToolResponse::Failed { message }) if message == "this call was abandoned and never ran: its client withdrew it"),
         "{again:?}"
     );
     assert!(!target.exists());
