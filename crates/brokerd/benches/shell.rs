@@ -26,6 +26,13 @@ paths = ["{work}"]
 commands = ["true", "git status", "yes", "head"]
 untrusted = false
 on_untrusted = "allow"
+
+[[grant]]
+id = "bench-git"
+tool = "git_status"
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
 "#;
 
 const FILES: usize = 10_000;
@@ -165,6 +172,22 @@ fn main() {
                 m50.as_secs_f64() / d50.as_secs_f64()
             );
         }
+    }
+
+    // The git_status tool (three gits a call: its filter settings, then status), on the same
+    // repository: in fresh boxes, and forked by the session's command worker.
+    for side in &mut sides[1..] {
+        let repo = side.repo.clone();
+        let (m50, m99) = measure(3, 40, || {
+            side.id += 1;
+            let args = serde_json::json!({ "path": repo }).to_string();
+            let answer = side.client.call(side.id, "git_status", &args).unwrap();
+            assert!(matches!(answer, ToolResponse::Result { .. }), "{answer:?}");
+        });
+        println!(
+            "git_status tool ({}): median {m50:?}, p99 {m99:?}",
+            side.name.trim_end_matches([' ', ':'])
+        );
     }
 
     // The optional Podman backend, where Podman is installed: `true` in a fresh container of an

@@ -72,7 +72,7 @@ pub struct SandboxedRunner {
     /// brokerd's own binary, the boxes' launcher (`main` starts with `sandbox::launch_if_asked`).
     launcher: Option<PathBuf>,
     /// The sessions' warm boxes for the file tools and `shell`.
-    warm: super::warm::WarmPool,
+    warm: std::sync::Arc<super::warm::WarmPool>,
     /// Whether `shell` commands run through a warm box's command worker here (the pool keeps
     /// boxes, and this machine's boxes take a worker): fixed for the broker's life.
     warm_commands: bool,
@@ -89,8 +89,9 @@ impl SandboxedRunner {
         } else {
             sandbox::FileWalls::LandlockOnly
         };
-        let warm =
-            super::warm::WarmPool::new(std::time::Duration::from_millis(settings.warm_idle_ms));
+        let warm = std::sync::Arc::new(super::warm::WarmPool::new(
+            std::time::Duration::from_millis(settings.warm_idle_ms),
+        ));
         let launcher = std::env::current_exe().ok();
         let probe = sandbox::Policy {
             launcher: launcher.clone(),

@@ -47,8 +47,10 @@ const SWEEP: Duration = Duration::from_secs(1);
 enum Use {
     /// brokerd's file worker, read-only or read-write (`writes`).
     Files { writes: bool },
-    /// The sandbox's command worker (`shell`).
-    Commands,
+    /// The sandbox's command worker (`shell`, and git for `git_status` and `git_diff`), with
+    /// this many of its folders read-write (the rest read-only), so a read-only box is never
+    /// the read-write one of the same folders.
+    Commands { read_write: usize },
 }
 
 /// What makes two calls' boxes the same.
@@ -104,7 +106,9 @@ impl Key {
             .collect();
         Key {
             session: session.clone(),
-            what: Use::Commands,
+            what: Use::Commands {
+                read_write: policy.read_write.len(),
+            },
             bound,
             ids,
         }

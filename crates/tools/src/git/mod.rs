@@ -186,7 +186,38 @@ pub enum GitWalls {
     /// Contained only ([`sandbox::spawn_contained`]: its own PID and mount namespaces, every
     /// capability dropped, `no_new_privs`), seeing every file the broker's user can.
     Contained,
+    /// Run by the caller's worker (a warm box's command worker), which holds the box.
+    Worker(GitWorker),
 }
+
+/// What runs one git for [`GitWalls::Worker`]: the command, its time limit and the sinks of its
+/// two streams; how it ended and how it was held.
+pub type RunGit = dyn Fn(
+        &CommandSpec,
+        Duration,
+        &mut dyn FnMut(&[u8]),
+        &mut dyn FnMut(&[u8]),
+    ) -> Result<(sandbox::Ended, Containment), String>
+    + Send
+    + Sync;
+
+/// A caller's runner of gits, shared; two are the same when they are the same runner.
+#[derive(Clone)]
+pub struct GitWorker(pub std::sync::Arc<RunGit>);
+
+impl std::fmt::Debug for GitWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GitWorker")
+    }
+}
+
+impl PartialEq for GitWorker {
+    fn eq(&self, other: &GitWorker) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for GitWorker {}
 
 /// How `git_status` and `git_diff` run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,6 +345,9 @@ pub enum GitError {
     /// Git started, but its output or its end could not be followed.
     #[error("lost track of git: {0}")]
     Follow(std::io::Error),
+    /// The caller's worker could not run git (its box failed; it is replaced for the next call).
+    #[error("the box that was to run git failed: {0}")]
+    Worker(String),
     /// A file the clone needs could not be written (the trusted roots).
     #[error("cannot prepare the clone: {0}")]
     Setup(String),
@@ -416,6 +450,14 @@ pub(crate) fn run_git(
         env,
         cwd: cwd.to_path_buf(),
     };
+    let merged = std::cell::RefCell::new(Captured::new(run.head_bytes, run.tail_bytes));
+    let mut stdout = Vec::new();
+    let mut on_stdout = |bytes: &[u8]| {
+        merged.borrow_mut().push(bytes);
+        let room = STDOUT_KEPT.saturating_sub(stdout.len());
+        stdout.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+    };
+    let mut on_stderr = |bytes: &[u8]| merged.borrow_mut().push(bytes);
     let mut child = match run.walls {
         GitWalls::Boxed(policy) => sandbox::spawn_boxed(&spec, policy, run.timeout)?,
         GitWalls::Contained => sandbox::spawn_contained(
@@ -426,22 +468,25 @@ pub(crate) fn run_git(
             },
         )
         .map_err(GitError::Spawn)?,
+        GitWalls::Worker(worker) => {
+            let (ended, containment) =
+                (worker.0)(&spec, run.timeout, &mut on_stdout, &mut on_stderr)
+                    .map_err(GitError::Worker)?;
+            return Ok(Ran {
+                exit: ended.exit,
+                timed_out: ended.timed_out,
+                merged: merged.into_inner(),
+                stdout,
+                containment,
+            });
+        }
     };
     if let Some(on_start) = run.on_start {
         on_start(child.stopper().map_err(GitError::Spawn)?);
     }
     let containment = child.containment();
-    let merged = std::cell::RefCell::new(Captured::new(run.head_bytes, run.tail_bytes));
-    let mut stdout = Vec::new();
     let ended = child
-        .finish(
-            &mut |bytes| {
-                merged.borrow_mut().push(bytes);
-                let room = STDOUT_KEPT.saturating_sub(stdout.len());
-                stdout.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
-            },
-            &mut |bytes| merged.borrow_mut().push(bytes),
-        )
+        .finish(&mut on_stdout, &mut on_stderr)
         .map_err(GitError::Follow)?;
     Ok(Ran {
         exit: ended.exit,
