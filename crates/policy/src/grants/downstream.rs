@@ -6,11 +6,10 @@ use std::collections::BTreeMap;
 
 use toml::de::{DeTable, DeValue};
 
-use super::reader::{GrantReader, Value};
-use super::{Approval, OnUntrusted, Origin};
+use super::Origin;
+use super::reader::{GrantReader, Terms, Value};
 use crate::args::ToolName;
 use crate::downstream::{Downstream, Pattern, ServerGrant, ToolGrant, split, valid_server_name};
-use proto::Class;
 
 /// The keys a grant of downstream tools may have.
 pub const TOOL_KEYS: &[&str] = &[
@@ -125,20 +124,14 @@ impl GrantReader<'_> {
         let pins = field("pins")
             .map(|v| self.pins(v, &patterns))
             .unwrap_or_default();
-        let class = field("class")
-            .and_then(|v| self.class(v, "class"))
-            .unwrap_or(Class::Private);
-        let max_taint = field("max_taint").and_then(|v| self.class(v, "max_taint"));
-        let untrusted = field("untrusted")
-            .and_then(|v| self.boolean(v, "untrusted"))
-            .unwrap_or(true);
-        let approval = field("approval")
-            .and_then(|v| self.approval(v))
-            .unwrap_or(Approval::Auto);
-        let on_untrusted = field("on_untrusted")
-            .and_then(|v| self.on_untrusted(v))
-            .unwrap_or(OnUntrusted::Ask);
-        let expires = field("expires").and_then(|v| self.expires(v));
+        let Terms {
+            class,
+            max_taint,
+            untrusted,
+            approval,
+            on_untrusted,
+            expires,
+        } = self.terms(&field);
         let Some(id) = id else {
             return;
         };

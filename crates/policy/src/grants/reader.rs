@@ -98,6 +98,16 @@ impl Lines {
 
 pub(super) type Value<'a> = Spanned<DeValue<'a>>;
 
+/// What [`GrantReader::terms`] reads: the keys of a grant that are not about what it covers.
+pub(super) struct Terms {
+    pub(super) class: Class,
+    pub(super) max_taint: Option<Class>,
+    pub(super) untrusted: bool,
+    pub(super) approval: Approval,
+    pub(super) on_untrusted: OnUntrusted,
+    pub(super) expires: Option<Timestamp>,
+}
+
 pub(super) struct GrantReader<'r> {
     pub(super) file: &'r Path,
     home: &'r Path,
@@ -167,20 +177,14 @@ impl GrantReader<'_> {
         let commands = field("commands")
             .map(|v| self.commands(v))
             .unwrap_or_default();
-        let class = field("class")
-            .and_then(|v| self.class(v, "class"))
-            .unwrap_or(Class::Private);
-        let max_taint = field("max_taint").and_then(|v| self.class(v, "max_taint"));
-        let untrusted = field("untrusted")
-            .and_then(|v| self.boolean(v, "untrusted"))
-            .unwrap_or(true);
-        let approval = field("approval")
-            .and_then(|v| self.approval(v))
-            .unwrap_or(Approval::Auto);
-        let on_untrusted = field("on_untrusted")
-            .and_then(|v| self.on_untrusted(v))
-            .unwrap_or(OnUntrusted::Ask);
-        let expires = field("expires").and_then(|v| self.expires(v));
+        let Terms {
+            class,
+            max_taint,
+            untrusted,
+            approval,
+            on_untrusted,
+            expires,
+        } = self.terms(&field);
         let tags = field("tags").map(|v| self.tags(v)).unwrap_or_default();
         let Some(tools) = tool else {
             return Vec::new();
@@ -443,7 +447,28 @@ impl GrantReader<'_> {
         (!wrong).then_some(tools)
     }
 
-    pub(super) fn approval(&mut self, value: &Value<'_>) -> Option<Approval> {
+    /// The keys every allow or deny grant shares, each with its default: the labels, the
+    /// approval, the rule after untrusted input, the expiry.
+    pub(super) fn terms<'v>(&mut self, field: &dyn Fn(&str) -> Option<&'v Value<'v>>) -> Terms {
+        Terms {
+            class: field("class")
+                .and_then(|v| self.class(v, "class"))
+                .unwrap_or(Class::Private),
+            max_taint: field("max_taint").and_then(|v| self.class(v, "max_taint")),
+            untrusted: field("untrusted")
+                .and_then(|v| self.boolean(v, "untrusted"))
+                .unwrap_or(true),
+            approval: field("approval")
+                .and_then(|v| self.approval(v))
+                .unwrap_or(Approval::Auto),
+            on_untrusted: field("on_untrusted")
+                .and_then(|v| self.on_untrusted(v))
+                .unwrap_or(OnUntrusted::Ask),
+            expires: field("expires").and_then(|v| self.expires(v)),
+        }
+    }
+
+    fn approval(&mut self, value: &Value<'_>) -> Option<Approval> {
         self.word(value, "approval", &["auto", "ask"])
             .map(|w| match w {
                 "ask" => Approval::Ask,
@@ -451,7 +476,7 @@ impl GrantReader<'_> {
             })
     }
 
-    pub(super) fn on_untrusted(&mut self, value: &Value<'_>) -> Option<OnUntrusted> {
+    fn on_untrusted(&mut self, value: &Value<'_>) -> Option<OnUntrusted> {
         self.word(value, "on_untrusted", &["allow", "ask", "deny"])
             .map(|w| match w {
                 "allow" => OnUntrusted::Allow,
