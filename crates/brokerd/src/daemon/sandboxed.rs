@@ -473,27 +473,39 @@ impl SandboxedRunner {
         &self,
         args: &tools::shell::ShellArgs,
         options: &tools::shell::ShellOptions,
-        mut policy: sandbox::Policy,
+        policy: sandbox::Policy,
         context: &RunContext,
     ) -> Result<tools::shell::ShellResult, tools::shell::ShellError> {
+        let run = self.command_runner(policy, context);
+        tools::shell::shell_with(args, options, &mut |spec, timeout, on_stdout, on_stderr| {
+            run(spec, timeout, on_stdout, on_stderr).map_err(tools::shell::ShellError::Warm)
+        })
+    }
+
+    /// What runs commands through the session's command worker in a box of `policy`: each
+    /// forked by the worker with the call's CPU time and output limits (the worker's own CPU
+    /// limit covers its life). `shell` and the gits of `git_status` and `git_diff` use it.
+    pub(super) fn command_runner(
+        &self,
+        mut policy: sandbox::Policy,
+        context: &RunContext,
+    ) -> std::sync::Arc<tools::git::RunGit> {
         let (cpu_seconds, output_bytes) = (policy.limits.cpu_seconds, policy.limits.output_bytes);
-        // The worker's own CPU limit covers its life; each command gets the call's.
         policy.limits.cpu_seconds = super::warm::LIFETIME.as_secs().saturating_mul(cores());
         let key = super::warm::Key::commands(&context.session, &policy);
-        tools::shell::shell_with(args, options, &mut |spec, timeout, on_stdout, on_stderr| {
-            self.warm
-                .run_command(
-                    key.clone(),
-                    &policy,
-                    spec,
-                    timeout,
-                    cpu_seconds,
-                    output_bytes,
-                    on_stdout,
-                    on_stderr,
-                )
-                .map(|(ended, _)| (ended, sandbox::Containment::Bubblewrap))
-                .map_err(tools::shell::ShellError::Warm)
+        let warm = std::sync::Arc::clone(&self.warm);
+        std::sync::Arc::new(move |spec, timeout, on_stdout, on_stderr| {
+            warm.run_command(
+                key.clone(),
+                &policy,
+                spec,
+                timeout,
+                cpu_seconds,
+                output_bytes,
+                on_stdout,
+                on_stderr,
+            )
+            .map(|(ended, _)| (ended, sandbox::Containment::Bubblewrap))
         })
     }
 }

@@ -35,7 +35,7 @@ impl SandboxedRunner {
                 "sandbox".to_string(),
                 Value::from(format!("{walls}; {}", super::WARM_COMMANDS)),
             );
-            let worker = self.git_worker(policy, context);
+            let worker = tools::git::GitWorker(self.command_runner(policy, context));
             return super::super::runner::git_read(
                 allowed,
                 context,
@@ -50,38 +50,6 @@ impl SandboxedRunner {
             tools::git::GitWalls::Boxed(Box::new(policy)),
             extra,
         )
-    }
-
-    /// The session's command worker in a box of `policy` (the granted folder read-only), for
-    /// the gits of one `git_status` or `git_diff` call, each forked by the worker as a `shell`
-    /// command is.
-    fn git_worker(
-        &self,
-        mut policy: sandbox::Policy,
-        context: &RunContext,
-    ) -> tools::git::GitWorker {
-        let (cpu_seconds, output_bytes) = (policy.limits.cpu_seconds, policy.limits.output_bytes);
-        // The worker's own CPU limit covers its life; each git gets the call's.
-        policy.limits.cpu_seconds = super::super::warm::LIFETIME
-            .as_secs()
-            .saturating_mul(super::cores());
-        let key = super::super::warm::Key::commands(&context.session, &policy);
-        let warm = std::sync::Arc::clone(&self.warm);
-        tools::git::GitWorker(std::sync::Arc::new(
-            move |spec, timeout, on_stdout, on_stderr| {
-                warm.run_command(
-                    key.clone(),
-                    &policy,
-                    spec,
-                    timeout,
-                    cpu_seconds,
-                    output_bytes,
-                    on_stdout,
-                    on_stderr,
-                )
-                .map(|(ended, _)| (ended, sandbox::Containment::Bubblewrap))
-            },
-        ))
     }
 }
 
