@@ -114,17 +114,6 @@ fn through(client: &mut AgentClient, id: &mut u64, script: &str, cwd: &Path) {
     assert!(content.contains("\"exit_code\":0"), "{script}: {content}");
 }
 
-/// The broker's peak resident memory (`VmHWM`), in KiB.
-fn peak_kib(broker: &BrokerProcess) -> u64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{}/status", broker.pid().unwrap())).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// A broker measured: its name, the process, a client and the repository in its folder.
 struct Side {
     name: &'static str,
@@ -192,7 +181,7 @@ fn main() {
 
     // The optional Podman backend, where Podman is installed: `true` in a fresh container of an
     // image made of this machine's bash and true (a local tarball, `podman import`).
-    match testkit::podman::find() {
+    match brokerd::daemon::podman::find_podman(None) {
         Some(podman) => {
             let image = testkit::podman::Image::import(&podman, &["bash", "true"]);
             let mut side = Side::start(
@@ -212,11 +201,11 @@ fn main() {
 
     let script = "yes | head -c 100000000";
     for side in &mut sides {
-        let before = peak_kib(&side.broker);
+        let before = side.broker.peak_kib();
         let start = Instant::now();
         side.call(script);
         let elapsed = start.elapsed();
-        let after = peak_kib(&side.broker);
+        let after = side.broker.peak_kib();
         println!(
             "100 MB of output ({}): {elapsed:?}; broker's peak RSS {before} KiB before, {after} KiB after (+{} KiB)",
             side.name.trim_end_matches([' ', ':']),

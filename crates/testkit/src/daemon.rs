@@ -84,6 +84,19 @@ impl BrokerProcess {
         must(std::fs::write(self.config.join("grants").join(name), text));
     }
 
+    /// The broker process's peak resident memory (`VmHWM`), in KiB.
+    pub fn peak_kib(&self) -> u64 {
+        let pid = self
+            .pid()
+            .unwrap_or_else(|| panic!("the broker is not running"));
+        let status = must(std::fs::read_to_string(format!("/proc/{pid}/status")));
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmHWM in /proc/{pid}/status"))
+    }
+
     /// The agent socket.
     pub fn socket(&self) -> PathBuf {
         self.runtime.join("agent.sock")

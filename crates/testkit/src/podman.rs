@@ -4,14 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `podman`, if it is installed.
-pub fn find() -> Option<PathBuf> {
-    ["/usr/bin/podman", "/usr/local/bin/podman", "/bin/podman"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
-}
-
 /// An image of some of this machine's programs and their libraries, imported into Podman as
 /// `name`; removed when dropped.
 pub struct Image {

@@ -13,6 +13,24 @@ pub fn mcp_git_venv() -> PathBuf {
     venv("BOXMAKER_MCP_GIT_VENV", "/opt/boxmaker-mcp-git")
 }
 
+/// The `[[mcp.servers]]` table of PyPI `mcp-server-git` as server `git` (its program and the
+/// folders its Python needs read-only), with `keys` (TOML lines) added; panics naming
+/// `scripts/test-deps` when it is not installed.
+pub fn mcp_git_server(keys: &str) -> String {
+    let venv = mcp_git_venv();
+    let program = venv.join("bin/mcp-server-git");
+    assert!(
+        program.exists(),
+        "{} is missing: run scripts/test-deps",
+        program.display()
+    );
+    format!(
+        "[[mcp.servers]]\nname = \"git\"\ncommand = [{:?}]\nread_only = {:?}\n{keys}\n",
+        program.display().to_string(),
+        python_folders(&venv),
+    )
+}
+
 /// The folders a venv's Python needs in a box, to bind read-only: the venv and the Python it
 /// was made from (`sys.base_prefix`, which the venv's `bin/python` links into).
 pub fn python_folders(venv: &Path) -> Vec<String> {

@@ -40,7 +40,7 @@ fn run(
 
 #[test]
 fn shell_runs_in_a_container_of_the_image_with_only_the_granted_folder_and_no_network() {
-    let Some(podman) = testkit::podman::find() else {
+    let Some(podman) = brokerd::daemon::podman::find_podman(None) else {
         println!(
             "skipped: podman is not installed (the Podman backend is optional; CI does not install it)"
         );

@@ -14,17 +14,9 @@ use super::{FAST, call, call_tool, run};
 
 #[test]
 fn an_mcp_client_calls_a_downstream_servers_tool_through_bx_mcp() {
-    let venv = testkit::python::mcp_git_venv();
-    let program = venv.join("bin/mcp-server-git");
-    assert!(
-        program.exists(),
-        "{} is missing: run scripts/test-deps",
-        program.display()
-    );
     let config = format!(
-        "{FAST}\n[[mcp.servers]]\nname = \"git\"\ncommand = [{:?}]\nread_only = {:?}\nstart_ms = 60000\n",
-        program.display().to_string(),
-        testkit::python::python_folders(&venv),
+        "{FAST}\n{}",
+        testkit::python::mcp_git_server("start_ms = 60000")
     );
     let box_grant = "[[grant]]\nid = \"git-box\"\nserver = \"git\"\npaths = [\"{work}\"]\n";
     let broker = BrokerProcess::start(box_grant, &config);

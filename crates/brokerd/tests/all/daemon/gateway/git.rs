@@ -9,7 +9,7 @@ use std::time::Duration;
 use proto::DenyReason;
 use testkit::BrokerProcess;
 
-use super::{catalog, content, denied, failed, owner_view, python_folders};
+use super::{catalog, content, denied, failed, owner_view};
 
 /// A repository with one commit of `file` and a change to it not staged.
 fn repository(at: &Path) {
@@ -32,18 +32,10 @@ fn repository(at: &Path) {
 
 #[test]
 fn mcp_server_git_works_on_its_granted_repository_and_nowhere_else() {
-    let venv = testkit::python::mcp_git_venv();
-    let program = venv.join("bin/mcp-server-git");
-    assert!(
-        program.exists(),
-        "{} is missing: run scripts/test-deps",
-        program.display()
-    );
     let config = format!(
-        "{}\n[[mcp.servers]]\nname = \"git\"\ncommand = [{:?}]\nread_only = {:?}\ncall_ms = 20000\nstart_ms = 60000\n",
+        "{}\n{}",
         super::super::FAST,
-        program.display().to_string(),
-        python_folders(&venv),
+        testkit::python::mcp_git_server("call_ms = 20000\nstart_ms = 60000")
     );
     let box_grant = "[[grant]]\nid = \"git-box\"\nserver = \"git\"\npaths = [\"{work}\"]\n";
     let broker = BrokerProcess::start(box_grant, &config);

@@ -99,7 +99,7 @@ pub fn sdk_venv() -> PathBuf {
     testkit::python::venv("BOXMAKER_MCP1_VENV", "/opt/boxmaker-mcp1")
 }
 
-pub use testkit::python::python_folders;
+use testkit::python::python_folders;
 
 /// A broker whose gateway serves the probe as server `probe`, with its box's grant on the
 /// work folder and `tools` (TOML) as the grants of its tools.
@@ -776,29 +776,18 @@ fn a_shared_server_labels_every_result_with_the_highest_class_it_has_received() 
     }
 }
 
-/// The broker's peak resident memory, in KiB.
-fn peak_kib(broker: &BrokerProcess) -> u64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{}/status", broker.pid().unwrap())).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn a_server_flooding_its_standard_error_costs_the_broker_no_memory() {
     let mut probe = Probe::start("");
     probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
     let mut client = probe.client();
     assert!(content(&client.call(1, "probe.echo", r#"{"text":"a"}"#).unwrap()).contains("echo: a"));
-    let before = peak_kib(&probe.broker);
+    let before = probe.broker.peak_kib();
     let flood = client
         .call(2, "probe.misbehave", r#"{"how":"stderr"}"#)
         .unwrap();
     assert!(content(&flood).contains("behaved"), "{flood:?}");
-    let after = peak_kib(&probe.broker);
+    let after = probe.broker.peak_kib();
     // 64 MiB went through the broker's pipe; it kept at most a line's first 500 bytes.
     assert!(
         after < before + 16 * 1024,
