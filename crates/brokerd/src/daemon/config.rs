@@ -355,15 +355,12 @@ impl Config {
     }
 }
 
-/// `folders` with a leading `~` meaning `home`, as `brokerd.toml` writes the owner's home.
-pub fn expand_home(folders: &[PathBuf], home: &Path) -> Vec<PathBuf> {
-    folders
-        .iter()
-        .map(|p| match p.strip_prefix("~") {
-            Ok(rest) => home.join(rest),
-            Err(_) => p.clone(),
-        })
-        .collect()
+/// `path` with a leading `~` meaning `home`, as `brokerd.toml` writes the owner's home.
+pub fn expand_home(path: &Path, home: &Path) -> PathBuf {
+    match path.strip_prefix("~") {
+        Ok(rest) => home.join(rest),
+        Err(_) => path.to_path_buf(),
+    }
 }
 
 /// Each downstream server's name is valid and its own, and its program an absolute path.

@@ -83,7 +83,11 @@ pub struct SandboxedRunner {
 impl SandboxedRunner {
     /// The runner for `settings`, with `~/` in its folders meaning `home`.
     pub fn new(direct: DirectRunner, settings: SandboxConfig, home: &Path) -> SandboxedRunner {
-        let read_only = super::config::expand_home(&settings.read_only, home);
+        let read_only = settings
+            .read_only
+            .iter()
+            .map(|p| super::config::expand_home(p, home))
+            .collect();
         let file_walls = if settings.bubblewrap {
             sandbox::FileWalls::detect()
         } else {

@@ -87,8 +87,8 @@ pub struct Gateway {
     /// Where every definition seen is kept by its hash (`<hash>.json`), so the owner can see
     /// what a pinned tool was before it changed.
     seen: Option<PathBuf>,
-    /// How many definitions this broker has kept there.
-    remembered: std::sync::atomic::AtomicUsize,
+    /// The hashes this broker knows to be kept there.
+    kept: Mutex<std::collections::HashSet<String>>,
 }
 
 /// What a downstream call is run with.
@@ -116,11 +116,15 @@ impl Gateway {
         let servers = servers
             .iter()
             .map(|config| {
-                let read_only = super::config::expand_home(&config.read_only, home);
+                let read_only = config
+                    .read_only
+                    .iter()
+                    .map(|p| super::config::expand_home(p, home))
+                    .collect();
                 let token_file = config
                     .token_file
                     .as_ref()
-                    .and_then(|f| super::config::expand_home(std::slice::from_ref(f), home).pop());
+                    .map(|f| super::config::expand_home(f, home));
                 let server = Server {
                     config: config.clone(),
                     read_only,
@@ -134,7 +138,7 @@ impl Gateway {
         Gateway {
             servers,
             seen: None,
-            remembered: std::sync::atomic::AtomicUsize::new(0),
+            kept: Mutex::default(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! as its instances list them, and the definitions kept by hash in the state folder so that a
 //! pinned tool's old definition can be shown beside its new one.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use policy::downstream::Downstream;
@@ -96,8 +96,11 @@ impl Gateway {
         let Some(folder) = &self.seen else {
             return;
         };
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        // Each hash is looked for on disk once in a broker's life, not on every catalog.
         let named: Vec<&Definition> = tools
             .iter()
+            .filter(|d| !kept.contains(&d.hash))
             .filter(|d| grants.tools.iter().any(|g| g.names(server, &d.tool)))
             .collect();
         if named.is_empty() {
@@ -108,20 +111,17 @@ impl Gateway {
             return;
         }
         for definition in named {
-            let path = folder.join(format!("{}.json", definition.hash));
-            if path.exists() {
-                continue;
-            }
-            if self
-                .remembered
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-                >= MAX_REMEMBERED
-            {
+            if kept.len() >= MAX_REMEMBERED {
                 tracing::warn!(
                     server,
                     "too many downstream definitions seen; no more are kept"
                 );
                 return;
+            }
+            kept.insert(definition.hash.clone());
+            let path = folder.join(format!("{}.json", definition.hash));
+            if path.exists() {
+                continue;
             }
             let Ok(text) = serde_json::to_string(&definition.view(server)) else {
                 continue;
