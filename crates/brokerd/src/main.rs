@@ -46,6 +46,10 @@ enum Command {
         #[arg(long)]
         warm: bool,
     },
+    /// http_fetch's worker, run by the broker inside a box whose only way out is the broker's
+    /// proxy: reads its request from the box's /tmp/boxmaker-fetch.json and prints the outcome.
+    #[command(hide = true)]
+    BoxFetch,
 }
 
 #[derive(Subcommand)]
@@ -96,6 +100,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("brokerd box-file: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::BoxFetch) => match brokerd::daemon::fetch::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("brokerd box-fetch: {e}");
                 ExitCode::FAILURE
             }
         },

@@ -9,9 +9,14 @@
 //!    with [`FetchError::UnsafeAddress`], unless the host (or the literal IP) is in
 //!    `explicit_hosts`. Refusing when any address is unsafe, rather than dropping the unsafe
 //!    ones, keeps a name that points both outside and inside from reaching inside at all.
-//!    Unspecified, broadcast and multicast addresses are refused even for explicit hosts;
+//!    Metadata, unspecified, broadcast and multicast addresses are refused even for explicit
+//!    hosts ([`UnsafeKind::never_allowed`]);
 //! 5. the checked addresses are pinned in the resolver reqwest uses (it answers nothing else),
 //!    and the request goes out with no proxy, no pooled connection and no automatic redirect.
+//!
+//! With [`FetchOptions::proxy`] (a box whose only way out is the broker's proxy), steps 3 to 5
+//! are the proxy's: each hop is a `CONNECT host:port` that the proxy decides, resolves and
+//! classifies, and the fetch itself resolves nothing (its resolver answers no name).
 //!
 //! One deadline covers the whole fetch, lookups and redirects included. The body is read
 //! through a limit of `max_bytes + 1` bytes, so an endless body costs at most that much.
@@ -119,7 +124,7 @@ pub struct FetchOptions {
     /// The grant check for each hop's host and port; this crate decides no policy itself.
     pub host_allowed: HostAllowed,
     /// Hosts or IP addresses that a grant names explicitly: only for these are loopback,
-    /// private, link-local and metadata addresses allowed. Compared case-insensitively; a
+    /// private and link-local addresses allowed (metadata addresses never). Compared case-insensitively; a
     /// trailing dot, IPv6 brackets and a `:port` suffix are ignored.
     pub explicit_hosts: Vec<String>,
     /// The name resolver ([`SystemResolver`] by default).
@@ -127,6 +132,10 @@ pub struct FetchOptions {
     /// Trusted roots, each PEM (one or more certificates) or DER. Empty: the Mozilla roots
     /// compiled in by `webpki-roots`. Not empty: only these.
     pub root_certificates: Vec<Vec<u8>>,
+    /// The proxy every hop goes through (`http://127.0.0.1:P`, a box's relay to the broker's
+    /// proxy), when there is one: the proxy then resolves and classifies each hop's host, and
+    /// the fetch resolves nothing itself (`resolver` and `explicit_hosts` are not used).
+    pub proxy: Option<String>,
 }
 
 impl FetchOptions {
@@ -148,6 +157,7 @@ impl FetchOptions {
             explicit_hosts: Vec::new(),
             resolver: Arc::new(SystemResolver),
             root_certificates: Vec::new(),
+            proxy: None,
         }
     }
 
@@ -186,6 +196,12 @@ impl FetchOptions {
         self
     }
 
+    /// Sends every hop through the proxy at `url` (see [`FetchOptions::proxy`]).
+    pub fn with_proxy(mut self, url: impl Into<String>) -> FetchOptions {
+        self.proxy = Some(url.into());
+        self
+    }
+
     /// Adds a trusted root (PEM or DER); once one is added, the built-in roots are not used.
     pub fn with_root_certificate(mut self, certificate: impl Into<Vec<u8>>) -> FetchOptions {
         self.root_certificates.push(certificate.into());
@@ -201,6 +217,7 @@ impl fmt::Debug for FetchOptions {
             .field("max_redirects", &self.max_redirects)
             .field("explicit_hosts", &self.explicit_hosts)
             .field("root_certificates", &self.root_certificates.len())
+            .field("proxy", &self.proxy)
             .finish_non_exhaustive()
     }
 }
@@ -268,6 +285,14 @@ pub enum FetchError {
     Connect {
         host: String,
         addresses: Vec<IpAddr>,
+        reason: String,
+    },
+    /// The proxy answered the tunnel to a hop's host with anything but `200` (it refused the
+    /// host or its address, or could not reach it; the proxy's log and the broker say which).
+    #[error("the proxy opened no tunnel to {host}:{port}: {reason}")]
+    Tunnel {
+        host: String,
+        port: u16,
         reason: String,
     },
     /// The HTTP exchange failed after connecting (a malformed answer, a reset, …).

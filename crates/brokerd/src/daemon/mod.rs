@@ -7,6 +7,7 @@ pub mod audit;
 pub mod calls;
 pub mod config;
 pub mod dirs;
+pub mod fetch;
 pub mod gateway;
 pub mod grants_watch;
 pub mod jobs;

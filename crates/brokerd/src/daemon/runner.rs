@@ -7,14 +7,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::{DenyReason, Timestamp};
+use proto::DenyReason;
 use serde_json::{Map, Value, json};
 
 use crate::args::ToolArgs;
 use crate::consult::ConsultClient;
 use crate::files::{FileOutcome, FileRunError, WalkContext, run_file_call};
 use crate::grants::Grant;
-use crate::policy::{Allowed, Decision, Labels, Protected, decide};
+use crate::policy::{Allowed, Labels, Protected};
 
 /// What a run gave, before rendering.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,7 +148,7 @@ impl Runner for DirectRunner {
                 };
                 shell(args, tools::shell::shell(args, &options), Map::new())
             }
-            ToolArgs::HttpFetch(args) => self.fetch(args, context),
+            ToolArgs::HttpFetch(args) => self.fetch(args, allowed, context),
             ToolArgs::Consult { .. } => self.consult(allowed),
             ToolArgs::WebSearch(args) => self.search(args, context),
             ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_) => git_read(
@@ -184,7 +184,7 @@ impl Runner for DirectRunner {
             WALKERS.to_string(),
             "shell: its own PID and mount namespaces, every capability dropped, no_new_privs, killed whole at its time limit"
                 .to_string(),
-            "http_fetch: https only; loopback, private, link-local and metadata addresses refused after DNS and on every redirect"
+            "http_fetch: https only; metadata addresses always refused, loopback, private and link-local ones unless a grant names the host itself; checked after DNS and on every redirect"
                 .to_string(),
             GIT_READ_CONTAINED.to_string(),
             GIT_CLONE_WALLS.to_string(),
@@ -366,7 +366,7 @@ pub(super) fn git_read(
 
 /// The hosts that live allow grants of `tool` name explicitly (no wildcard): only these may
 /// resolve to a loopback, private or link-local address.
-fn explicit_hosts(grants: &[Grant], tool: crate::args::ToolName) -> Vec<String> {
+pub(super) fn explicit_hosts(grants: &[Grant], tool: crate::args::ToolName) -> Vec<String> {
     grants
         .iter()
         .filter(|g| g.tool == tool && !g.deny)
@@ -444,63 +444,6 @@ impl DirectRunner {
                     ..
                 }),
             ) => Outcome::Denied(DenyReason::NoGrant, error.to_string()),
-            Err(error) => Outcome::Failed(error.to_string()),
-        }
-    }
-
-    fn fetch(&self, args: &tools::web::HttpFetchArgs, context: &RunContext) -> Outcome {
-        let explicit = explicit_hosts(&context.grants, crate::args::ToolName::HttpFetch);
-        let redirect_context = context.clone();
-        // Each host on the way (the first and every redirect) is decided again as a call of
-        // its own: only a call that would run unasked is followed.
-        let host_allowed = move |host: &str, port: u16| {
-            let url = format!("https://{host}:{port}/");
-            let Ok(args) = crate::args::parse(
-                crate::args::ToolName::HttpFetch,
-                &json!({ "url": url }).to_string(),
-            ) else {
-                return false;
-            };
-            matches!(
-                decide(
-                    &args,
-                    &redirect_context.grants,
-                    redirect_context.labels,
-                    Timestamp::now(),
-                    &redirect_context.protected,
-                ),
-                Decision::Allow(_)
-            )
-        };
-        let mut options = tools::web::FetchOptions::new(host_allowed)
-            .with_timeout(context.limit)
-            .with_explicit_hosts(explicit);
-        options.resolver = Arc::clone(&self.resolver);
-        for root in &self.root_certificates {
-            options = options.with_root_certificate(root.clone());
-        }
-        match tools::web::http_fetch(args, &options) {
-            Ok(fetched) => Outcome::Ran {
-                fields: fields(json!({
-                    "url": fetched.url,
-                    "status": fetched.status,
-                    "content_type": fetched.content_type,
-                    "format": fetched.format,
-                    "bytes": fetched.bytes,
-                    "truncated": fetched.truncated,
-                    "total_chars": fetched.total_chars,
-                    "start_index": fetched.start_index,
-                    "next_start_index": fetched.next_start_index,
-                    "redirects": fetched.redirects,
-                })),
-                body: fetched.body,
-            },
-            Err(error @ tools::web::FetchError::UnsafeAddress { .. }) => {
-                Outcome::Denied(DenyReason::UnsafeAddress, error.to_string())
-            }
-            Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
-                Outcome::Denied(DenyReason::NoGrant, error.to_string())
-            }
             Err(error) => Outcome::Failed(error.to_string()),
         }
     }

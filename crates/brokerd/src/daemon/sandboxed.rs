@@ -5,9 +5,10 @@
 //! its own ([`super::proxy`]) that the box reaches by its relay (`sandbox::Network`); inside
 //! it, launched through brokerd's own binary, Landlock over the same paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
 //! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. The
-//! file tools and the walkers run in brokerd's worker in a fresh box ([`super::worker`]);
-//! every other tool runs as the [`DirectRunner`] runs it (`http_fetch` outside the box until
-//! granted hosts can reach one).
+//! file tools and the walkers run in brokerd's worker in a box ([`super::worker`]);
+//! `http_fetch` in a fresh box whose proxy decides each hop (`sandboxed/fetch.rs`), `git_clone`
+//! in one whose proxy allows its grant's hosts; every other tool runs as the [`DirectRunner`]
+//! runs it.
 
 use std::path::{Path, PathBuf};
 
@@ -19,9 +20,11 @@ use super::worker::FileCall;
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
+mod fetch;
 mod files;
 mod git;
 
+pub use fetch::fetch_boxed;
 pub use files::{FILE_UNBOXED, file_boxed};
 pub use git::{GIT_UNBOXED, clone_boxed, git_boxed};
 
@@ -253,13 +256,18 @@ impl Runner for SandboxedRunner {
         {
             return self.clone_in_box(args, allowed, context);
         }
+        if let ToolArgs::HttpFetch(args) = &allowed.args
+            && self.fetches_in_box()
+        {
+            return self.fetch_in_box(args, allowed, context);
+        }
         let ToolArgs::Shell(args) = &allowed.args else {
             let file_tool = FileCall::of(&allowed.args).is_some();
             if self.settings.file_walls && file_tool {
                 return self.file_in_box(allowed, context);
             }
             return match (&allowed.args, self.direct.run(allowed, context)) {
-                // Its result header says it ran outside the box (granted hosts come in part 2).
+                // Its result header says it ran outside the box, and why.
                 (ToolArgs::HttpFetch(_), Outcome::Ran { mut fields, body }) => {
                     fields.insert("sandbox".to_string(), Value::from(FETCH_UNBOXED));
                     Outcome::Ran { fields, body }
@@ -453,8 +461,13 @@ impl Runner for SandboxedRunner {
         } else {
             "bash_bg: its own PID and mount namespaces, without file walls ([sandbox] file_walls = false)".to_string()
         });
+        walls.push(if self.fetches_in_box() {
+            format!("http_fetch: {}", fetch_boxed(self.landlock()))
+        } else {
+            format!("http_fetch: {FETCH_UNBOXED}")
+        });
         walls.push(
-            "http_fetch, consult: in the broker's process, outside the box (no granted hosts in a box yet)"
+            "consult: in the broker's process (it reaches only the configured consult server)"
                 .to_string(),
         );
         if self.clones_in_box() {
@@ -538,9 +551,8 @@ pub fn box_error(e: sandbox::BoxError) -> String {
     }
 }
 
-/// What the header of an `http_fetch` result says of its walls.
-pub const FETCH_UNBOXED: &str =
-    "none: http_fetch runs in the broker's process until a box can reach granted hosts";
+/// What the header of an `http_fetch` result says of its walls when it ran outside a box.
+pub const FETCH_UNBOXED: &str = "none: http_fetch ran in the broker's process (a box with a network needs bubblewrap and [sandbox] file_walls on); each hop decided again, its addresses checked and pinned there";
 
 /// Why a call that needs the box fails where bubblewrap is missing, and the way out.
 fn no_bubblewrap() -> String {

@@ -174,7 +174,7 @@ pub fn serve_warm() -> Result<(), String> {
 }
 
 /// The worker's answer for `outcome`, as [`outcome`] reads it back.
-fn answer(outcome: Outcome) -> Value {
+pub(super) fn answer(outcome: Outcome) -> Value {
     match outcome {
         Outcome::Ran { fields, body } => json!({ "fields": fields, "body": body }),
         Outcome::Failed(message) => json!({ "failed": message }),

@@ -59,12 +59,16 @@ impl UnsafeKind {
         }
     }
 
-    /// Kinds that are no unicast destination at all: refused even for a host named explicitly
-    /// (0.0.0.0 would reach this machine on Linux).
+    /// Kinds refused even for a host named explicitly: the cloud metadata addresses (the
+    /// classic way from a fetch to a machine's credentials, whatever name leads there), and
+    /// what is no unicast destination at all (0.0.0.0 would reach this machine on Linux).
     pub fn never_allowed(self) -> bool {
         matches!(
             self,
-            UnsafeKind::Unspecified | UnsafeKind::Broadcast | UnsafeKind::Multicast
+            UnsafeKind::Metadata
+                | UnsafeKind::Unspecified
+                | UnsafeKind::Broadcast
+                | UnsafeKind::Multicast
         )
     }
 }
@@ -258,12 +262,13 @@ mod tests {
     }
 
     #[test]
-    fn only_unspecified_broadcast_and_multicast_are_never_allowed() {
+    fn only_metadata_unspecified_broadcast_and_multicast_are_never_allowed() {
+        assert!(UnsafeKind::Metadata.never_allowed());
         assert!(UnsafeKind::Unspecified.never_allowed());
         assert!(UnsafeKind::Multicast.never_allowed());
         assert!(UnsafeKind::Broadcast.never_allowed());
         assert!(!UnsafeKind::Loopback.never_allowed());
-        assert!(!UnsafeKind::Metadata.never_allowed());
+        assert!(!UnsafeKind::Private.never_allowed());
     }
 
     const V4_RANGES: [([u8; 4], u32); 6] = [

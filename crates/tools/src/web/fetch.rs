@@ -33,7 +33,9 @@ pub fn http_fetch(args: &HttpFetchArgs, options: &FetchOptions) -> Result<FetchR
             .header(ACCEPT, "*/*")
             .timeout(remaining)
             .send()
-            .map_err(|error| send_error(&error, &url, &hop, &deadline))?;
+            .map_err(|error| {
+                send_error(&error, &url, (&hop, options.proxy.is_some()), &deadline)
+            })?;
         if let Some(next) = redirect_target(&response, &url)? {
             if redirects.len() >= options.max_redirects {
                 return Err(FetchError::TooManyRedirects {
@@ -136,6 +138,8 @@ fn parse_url(text: &str) -> Result<Url, FetchError> {
 struct Hop {
     /// The host as given to `host_allowed` and named in errors (IPv6 without brackets).
     host: String,
+    /// The port.
+    port: u16,
     /// The name reqwest will ask the pinned resolver for.
     pin_name: String,
     addresses: Vec<IpAddr>,
@@ -168,6 +172,15 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
     if !(options.host_allowed)(&host, port) {
         return Err(FetchError::HostNotAllowed { host, port });
     }
+    if options.proxy.is_some() {
+        // The proxy resolves and classifies the host; nothing is pinned, nothing resolved here.
+        return Ok(Hop {
+            host,
+            port,
+            pin_name: host_str.to_string(),
+            addresses: Vec::new(),
+        });
+    }
     let addresses = match literal {
         Some(ip) => vec![ip],
         None => match resolve_within(&options.resolver, &host, deadline.remaining(url)?) {
@@ -186,6 +199,7 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
     }
     Ok(Hop {
         host,
+        port,
         pin_name: host_str.to_string(),
         addresses,
     })
@@ -222,9 +236,19 @@ fn normalize_host(entry: &str) -> String {
 }
 
 fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Client, FetchError> {
-    let mut builder = Client::builder()
+    let builder = Client::builder();
+    let builder = match &options.proxy {
+        Some(proxy) => {
+            builder.proxy(
+                reqwest::Proxy::https(proxy).map_err(|error| FetchError::Setup {
+                    reason: format!("the proxy {proxy:?}: {}", chain_message(&error)),
+                })?,
+            )
+        }
+        None => builder.no_proxy(),
+    };
+    let mut builder = builder
         .redirect(Policy::none())
-        .no_proxy()
         .pool_max_idle_per_host(0)
         .referer(false)
         .https_only(true)
@@ -387,7 +411,12 @@ fn io_is_timeout(error: &io::Error) -> bool {
         .is_some_and(reqwest::Error::is_timeout)
 }
 
-fn send_error(error: &reqwest::Error, url: &Url, hop: &Hop, deadline: &Deadline) -> FetchError {
+fn send_error(
+    error: &reqwest::Error,
+    url: &Url,
+    (hop, options_proxy): (&Hop, bool),
+    deadline: &Deadline,
+) -> FetchError {
     if error.is_timeout() || deadline.passed() {
         return deadline.error(url);
     }
@@ -395,6 +424,13 @@ fn send_error(error: &reqwest::Error, url: &Url, hop: &Hop, deadline: &Deadline)
         return FetchError::Tls {
             host: hop.host.clone(),
             reason: tls.to_string(),
+        };
+    }
+    if options_proxy && error.is_connect() {
+        return FetchError::Tunnel {
+            host: hop.host.clone(),
+            port: hop.port,
+            reason: chain_message(error),
         };
     }
     if error.is_connect() {

@@ -9,16 +9,47 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tools::web::address::{UnsafeKind, classify};
+use tools::web::address::classify;
 use tools::web::{Resolve, SystemResolver};
 
-use super::request::Refusal;
+use super::request::{Refusal, RefusalKind};
 use crate::grants::HostRule;
 
 /// The variable that maps test names to addresses, `name=address[,name=address…]`, for tests
 /// of granted hosts without a DNS server: the proxy and the broker's host checks of
 /// `http_fetch` and `git_clone` use them; other names go to the system resolver.
 pub const TEST_RESOLVE: &str = "BOXMAKER_TEST_RESOLVE";
+
+/// Decides one host and port for a box: the deciding grant's host rules, or why not.
+pub type HopDecider = dyn Fn(&str, u16) -> Result<Vec<HostRule>, String> + Send + Sync;
+
+/// Which hosts a box's proxy lets through.
+#[derive(Clone)]
+pub enum HostCheck {
+    /// Exactly these rules: a `shell`, `bash_bg` or `git_clone` box, the deciding grant's hosts.
+    Rules(Vec<HostRule>),
+    /// Each host decided again, as a call of its own would be: for `http_fetch`, whose
+    /// redirects may lead to a host another grant covers. The closure gives the deciding
+    /// grant's host rules when such a call would run unasked, or the sentence saying why not.
+    Decided(Arc<HopDecider>),
+}
+
+impl HostCheck {
+    /// Whether `host` on `port` may be reached, and whether a rule names it itself (no
+    /// wildcard), or the refusal naming the host.
+    pub(super) fn check(&self, host: &str, port: u16) -> Result<bool, Refusal> {
+        match self {
+            HostCheck::Rules(rules) => granted(rules, host, port),
+            HostCheck::Decided(decide) => match decide(host, port) {
+                Ok(rules) => granted(&rules, host, port),
+                Err(why) => Err(
+                    Refusal::new(403, format!("{}: {why}", host_port(host, port)))
+                        .of(RefusalKind::NotGranted),
+                ),
+            },
+        }
+    }
+}
 
 /// Whether `host` on `port` is granted, and whether it is named explicitly (by a rule without
 /// a wildcard), or the refusal naming the host.
@@ -32,7 +63,8 @@ pub(super) fn granted(rules: &[HostRule], host: &str, port: u16) -> Result<bool,
                 host_port(host, port),
                 names.join(", ")
             ),
-        ));
+        )
+        .of(RefusalKind::NotGranted));
     }
     Ok(rules
         .iter()
@@ -68,11 +100,14 @@ pub(super) fn address_refusal(host: &str, ip: IpAddr, explicit: bool) -> Option<
     } else {
         format!("{host} resolves to {ip}, {} address", kind.describe())
     };
-    if kind == UnsafeKind::Metadata || kind.never_allowed() {
-        return Some(Refusal::new(
-            403,
-            format!("{what}, which the proxy never connects to, whatever a grant says"),
-        ));
+    if kind.never_allowed() {
+        return Some(
+            Refusal::new(
+                403,
+                format!("{what}, which the proxy never connects to, whatever a grant says"),
+            )
+            .of(RefusalKind::UnsafeAddress),
+        );
     }
     (!explicit).then(|| {
         Refusal::new(
@@ -81,6 +116,7 @@ pub(super) fn address_refusal(host: &str, ip: IpAddr, explicit: bool) -> Option<
                 "{what}; only a host the grant names itself (not through a wildcard) may reach one"
             ),
         )
+        .of(RefusalKind::UnsafeAddress)
     })
 }
 

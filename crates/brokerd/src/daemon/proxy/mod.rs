@@ -7,8 +7,11 @@
 //! loopback, private, link-local and the other non-public ranges unless a rule names the host
 //! itself), then the proxy connects to a checked address, never resolving again, and carries
 //! bytes both ways. Every refusal is a status with one sentence naming the host and why, and
-//! every connection is logged. Anything but `CONNECT` gets `405` (plain `http://` requests in
-//! absolute form are not proxied). Bounded: the head's size and time, the connections of one
+//! every connection is logged. A plain `http://` request in absolute form (`GET http://host/…`,
+//! what a client does with `HTTP_PROXY`) is checked the same way (port 80 unless written, so
+//! its grant must name `host:80`), then sent once in origin form with `Connection: close`;
+//! any other request gets `400` or `405`. Each refusal is also kept for the broker to read
+//! ([`BoxProxy::last_refused`]), which turns a refused `http_fetch` hop into its denial. Bounded: the head's size and time, the connections of one
 //! box at once, the time to resolve and connect, and a tunnel's idle time.
 //!
 //! - `request.rs`: the head and the answers; `check.rs`: hosts, addresses, the resolver;
@@ -27,7 +30,8 @@ use tools::web::Resolve;
 
 use crate::grants::HostRule;
 
-pub use check::{TEST_RESOLVE, resolver_from_env};
+pub use check::{HostCheck, TEST_RESOLVE, resolver_from_env};
+pub use request::RefusalKind;
 
 /// The bounds of one box's proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,9 +67,42 @@ impl Default for Limits {
 struct BoxHosts {
     /// Names the box in the log (its socket's file name).
     label: String,
-    rules: Vec<HostRule>,
+    check: HostCheck,
     resolver: Arc<dyn Resolve>,
     limits: Limits,
+    /// What the proxy refused this box, the newest last.
+    refused: Arc<std::sync::Mutex<Vec<Refused>>>,
+}
+
+/// The most refusals a box's proxy keeps for the broker to read.
+const KEPT_REFUSALS: usize = 16;
+
+/// One connection the proxy refused a box.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// `host:port`, when the head named one.
+    pub target: Option<String>,
+    /// The sentence the box got.
+    pub reason: String,
+    /// What was refused.
+    pub kind: RefusalKind,
+}
+
+impl BoxHosts {
+    /// Keeps `refusal` for the broker (the newest [`KEPT_REFUSALS`]).
+    fn note(&self, target: Option<&str>, refusal: &request::Refusal) {
+        let Ok(mut refused) = self.refused.lock() else {
+            return;
+        };
+        if refused.len() >= KEPT_REFUSALS {
+            refused.remove(0);
+        }
+        refused.push(Refused {
+            target: target.map(str::to_string),
+            reason: refusal.reason.clone(),
+            kind: refusal.kind,
+        });
+    }
 }
 
 /// Opens a proxy socket per box.
@@ -111,6 +148,11 @@ impl Proxies {
     /// A proxy for one box that may reach exactly `rules`: its socket is listening when this
     /// returns, and closes (every tunnel with it) when the [`BoxProxy`] is dropped.
     pub fn open(&self, rules: &[HostRule]) -> Result<BoxProxy, String> {
+        self.open_checked(HostCheck::Rules(rules.to_vec()))
+    }
+
+    /// [`Proxies::open`] for a box whose hosts `check` decides.
+    pub fn open_checked(&self, check: HostCheck) -> Result<BoxProxy, String> {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random)
             .map_err(|e| format!("cannot name the box's proxy socket: {e}"))?;
@@ -138,11 +180,13 @@ impl Proxies {
             tokio::net::UnixListener::from_std(listener)
                 .map_err(|e| format!("{}: {e}", socket.display()))?
         };
+        let refused = Arc::new(std::sync::Mutex::new(Vec::new()));
         let hosts = Arc::new(BoxHosts {
             label: name,
-            rules: rules.to_vec(),
+            check,
             resolver: Arc::clone(&self.resolver),
             limits: self.limits,
+            refused: Arc::clone(&refused),
         });
         let task = self
             .runtime
@@ -151,6 +195,7 @@ impl Proxies {
         Ok(BoxProxy {
             socket: guard.keep(),
             task,
+            refused,
         })
     }
 }
@@ -178,12 +223,18 @@ impl Drop for Removed {
 pub struct BoxProxy {
     socket: PathBuf,
     task: tokio::task::AbortHandle,
+    refused: Arc<std::sync::Mutex<Vec<Refused>>>,
 }
 
 impl BoxProxy {
     /// The socket the box's relay connects to (bound into the box).
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The newest connection the proxy refused this box, if it refused one.
+    pub fn last_refused(&self) -> Option<Refused> {
+        self.refused.lock().ok().and_then(|r| r.last().cloned())
     }
 }
 

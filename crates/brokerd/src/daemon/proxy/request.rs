@@ -1,15 +1,30 @@
-//! The one request the proxy takes, `CONNECT host:port HTTP/1.1`, read from a bounded head, and
+//! The requests the proxy takes, read from a bounded head: `CONNECT host:port HTTP/1.1` (a
+//! tunnel) or a plain `http://` request in absolute form (forwarded once, in origin form); and
 //! the answers it writes: `200` when the tunnel is up, otherwise a status with one sentence.
 
 use policy::hosts::{split_host_port, valid_host};
 
-/// An answer that ends the connection: its status and the sentence that says why.
+/// An answer that ends the connection: its status, the sentence that says why, and what kind
+/// of refusal it is (the broker turns a refused `http_fetch` hop into the matching denial).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Refusal {
     /// The HTTP status.
     pub(super) status: u16,
     /// One line naming what is wrong.
     pub(super) reason: String,
+    /// What was refused.
+    pub(super) kind: RefusalKind,
+}
+
+/// What a refusal refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// The host and port are not the box's to reach.
+    NotGranted,
+    /// The host is (or resolves to) an address the box may not reach.
+    UnsafeAddress,
+    /// Anything else: a bad request, a limit, a host that cannot be resolved or reached.
+    Other,
 }
 
 impl Refusal {
@@ -18,14 +33,21 @@ impl Refusal {
         Refusal {
             status,
             reason: reason.into(),
+            kind: RefusalKind::Other,
         }
+    }
+
+    /// The same refusal, of `kind`.
+    pub(super) fn of(mut self, kind: RefusalKind) -> Refusal {
+        self.kind = kind;
+        self
     }
 
     /// The whole answer: status line, a few headers, the sentence as a text body.
     pub(super) fn to_bytes(&self) -> Vec<u8> {
         let body = format!("{}\n", self.reason);
         let allow = if self.status == 405 {
-            "Allow: CONNECT\r\n"
+            "Allow: CONNECT, GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n"
         } else {
             ""
         };
@@ -70,13 +92,25 @@ pub(super) fn head_end(bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// The host (lower case, an IPv6 address without brackets) and port a complete head asks to
-/// reach, or the refusal it gets.
-pub(super) fn parse_head(head: &[u8]) -> Result<(String, u16), Refusal> {
+/// What a complete head asks the proxy for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Target {
+    /// The host, lower case (an IPv6 address without brackets).
+    pub(super) host: String,
+    /// The port.
+    pub(super) port: u16,
+    /// `None` for a `CONNECT` tunnel; for a plain `http://` request in absolute form, the head
+    /// to send the server instead: origin form, `Host` the URL's, no `Proxy-*` header, and
+    /// `Connection: close` (one request a connection).
+    pub(super) forward: Option<Vec<u8>>,
+}
+
+/// The target a complete head asks to reach, or the refusal it gets.
+pub(super) fn parse_head(head: &[u8]) -> Result<Target, Refusal> {
     let Ok(text) = std::str::from_utf8(head) else {
         return Err(Refusal::new(
             400,
-            "the request is not text: the proxy takes only CONNECT host:port HTTP/1.1",
+            "the request is not text: the proxy takes CONNECT host:port or a plain http:// request",
         ));
     };
     let line = text
@@ -102,16 +136,105 @@ pub(super) fn parse_head(head: &[u8]) -> Result<(String, u16), Refusal> {
             format!("{:?} is not HTTP/1.1 or HTTP/1.0", shorten(version)),
         ));
     }
-    if method != "CONNECT" {
+    if method == "CONNECT" {
+        let (host, port) = connect_target(target)?;
+        return Ok(Target {
+            host,
+            port,
+            forward: None,
+        });
+    }
+    if !FORWARDED_METHODS.contains(&method) {
         return Err(Refusal::new(
             405,
             format!(
-                "the proxy takes only CONNECT host:port (an https:// tunnel), not {}; plain http:// is not proxied",
+                "the proxy takes CONNECT host:port (an https:// tunnel) or {} of a plain http:// URL, not {}",
+                FORWARDED_METHODS.join(", "),
                 shorten(method)
             ),
         ));
     }
-    connect_target(target)
+    let (host, port, authority, path) = absolute_target(target)?;
+    let forward = origin_head(text, method, &path, version, &authority);
+    Ok(Target {
+        host,
+        port,
+        forward: Some(forward),
+    })
+}
+
+/// The methods of a plain `http://` request the proxy forwards.
+const FORWARDED_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// The host, port (80 when the URL names none), authority (`host[:port]` as the `Host` header
+/// gives it) and origin-form path (`/…?…`, never empty) of an absolute-form `http://` target.
+fn absolute_target(target: &str) -> Result<(String, u16, String, String), Refusal> {
+    let bad = |why: &str| Refusal::new(400, format!("{:?}: {why}", shorten(target)));
+    let Some(scheme_end) = target.find("://") else {
+        return Err(bad(
+            "a plain request to the proxy must name an absolute http:// URL",
+        ));
+    };
+    let scheme = &target[..scheme_end];
+    if scheme.eq_ignore_ascii_case("https") {
+        return Err(bad(
+            "an https:// URL goes through the proxy as CONNECT host:443, not as a plain request",
+        ));
+    }
+    if !scheme.eq_ignore_ascii_case("http") {
+        return Err(bad("the proxy forwards only http:// URLs"));
+    }
+    let rest = &target[scheme_end + 3..];
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(split);
+    if authority.contains('@') {
+        return Err(bad("a URL with a user name or password is not forwarded"));
+    }
+    let has_port = match authority.strip_prefix('[') {
+        Some(inside) => inside.contains("]:"),
+        None => authority.contains(':'),
+    };
+    let (host, written) =
+        split_host_port(authority).map_err(|why| bad(&format!("it has {why}")))?;
+    let port = if has_port { written } else { 80 };
+    if !valid_host(&host) {
+        return Err(bad("its host is not a host name or IP address"));
+    }
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_string(),
+    };
+    Ok((host, port, authority.to_string(), path))
+}
+
+/// The head the server gets for a forwarded request: `METHOD path version`, the client's
+/// headers but `Host`, `Connection`, `Keep-Alive`, `Proxy-Connection` and `Proxy-Authorization`,
+/// then `Host: authority` and `Connection: close`.
+fn origin_head(text: &str, method: &str, path: &str, version: &str, authority: &str) -> Vec<u8> {
+    let mut head = format!("{method} {path} {version}\r\n");
+    for line in text.lines().skip(1) {
+        let line = line.trim_end_matches('\r');
+        if line.is_empty() {
+            break;
+        }
+        let name = line.split(':').next().unwrap_or_default().trim();
+        let dropped = [
+            "host",
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "proxy-authorization",
+        ]
+        .iter()
+        .any(|d| name.eq_ignore_ascii_case(d));
+        if !dropped {
+            head.push_str(line);
+            head.push_str("\r\n");
+        }
+    }
+    head.push_str(&format!("Host: {authority}\r\nConnection: close\r\n\r\n"));
+    head.into_bytes()
 }
 
 /// `host:port` of a CONNECT line: the port must be written.
@@ -149,10 +272,15 @@ mod tests {
     fn a_connect_head_gives_its_host_and_port() {
         let head = b"CONNECT Granted.Test.:8443 HTTP/1.1\r\nHost: granted.test:8443\r\n\r\n";
         assert_eq!(head_end(head), Some(head.len()));
-        assert_eq!(parse_head(head), Ok(("granted.test".to_string(), 8443)));
+        let tunnel = |host: &str, port| Target {
+            host: host.to_string(),
+            port,
+            forward: None,
+        };
+        assert_eq!(parse_head(head), Ok(tunnel("granted.test", 8443)));
         assert_eq!(
             parse_head(b"CONNECT [::1]:443 HTTP/1.0\n\n"),
-            Ok(("::1".to_string(), 443))
+            Ok(tunnel("::1", 443))
         );
     }
 
@@ -164,11 +292,52 @@ mod tests {
     }
 
     #[test]
-    fn anything_but_connect_host_port_is_refused_with_a_sentence() {
+    fn a_plain_http_request_is_forwarded_in_origin_form_with_the_urls_host() {
+        let head = b"GET http://Plain.Test/a/b?c=1 HTTP/1.1\r\nHost: elsewhere.test\r\nAccept: */*\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\n\r\n";
+        let target = parse_head(head).unwrap();
+        assert_eq!((target.host.as_str(), target.port), ("plain.test", 80));
+        assert_eq!(
+            String::from_utf8(target.forward.unwrap()).unwrap(),
+            "GET /a/b?c=1 HTTP/1.1\r\nAccept: */*\r\nHost: Plain.Test\r\nConnection: close\r\n\r\n"
+        );
+        let target = parse_head(b"POST http://[::1]:8080?q HTTP/1.0\r\n\r\n").unwrap();
+        assert_eq!((target.host.as_str(), target.port), ("::1", 8080));
+        assert_eq!(
+            String::from_utf8(target.forward.unwrap()).unwrap(),
+            "POST /?q HTTP/1.0\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn anything_but_connect_or_a_plain_http_request_is_refused_with_a_sentence() {
         let status = |head: &[u8]| parse_head(head).map_err(|r| (r.status, r.reason));
-        let (code, why) = status(b"GET http://x.test/ HTTP/1.1\r\n\r\n").unwrap_err();
+        let (code, why) = status(b"BREW http://x.test/ HTTP/1.1\r\n\r\n").unwrap_err();
         assert_eq!(code, 405);
-        assert!(why.contains("only CONNECT"), "{why}");
+        assert!(
+            why.contains("CONNECT host:port (an https:// tunnel) or GET"),
+            "{why}"
+        );
+        for (head, words) in [
+            (
+                &b"GET /local HTTP/1.1\r\n\r\n"[..],
+                "must name an absolute http:// URL",
+            ),
+            (
+                b"GET https://x.test/ HTTP/1.1\r\n\r\n",
+                "as CONNECT host:443",
+            ),
+            (b"GET ftp://x.test/ HTTP/1.1\r\n\r\n", "only http:// URLs"),
+            (
+                b"GET http://u:p@x.test/ HTTP/1.1\r\n\r\n",
+                "user name or password",
+            ),
+            (b"GET http://x.test:0/ HTTP/1.1\r\n\r\n", "invalid port"),
+            (b"GET http://bad!host/ HTTP/1.1\r\n\r\n", "not a host name"),
+        ] {
+            let (code, why) = status(head).unwrap_err();
+            assert_eq!(code, 400, "{why}");
+            assert!(why.contains(words), "{words}: {why}");
+        }
         for (head, words) in [
             (&b"CONNECT x.test HTTP/1.1\r\n\r\n"[..], "must be host:port"),
             (b"CONNECT x.test:0 HTTP/1.1\r\n\r\n", "invalid port"),
@@ -197,6 +366,6 @@ mod tests {
             "{text}"
         );
         let text = String::from_utf8(Refusal::new(405, "no").to_bytes()).unwrap();
-        assert!(text.contains("Allow: CONNECT\r\n"), "{text}");
+        assert!(text.contains("Allow: CONNECT, GET,"), "{text}");
     }
 }

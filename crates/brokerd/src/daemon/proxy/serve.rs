@@ -1,7 +1,7 @@
 //! One box's proxy at work: the accept loop on its socket (a bounded number of connections at
 //! once) and each connection: the head read within its size and time, the target checked, the
-//! checked address connected to (never resolved again), then bytes both ways until either side
-//! ends or the tunnel stays idle too long.
+//! checked address connected to (never resolved again), a plain request's head sent in origin
+//! form, then bytes both ways until either side ends or the tunnel stays idle too long.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -69,13 +69,18 @@ pub(super) async fn serve(listener: UnixListener, hosts: Arc<BoxHosts>) {
 /// One connection from the box.
 async fn connection(mut stream: UnixStream, hosts: &BoxHosts) {
     let limits = &hosts.limits;
-    let (host, port, rest) = match head(&mut stream, limits).await {
+    let (target, rest) = match head(&mut stream, limits).await {
         Ok(Some(target)) => target,
         Ok(None) => return,
         Err(refusal) => return refuse(stream, hosts, None, &refusal).await,
     };
+    let request::Target {
+        host,
+        port,
+        forward,
+    } = target;
     let target = host_port(&host, port);
-    let explicit = match check::granted(&hosts.rules, &host, port) {
+    let explicit = match hosts.check.check(&host, port) {
         Ok(explicit) => explicit,
         Err(refusal) => return refuse(stream, hosts, Some(&target), &refusal).await,
     };
@@ -91,15 +96,26 @@ async fn connection(mut stream: UnixStream, hosts: &BoxHosts) {
     {
         return refuse(stream, hosts, Some(&target), &refusal).await;
     }
-    let (upstream, address) = match connect(&target, &addresses, port, limits.connect_time).await {
-        Ok(connected) => connected,
-        Err(refusal) => return refuse(stream, hosts, Some(&target), &refusal).await,
-    };
-    tracing::info!(proxy = %hosts.label, target = %target, %address, "proxy: connected");
-    if stream.write_all(ESTABLISHED).await.is_err() {
-        return;
+    let (mut upstream, address) =
+        match connect(&target, &addresses, port, limits.connect_time).await {
+            Ok(connected) => connected,
+            Err(refusal) => return refuse(stream, hosts, Some(&target), &refusal).await,
+        };
+    let plain = forward.is_some();
+    tracing::info!(proxy = %hosts.label, target = %target, %address, plain, "proxy: connected");
+    match forward {
+        // A plain request: the server gets its head in origin form; no 200 of the proxy's own.
+        Some(head) => {
+            if upstream.write_all(&head).await.is_err() {
+                return;
+            }
+        }
+        None => {
+            if stream.write_all(ESTABLISHED).await.is_err() {
+                return;
+            }
+        }
     }
-    let mut upstream = upstream;
     if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
         return;
     }
@@ -112,7 +128,7 @@ async fn connection(mut stream: UnixStream, hosts: &BoxHosts) {
 async fn head(
     stream: &mut UnixStream,
     limits: &Limits,
-) -> Result<Option<(String, u16, Vec<u8>)>, Refusal> {
+) -> Result<Option<(request::Target, Vec<u8>)>, Refusal> {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 2048];
     let deadline = tokio::time::Instant::now() + limits.head_time;
@@ -153,8 +169,8 @@ async fn head(
             ),
         ));
     }
-    let (host, port) = request::parse_head(&bytes[..end])?;
-    Ok(Some((host, port, bytes.split_off(end))))
+    let target = request::parse_head(&bytes[..end])?;
+    Ok(Some((target, bytes.split_off(end))))
 }
 
 /// Connects to the first of `addresses` that answers within `limit` in all.
@@ -197,6 +213,7 @@ async fn refuse(stream: UnixStream, hosts: &BoxHosts, target: Option<&str>, refu
         reason = %refusal.reason,
         "proxy: refused a connection"
     );
+    hosts.note(target, refusal);
     answer(stream, refusal, hosts.limits.head_time).await;
 }
 

@@ -1,5 +1,6 @@
-//! The proxy on its own, in process: a tunnel to a granted loopback listener named explicitly,
-//! and each refusal with its status and sentence.
+//! The proxy on its own, in process: a tunnel and a plain request to a granted loopback
+//! listener named explicitly, a box whose hosts are decided one by one, and each refusal with
+//! its status and sentence.
 
 use std::io;
 use std::net::IpAddr;
@@ -129,9 +130,14 @@ async fn a_granted_host_gets_a_tunnel_and_everything_else_a_sentence() {
             "is not a host granted to this box".to_string(),
         ),
         (
-            format!("GET http://granted.test:{port}/ HTTP/1.1\r\n\r\n"),
+            format!("BREW http://granted.test:{port}/ HTTP/1.1\r\n\r\n"),
             "405 Method Not Allowed",
-            "the proxy takes only CONNECT host:port".to_string(),
+            "the proxy takes CONNECT host:port (an https:// tunnel) or GET".to_string(),
+        ),
+        (
+            "GET http://granted.test/ HTTP/1.1\r\n\r\n".to_string(),
+            "403 Forbidden",
+            "granted.test:80 is not a host granted to this box".to_string(),
         ),
         (
             "CONNECT bad!host:443 HTTP/1.1\r\n\r\n".to_string(),
@@ -153,6 +159,25 @@ async fn a_granted_host_gets_a_tunnel_and_everything_else_a_sentence() {
         assert!(answer.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{head:.60}: {answer}");
         assert!(answer.contains(&sentence), "{head:.60}: {answer}");
     }
+    let last = proxy.last_refused().unwrap();
+    assert_eq!(last.kind, super::RefusalKind::Other);
+    assert!(
+        last.reason.contains("longer than the 8192 bytes"),
+        "{last:?}"
+    );
+
+    // A plain http:// request reaches the granted host in origin form, once (the echo server
+    // sends the head back as it got it).
+    let head = format!(
+        "GET http://granted.test:{port}/page?x=1 HTTP/1.1\r\nHost: other.test\r\nProxy-Connection: keep-alive\r\n\r\n"
+    );
+    let (mut plain, echoed) = ask(&socket, head.as_bytes()).await;
+    plain.shutdown().await.unwrap();
+    assert_eq!(
+        echoed,
+        format!("GET /page?x=1 HTTP/1.1\r\nHost: granted.test:{port}\r\nConnection: close\r\n\r\n")
+    );
+
     // The proxy still serves after all that.
     let head = format!("CONNECT granted.test:{port} HTTP/1.1\r\n\r\n");
     let (_tunnel, answer) = ask(&socket, head.as_bytes()).await;
@@ -161,6 +186,58 @@ async fn a_granted_host_gets_a_tunnel_and_everything_else_a_sentence() {
     drop(proxy);
     assert!(!socket.exists(), "the socket outlived its box");
     assert!(UnixStream::connect(&socket).await.is_err());
+}
+
+#[tokio::test]
+async fn a_decided_box_asks_for_each_host_and_keeps_what_it_refused() {
+    let folder = tempfile::tempdir().unwrap();
+    let port = echo().await;
+    let proxies = proxies(folder.path(), Limits::default());
+    let granted = rules(&[
+        format!("granted.test:{port}"),
+        format!("*.wild.test:{port}"),
+    ]);
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let check = super::HostCheck::Decided(Arc::new(move |host: &str, p: u16| {
+        seen.lock().unwrap().push(format!("{host}:{p}"));
+        if host == "other.test" {
+            Err("no grant lets http_fetch reach it without asking".to_string())
+        } else {
+            Ok(granted.clone())
+        }
+    }));
+    let proxy = proxies.open_checked(check).unwrap();
+    let socket = proxy.socket().to_path_buf();
+    assert_eq!(proxy.last_refused(), None);
+    let head = format!("CONNECT granted.test:{port} HTTP/1.1\r\n\r\n");
+    let (_tunnel, answer) = ask(&socket, head.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+
+    let head = format!("CONNECT other.test:{port} HTTP/1.1\r\n\r\n");
+    let answer = refused(&socket, head.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 403 "), "{answer}");
+    let last = proxy.last_refused().unwrap();
+    assert_eq!(last.kind, super::RefusalKind::NotGranted);
+    assert_eq!(last.target, Some(format!("other.test:{port}")));
+    assert_eq!(
+        last.reason,
+        format!("other.test:{port}: no grant lets http_fetch reach it without asking")
+    );
+
+    // Granted through a wildcard, but loopback: the address refusal.
+    let head = format!("CONNECT a.wild.test:{port} HTTP/1.1\r\n\r\n");
+    refused(&socket, head.as_bytes()).await;
+    let last = proxy.last_refused().unwrap();
+    assert_eq!(last.kind, super::RefusalKind::UnsafeAddress);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            format!("granted.test:{port}"),
+            format!("other.test:{port}"),
+            format!("a.wild.test:{port}")
+        ]
+    );
 }
 
 #[tokio::test]

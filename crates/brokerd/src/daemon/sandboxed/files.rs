@@ -117,16 +117,20 @@ fn fresh_box(
     policy: &sandbox::Policy,
     context: &RunContext,
 ) -> Outcome {
-    let child = match sandbox::spawn_boxed(spec, policy, context.limit) {
-        Ok(child) => child,
-        Err(e) => return Outcome::Failed(box_error(e)),
-    };
+    match sandbox::spawn_boxed(spec, policy, context.limit) {
+        Ok(child) => finish(child),
+        Err(e) => Outcome::Failed(box_error(e)),
+    }
+}
+
+/// The outcome a worker in a fresh box (a file tool's, or the fetcher) printed once it ended.
+pub(super) fn finish(child: sandbox::ContainedChild) -> Outcome {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let ended = match child.finish(&mut |b| out.extend_from_slice(b), &mut |b| {
         err.extend_from_slice(b)
     }) {
         Ok(ended) => ended,
-        Err(e) => return Outcome::Failed(format!("lost track of the file tool's box: {e}")),
+        Err(e) => return Outcome::Failed(format!("lost track of the worker's box: {e}")),
     };
     worker::outcome(&out, &err, ended.exit)
 }

@@ -1,8 +1,9 @@
 //! Granted hosts through the broker's proxy, end to end: a real broker, a `shell` (and
 //! `bash_bg`) grant naming hosts, testkit's TLS server on the host's loopback, test names
 //! resolved by `BOXMAKER_TEST_RESOLVE`. In the box, curl reaches the granted host over a real
-//! TLS handshake through `HTTPS_PROXY`; another host, a loopback address behind a wildcard, a
-//! metadata address, anything but CONNECT, a huge head and a bad host get the proxy's sentence;
+//! TLS handshake through `HTTPS_PROXY`, and a plain http:// server through `HTTP_PROXY`;
+//! another host or port, a loopback address behind a wildcard, a metadata address, a huge head
+//! and a bad host get the proxy's sentence;
 //! a connection that ignores the proxy reaches nothing; a box without hosts has no network.
 
 use std::fs;
@@ -59,7 +60,45 @@ elif mode == "offline":
 struct Net {
     broker: BrokerProcess,
     server: TlsServer,
+    plain: PlainServer,
     _ca: TestCa,
+}
+
+/// A plain HTTP server on the host's loopback that answers every request with one line and
+/// keeps each request's head.
+struct PlainServer {
+    port: u16,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl PlainServer {
+    fn start() -> PlainServer {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&heads);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let body = "hello over plain http\n";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        PlainServer { port, heads }
+    }
 }
 
 /// A broker whose grants give `probe.py` and curl the hosts `granted.test`, `*.wild.test`,
@@ -73,6 +112,8 @@ fn net(config: &str) -> Net {
         TlsResponse::ok("text/plain", "hello through the proxy\n"),
     );
     let port = server.port();
+    let plain = PlainServer::start();
+    let plain_port = plain.port;
     let grants = format!(
         r#"
 [[grant]]
@@ -88,7 +129,7 @@ id = "net"
 tool = ["shell", "bash_bg"]
 commands = ["/usr/bin/python3 probe.py", "curl"]
 paths = ["{{work}}"]
-hosts = ["granted.test:{port}", "*.wild.test:{port}", "meta.test:{port}", "127.0.0.1:{port}"]
+hosts = ["granted.test:{port}", "*.wild.test:{port}", "meta.test:{port}", "127.0.0.1:{port}", "plain.test:{plain_port}"]
 untrusted = false
 on_untrusted = "allow"
 "#
@@ -98,7 +139,7 @@ on_untrusted = "allow"
         config,
         &[(
             "BOXMAKER_TEST_RESOLVE",
-            "granted.test=127.0.0.1,a.wild.test=127.0.0.1,meta.test=169.254.169.254",
+            "granted.test=127.0.0.1,a.wild.test=127.0.0.1,meta.test=169.254.169.254,plain.test=127.0.0.1",
         )],
     );
     fs::write(broker.work.join("probe.py"), PROBE).unwrap();
@@ -106,6 +147,7 @@ on_untrusted = "allow"
     Net {
         broker,
         server,
+        plain,
         _ca: ca,
     }
 }
@@ -149,7 +191,8 @@ fn curl_reaches_a_granted_host_through_the_proxy_over_tls() {
     assert_eq!(
         header["sandbox"].as_str().unwrap(),
         format!(
-            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock fully enforced over the same paths; network: only granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, through the broker's proxy; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
+            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock fully enforced over the same paths; network: only granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{}, through the broker's proxy; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited",
+            net.plain.port
         )
     );
     // A loopback address the grant names itself: the TLS server's certificate names it too.
@@ -165,6 +208,39 @@ fn curl_reaches_a_granted_host_through_the_proxy_over_tls() {
 }
 
 #[test]
+fn a_plain_http_request_reaches_a_granted_host_and_port_through_http_proxy() {
+    let net = net(FAST);
+    let port = net.plain.port;
+    let (header, body) = net.shell(1, &format!("curl -sS 'http://plain.test:{port}/hello?x=1'"));
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(body, "hello over plain http\n");
+    // The server got the request in origin form, with the URL's host, once.
+    let heads = net.plain.heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(
+        heads[0].starts_with("GET /hello?x=1 HTTP/1.1\r\n"),
+        "{heads:?}"
+    );
+    assert!(
+        heads[0].contains(&format!("Host: plain.test:{port}\r\n")),
+        "{heads:?}"
+    );
+    assert!(heads[0].contains("Connection: close\r\n"), "{heads:?}");
+    assert!(
+        !heads[0].to_ascii_lowercase().contains("proxy-"),
+        "{heads:?}"
+    );
+    // Port 80, which the grant does not name, is refused with the proxy's sentence.
+    let (header, body) = net.shell(2, "curl -sS http://plain.test/");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert!(
+        body.contains("plain.test:80 is not a host granted to this box"),
+        "{body}"
+    );
+    assert_eq!(net.plain.heads.lock().unwrap().len(), 1);
+}
+
+#[test]
 fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
     let net = net(FAST);
     let port = net.server.port();
@@ -173,14 +249,16 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
             format!("connect {}", net.target("other.test")),
             "HTTP/1.1 403 Forbidden",
             format!(
-                "other.test:{port} is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port})"
+                "other.test:{port} is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{})",
+                net.plain.port
             ),
         ),
         (
             "connect granted.test:443".to_string(),
             "HTTP/1.1 403 Forbidden",
             format!(
-                "granted.test:443 is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port})"
+                "granted.test:443 is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{})",
+                net.plain.port
             ),
         ),
         (
@@ -194,9 +272,12 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
             "meta.test resolves to 169.254.169.254, a cloud metadata address, which the proxy never connects to, whatever a grant says".to_string(),
         ),
         (
-            format!("get {}", net.target("granted.test")),
-            "HTTP/1.1 405 Method Not Allowed",
-            "the proxy takes only CONNECT host:port (an https:// tunnel), not GET; plain http:// is not proxied".to_string(),
+            "get granted.test".to_string(),
+            "HTTP/1.1 403 Forbidden",
+            format!(
+                "granted.test:80 is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{})",
+                net.plain.port
+            ),
         ),
         (
             format!("huge {}", net.target("granted.test")),

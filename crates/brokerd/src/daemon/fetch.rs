@@ -1,0 +1,192 @@
+//! `http_fetch` as the broker runs it: every hop (the first URL and each redirect) decided
+//! again as a call of its own ([`hop_decider`]), and the result or error as an [`Outcome`].
+//! Where a box can have a network, the fetch runs in one (`brokerd box-fetch`, [`serve`]): the
+//! worker resolves nothing and reaches each hop through the box's relay, and the broker's proxy
+//! for that box asks [`hop_decider`] for each `CONNECT`, then resolves and classifies the host;
+//! the page is read and converted inside the box. Elsewhere it runs in the broker's process,
+//! each hop's addresses checked and pinned there.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use proto::{DenyReason, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::runner::{DirectRunner, Outcome, RunContext};
+use crate::args::{ToolArgs, ToolName};
+use crate::grants::HostRule;
+use crate::policy::{Allowed, Decision, decide};
+
+/// Where the request lies in the fetch worker's box.
+pub const REQUEST: &str = "/tmp/boxmaker-fetch.json";
+
+/// What the fetch worker is asked to do.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchRequest {
+    /// The call's arguments.
+    pub args: tools::web::HttpFetchArgs,
+    /// The whole fetch's time limit, in milliseconds.
+    pub timeout_ms: u64,
+    /// Trusted roots beside (instead of) the built-in ones, as the broker has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub root_certificates: Vec<Vec<u8>>,
+}
+
+/// Decides each hop of `allowed`'s fetch: the deciding grant's host rules when a call for that
+/// host and port would run unasked, or the sentence saying why it may not be fetched. The
+/// call's own first hop was decided already (and may have been approved by the owner), so it
+/// keeps its deciding grant's rules.
+pub fn hop_decider(
+    allowed: &Allowed,
+    context: &RunContext,
+) -> impl Fn(&str, u16) -> Result<Vec<HostRule>, String> + Send + Sync + 'static {
+    let first = match &allowed.args {
+        ToolArgs::HttpFetch(args) => crate::args::https_host(&args.url).ok(),
+        _ => None,
+    };
+    let first_rules = allowed.hosts.clone();
+    let context = context.clone();
+    move |host: &str, port: u16| {
+        if first.as_ref().is_some_and(|(h, p)| h == host && *p == port) {
+            return Ok(first_rules.clone());
+        }
+        let url = if host.contains(':') {
+            format!("https://[{host}]:{port}/")
+        } else {
+            format!("https://{host}:{port}/")
+        };
+        let args = crate::args::parse(ToolName::HttpFetch, &json!({ "url": url }).to_string())
+            .map_err(|e| format!("{url} is not a URL http_fetch takes: {e}"))?;
+        match decide(
+            &args,
+            &context.grants,
+            context.labels,
+            Timestamp::now(),
+            &context.protected,
+        ) {
+            Decision::Allow(hop) => Ok(hop.hosts),
+            Decision::Ask(hop, _) => Err(format!(
+                "grant {} covers it but asks the owner first, and a redirect is never asked for",
+                hop.grant
+            )),
+            Decision::Deny(denied) => Err(format!(
+                "no grant lets http_fetch reach it ({})",
+                denied.reason.model_text()
+            )),
+        }
+    }
+}
+
+/// The outcome of a fetch: the page with its header fields, a denial for a host no grant
+/// allows or an address refused, or the failure's sentence.
+pub fn fetch_outcome(result: Result<tools::web::FetchResult, tools::web::FetchError>) -> Outcome {
+    match result {
+        Ok(fetched) => Outcome::Ran {
+            fields: match json!({
+                "url": fetched.url,
+                "status": fetched.status,
+                "content_type": fetched.content_type,
+                "format": fetched.format,
+                "bytes": fetched.bytes,
+                "truncated": fetched.truncated,
+                "total_chars": fetched.total_chars,
+                "start_index": fetched.start_index,
+                "next_start_index": fetched.next_start_index,
+                "redirects": fetched.redirects,
+            }) {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            },
+            body: fetched.body,
+        },
+        Err(error @ tools::web::FetchError::UnsafeAddress { .. }) => {
+            Outcome::Denied(DenyReason::UnsafeAddress, error.to_string())
+        }
+        Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
+            Outcome::Denied(DenyReason::NoGrant, error.to_string())
+        }
+        Err(error) => Outcome::Failed(error.to_string()),
+    }
+}
+
+/// What a fetch in a box answers, given the box's outcome and what its proxy refused last: a
+/// failure that a refused tunnel caused becomes the refusal's denial, in the proxy's words.
+pub fn boxed_outcome(outcome: Outcome, refused: Option<super::proxy::Refused>) -> Outcome {
+    use super::proxy::RefusalKind;
+    match (outcome, refused) {
+        (Outcome::Failed(_), Some(refused)) => match refused.kind {
+            RefusalKind::NotGranted => Outcome::Denied(DenyReason::NoGrant, refused.reason),
+            RefusalKind::UnsafeAddress => {
+                Outcome::Denied(DenyReason::UnsafeAddress, refused.reason)
+            }
+            RefusalKind::Other => Outcome::Failed(refused.reason),
+        },
+        (outcome, _) => outcome,
+    }
+}
+
+impl DirectRunner {
+    /// Runs `http_fetch` in the broker's process: each hop decided by [`hop_decider`], its
+    /// addresses checked and pinned here.
+    pub(super) fn fetch(
+        &self,
+        args: &tools::web::HttpFetchArgs,
+        allowed: &Allowed,
+        context: &RunContext,
+    ) -> Outcome {
+        let explicit = super::runner::explicit_hosts(&context.grants, ToolName::HttpFetch);
+        let decider = hop_decider(allowed, context);
+        // Why the last hop refused was refused, for the denial's detail.
+        let why = Arc::new(std::sync::Mutex::new(None::<String>));
+        let noted = Arc::clone(&why);
+        let mut options = tools::web::FetchOptions::new(move |host: &str, port: u16| {
+            let decided = decider(host, port);
+            if let (Err(reason), Ok(mut noted)) = (&decided, noted.lock()) {
+                *noted = Some(reason.clone());
+            }
+            decided.is_ok()
+        })
+        .with_timeout(context.limit)
+        .with_explicit_hosts(explicit);
+        options.resolver = Arc::clone(&self.resolver);
+        for root in &self.root_certificates {
+            options = options.with_root_certificate(root.clone());
+        }
+        match fetch_outcome(tools::web::http_fetch(args, &options)) {
+            Outcome::Denied(DenyReason::NoGrant, detail) => {
+                let why = why.lock().ok().and_then(|mut w| w.take());
+                let detail = match why {
+                    Some(why) => format!("{detail}: {why}"),
+                    None => detail,
+                };
+                Outcome::Denied(DenyReason::NoGrant, detail)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Runs the request at [`REQUEST`] in the fetch worker's box through the proxy its
+/// environment names (`HTTPS_PROXY`), and prints the outcome as one JSON object.
+pub fn serve() -> Result<(), String> {
+    let path = Path::new(REQUEST);
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let request: FetchRequest =
+        serde_json::from_str(&text).map_err(|e| format!("{shown} is not a request: {e}"))?;
+    let proxy = std::env::var("HTTPS_PROXY")
+        .map_err(|_| "the fetch worker's box names no proxy (HTTPS_PROXY)".to_string())?;
+    // The proxy decides every hop; the worker only keeps to https and the redirect limit.
+    let mut options = tools::web::FetchOptions::new(|_: &str, _: u16| true)
+        .with_timeout(Duration::from_millis(request.timeout_ms))
+        .with_proxy(proxy);
+    for root in request.root_certificates {
+        options = options.with_root_certificate(root);
+    }
+    let outcome = fetch_outcome(tools::web::http_fetch(&request.args, &options));
+    println!("{}", super::worker::answer(outcome));
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `http_fetch` in the box: brokerd's fetch worker (`brokerd box-fetch`) in a fresh box that
+//! holds no file of the host's but the minimal system and brokerd's binary, whose only way out
+//! is a proxy of its own that decides each hop's host again as a call of its own
+//! ([`crate::daemon::fetch::hop_decider`]). The page is read and converted in the box.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::super::fetch::{FetchRequest, REQUEST, boxed_outcome, hop_decider};
+use super::super::proxy::HostCheck;
+use super::super::runner::{Outcome, RunContext};
+use super::{SandboxedRunner, box_error};
+use crate::policy::Allowed;
+
+impl SandboxedRunner {
+    /// Whether `http_fetch` runs in a box here: as `git_clone` does, when a box can have a
+    /// network of granted hosts.
+    pub(super) fn fetches_in_box(&self) -> bool {
+        self.clones_in_box()
+    }
+
+    /// Runs `http_fetch` in a fresh box through a proxy that decides each hop.
+    pub(super) fn fetch_in_box(
+        &self,
+        args: &tools::web::HttpFetchArgs,
+        allowed: &Allowed,
+        context: &RunContext,
+    ) -> Outcome {
+        let Some(proxies) = &self.proxies else {
+            return Outcome::Failed("this broker has no proxy for http_fetch's hosts".to_string());
+        };
+        let exe = match std::env::current_exe() {
+            Ok(exe) => exe,
+            Err(e) => {
+                return Outcome::Failed(format!(
+                    "cannot find brokerd's own binary for http_fetch's box: {e}"
+                ));
+            }
+        };
+        let request = FetchRequest {
+            args: args.clone(),
+            timeout_ms: u64::try_from(context.limit.as_millis()).unwrap_or(u64::MAX),
+            root_certificates: self.direct.root_certificates.clone(),
+        };
+        let bytes = match serde_json::to_vec(&request) {
+            Ok(bytes) => bytes,
+            Err(e) => return Outcome::Failed(format!("cannot write http_fetch's request: {e}")),
+        };
+        let check = HostCheck::Decided(std::sync::Arc::new(hop_decider(allowed, context)));
+        let proxy = match proxies.open_checked(check) {
+            Ok(proxy) => proxy,
+            Err(why) => return Outcome::Failed(why),
+        };
+        let mut policy = self.policy_with(vec![exe.clone()], Vec::new(), context);
+        policy.network = Some(sandbox::Network::new(proxy.socket()));
+        policy.files = vec![(PathBuf::from(REQUEST), bytes)];
+        let spec = sandbox::CommandSpec {
+            program: exe,
+            args: vec!["box-fetch".into()],
+            env: Vec::new(),
+            cwd: PathBuf::from("/"),
+        };
+        let outcome = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
+            Ok(child) => super::files::finish(child),
+            Err(e) => Outcome::Failed(box_error(e)),
+        };
+        let refused = proxy.last_refused();
+        drop(proxy); // the box has ended: so do its socket and its tunnels
+        match boxed_outcome(outcome, refused) {
+            Outcome::Ran { mut fields, body } => {
+                fields.insert(
+                    "sandbox".to_string(),
+                    Value::from(fetch_boxed(self.landlock())),
+                );
+                Outcome::Ran { fields, body }
+            }
+            other => other,
+        }
+    }
+}
+
+/// What the header of an `http_fetch` result says when it ran in a box.
+pub fn fetch_boxed(landlock: sandbox::Enforcement) -> String {
+    format!(
+        "bubblewrap: brokerd's fetcher sees no file but a read-only system; Landlock {landlock}; network: only through the broker's proxy, which decides each hop's host again as a call of its own (no redirect to a host whose grant asks) and refuses private and metadata addresses unless the deciding grant names the host itself; every capability dropped; the page read and converted in the box"
+    )
+}

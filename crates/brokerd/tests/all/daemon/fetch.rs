@@ -1,0 +1,210 @@
+//! `http_fetch` end to end, in the box (bubblewrap: brokerd's fetcher whose only way out is a
+//! proxy deciding each hop) and in the broker's process (`[sandbox] bubblewrap = false`): the
+//! same answers both ways. A redirect to a host another grant allows is followed; one to a host
+//! whose grant asks is refused, not asked; one to a metadata address is refused whatever the
+//! grant says; a first hop under an asking grant runs once the owner approves it.
+
+use std::fs;
+
+use proto::{ApprovalId, DenyReason, OwnerReply, ToolResponse};
+use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
+use testkit::{AgentClient, BrokerProcess, OwnerClient};
+
+use super::{FAST, audit_verify, content, denied};
+
+struct Web {
+    broker: BrokerProcess,
+    server: TlsServer,
+    _ca: TestCa,
+    _roots: tempfile::TempDir,
+}
+
+/// A broker with `config`, whose grants let `http_fetch` reach `granted.test` and `meta.test`
+/// (grant `fetch`), `other.test` (grant `other`) unasked, and `asking.test` (grant `asking`)
+/// when the owner agrees; every name resolves to loopback (`meta.test` to a metadata address).
+fn web(config: &str) -> Web {
+    let ca = TestCa::new("boxmaker fetch test CA");
+    let server =
+        TlsServer::start(&ca.issue(&["granted.test", "other.test", "asking.test"])).unwrap();
+    let port = server.port();
+    server.route(
+        "/page",
+        TlsResponse::ok(
+            "text/html",
+            "<html><body><h1>Fetched</h1><p>in a box</p></body></html>",
+        ),
+    );
+    for (route, host) in [
+        ("/to-other", "other.test"),
+        ("/to-asking", "asking.test"),
+        ("/to-meta", "meta.test"),
+        ("/to-ungranted", "nowhere.test"),
+    ] {
+        server.route(
+            route,
+            TlsResponse::redirect(302, &format!("https://{host}:{port}/page")),
+        );
+    }
+    let grants = format!(
+        r#"
+[[grant]]
+id = "fetch"
+tool = "http_fetch"
+hosts = ["granted.test:{port}", "meta.test:{port}"]
+class = "public"
+on_untrusted = "allow"
+
+[[grant]]
+id = "other"
+tool = "http_fetch"
+hosts = ["other.test:{port}"]
+class = "public"
+on_untrusted = "allow"
+
+[[grant]]
+id = "asking"
+tool = "http_fetch"
+hosts = ["asking.test:{port}"]
+class = "public"
+on_untrusted = "allow"
+approval = "ask"
+"#
+    );
+    let roots = tempfile::tempdir().unwrap();
+    let ca_file = roots.path().join("ca.pem");
+    fs::write(&ca_file, ca.cert_pem()).unwrap();
+    let broker = BrokerProcess::start_with_env(
+        &grants,
+        config,
+        &[
+            (
+                "BOXMAKER_TEST_RESOLVE",
+                "granted.test=127.0.0.1,other.test=127.0.0.1,asking.test=127.0.0.1,nowhere.test=127.0.0.1,meta.test=169.254.169.254",
+            ),
+            ("BOXMAKER_EXTRA_ROOTS", ca_file.to_str().unwrap()),
+        ],
+    );
+    Web {
+        broker,
+        server,
+        _ca: ca,
+        _roots: roots,
+    }
+}
+
+impl Web {
+    fn fetch(&self, id: u64, host: &str, path: &str) -> ToolResponse {
+        let mut client = AgentClient::open(&self.broker.socket(), None);
+        client
+            .call(id, "http_fetch", &url_args(&self.server.url(host, path)))
+            .unwrap()
+    }
+
+    /// The proxy sockets left in the runtime folder (none once every box has ended).
+    fn sockets(&self) -> usize {
+        fs::read_dir(self.broker.runtime.join("proxy")).map_or(0, |d| d.count())
+    }
+}
+
+fn url_args(url: &str) -> String {
+    serde_json::json!({ "url": url }).to_string()
+}
+
+fn header(response: &ToolResponse) -> serde_json::Value {
+    let text = content(response);
+    serde_json::from_str(text.split_once('\n').unwrap().0).unwrap()
+}
+
+/// The same calls, the same answers, in the box and in the broker's process; `walls` is how
+/// each result's header begins.
+fn redirects_are_decided_hop_by_hop(config: &str, walls: &str) {
+    let web = web(config);
+    let port = web.server.port();
+    let fetched = web.fetch(1, "granted.test", "/to-other");
+    let head = header(&fetched);
+    assert_eq!(head["status"], 200, "{head}");
+    assert_eq!(
+        head["url"],
+        format!("https://other.test:{port}/page"),
+        "{head}"
+    );
+    assert_eq!(
+        head["redirects"],
+        serde_json::json!([format!("https://other.test:{port}/page")])
+    );
+    assert!(
+        head["sandbox"].as_str().unwrap().starts_with(walls),
+        "{head}"
+    );
+    assert!(content(&fetched).contains("# Fetched"), "{fetched:?}");
+
+    // A redirect to a host whose grant asks is refused, never asked for.
+    let refused = web.fetch(2, "granted.test", "/to-asking");
+    assert_eq!(denied(&refused), DenyReason::NoGrant);
+    let refused = web.fetch(3, "granted.test", "/to-ungranted");
+    assert_eq!(denied(&refused), DenyReason::NoGrant);
+    // Granted, but a metadata address: refused whatever the grant says.
+    let refused = web.fetch(4, "granted.test", "/to-meta");
+    assert_eq!(denied(&refused), DenyReason::UnsafeAddress);
+    // Only the pages the grants allow were asked for: the page behind each refusal never was.
+    let pages: Vec<String> = web
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.target.clone())
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            "/to-other",
+            "/page",
+            "/to-asking",
+            "/to-ungranted",
+            "/to-meta"
+        ],
+        "{pages:?}"
+    );
+    let log = fs::read_to_string(web.broker.state.join("audit.jsonl")).unwrap();
+    assert!(log.contains("asks the owner first"), "{log}");
+    assert!(log.contains("a cloud metadata address"), "{log}");
+    assert_eq!(audit_verify(&web.broker).0, 0);
+    assert_eq!(web.sockets(), 0);
+}
+
+#[test]
+fn in_the_box_each_redirect_is_decided_again_and_the_page_is_read_there() {
+    redirects_are_decided_hop_by_hop(FAST, "bubblewrap: brokerd's fetcher sees no file");
+}
+
+#[test]
+fn in_the_brokers_process_the_same_redirects_get_the_same_answers() {
+    redirects_are_decided_hop_by_hop(
+        &format!("{FAST}[sandbox]\nbubblewrap = false\n"),
+        "none: http_fetch ran in the broker's process",
+    );
+}
+
+#[test]
+fn a_fetch_under_an_asking_grant_runs_once_the_owner_approves() {
+    for config in [
+        FAST.to_string(),
+        format!("{FAST}[sandbox]\nbubblewrap = false\n"),
+    ] {
+        let web = web(&config);
+        let mut client = AgentClient::open(&web.broker.socket(), None);
+        let url = web.server.url("asking.test", "/page");
+        let id = client.call_pending(1, "http_fetch", &url_args(&url));
+        let mut owner = OwnerClient::open(&web.broker.owner_socket());
+        match owner.approve(ApprovalId(id), false) {
+            Some(OwnerReply::Done { .. }) => {}
+            other => panic!("not approved: {other:?}"),
+        }
+        let (_, answer) = client.finish_call();
+        let answer = answer.unwrap();
+        assert!(
+            matches!(answer, ToolResponse::Result { .. }),
+            "{config}: {answer:?}"
+        );
+        assert_eq!(header(&answer)["status"], 200, "{config}: {answer:?}");
+    }
+}
