@@ -102,7 +102,13 @@ pub fn split_host_port(text: &str) -> Result<(String, u16), HostPortError> {
             .filter(|p| *p != 0)
             .ok_or(HostPortError::InvalidPort)?,
     };
-    Ok((host.trim_end_matches('.').to_ascii_lowercase(), port))
+    // One spelling for each IPv6 address ([0:0::1] and [::1] are one host), as the URL
+    // parser and the resolver write it.
+    let host = match host.parse::<Ipv6Addr>() {
+        Ok(v6) => v6.to_string(),
+        Err(_) => host.trim_end_matches('.').to_ascii_lowercase(),
+    };
+    Ok((host, port))
 }
 
 /// Whether `host` is a plausible host name or IP address (letters, digits, `-`, `.`, `:`, `_`).

@@ -2,12 +2,13 @@
 //!
 //! For each hop (the first URL and every redirect target), in this order:
 //! 1. the URL must be `https://` (an `http://` redirect is an error, not a downgrade);
-//! 2. `host_allowed(host, port)`, the broker's grant check, must say yes (IPv6 hosts are passed
-//!    without brackets);
+//! 2. `host_allowed(host, port)`, the broker's grant check, must say yes (the host in lower
+//!    case without a trailing dot, an IPv6 address without brackets), and says whether a rule
+//!    names the host itself ([`HostVerdict::NamedItself`]);
 //! 3. the host is resolved (a literal IP is its own address), within the time left;
 //! 4. every address must be public ([`address::classify`]); if any one is not, the hop is refused
-//!    with [`FetchError::UnsafeAddress`], unless the host (or the literal IP) is in
-//!    `explicit_hosts`. Refusing when any address is unsafe, rather than dropping the unsafe
+//!    with [`FetchError::UnsafeAddress`], unless the grant check named the host itself or the
+//!    host (or the literal IP) is in `explicit_hosts`. Refusing when any address is unsafe, rather than dropping the unsafe
 //!    ones, keeps a name that points both outside and inside from reaching inside at all.
 //!    Metadata, unspecified, broadcast and multicast addresses are refused even for explicit
 //!    hosts ([`UnsafeKind::never_allowed`]);
@@ -109,8 +110,20 @@ pub fn http_fetch_schema() -> proto::ToolSchema {
     }
 }
 
-/// The broker's grant check: may this host and port be fetched?
-pub type HostAllowed = Arc<dyn Fn(&str, u16) -> bool + Send + Sync>;
+/// What the broker's grant check says of one hop's host and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostVerdict {
+    /// Not to be fetched.
+    Refused,
+    /// Granted: only public addresses may be reached (unless `explicit_hosts` names it).
+    Granted,
+    /// Granted by a rule that names this host itself (no wildcard): loopback, private and
+    /// link-local addresses may be reached too.
+    NamedItself,
+}
+
+/// The broker's grant check: may this host and port be fetched, and may they be private?
+pub type HostAllowed = Arc<dyn Fn(&str, u16) -> HostVerdict + Send + Sync>;
 
 /// What the broker decided for one fetch, and the limits.
 #[derive(Clone)]
@@ -121,7 +134,8 @@ pub struct FetchOptions {
     pub max_bytes: usize,
     /// At most this many redirects are followed.
     pub max_redirects: usize,
-    /// The grant check for each hop's host and port; this crate decides no policy itself.
+    /// The grant check for each hop's host (lower case, without a trailing dot; an IPv6
+    /// address without brackets) and port; this crate decides no policy itself.
     pub host_allowed: HostAllowed,
     /// Hosts or IP addresses that a grant names explicitly: only for these are loopback,
     /// private and link-local addresses allowed (metadata addresses never). Compared case-insensitively; a
@@ -146,9 +160,24 @@ impl FetchOptions {
     /// 5 redirects.
     pub const DEFAULT_MAX_REDIRECTS: usize = 5;
 
-    /// Defaults for everything but the grant check: 30 s, 1 MiB, 5 redirects, no explicit
-    /// host, the system resolver, the built-in roots.
+    /// Defaults for everything but the grant check (yes or no; private addresses only for
+    /// `explicit_hosts`): 30 s, 1 MiB, 5 redirects, no explicit host, the system resolver, the
+    /// built-in roots.
     pub fn new(host_allowed: impl Fn(&str, u16) -> bool + Send + Sync + 'static) -> FetchOptions {
+        FetchOptions::with_verdicts(move |host: &str, port: u16| {
+            if host_allowed(host, port) {
+                HostVerdict::Granted
+            } else {
+                HostVerdict::Refused
+            }
+        })
+    }
+
+    /// [`FetchOptions::new`] with a grant check that also says whether a hop's host is named
+    /// itself ([`HostVerdict::NamedItself`]), hop by hop.
+    pub fn with_verdicts(
+        host_allowed: impl Fn(&str, u16) -> HostVerdict + Send + Sync + 'static,
+    ) -> FetchOptions {
         FetchOptions {
             timeout: Self::DEFAULT_TIMEOUT,
             max_bytes: Self::DEFAULT_MAX_BYTES,

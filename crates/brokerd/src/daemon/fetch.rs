@@ -14,6 +14,8 @@ use proto::{DenyReason, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use tools::web::HostVerdict;
+
 use super::runner::{DirectRunner, Outcome, RunContext};
 use crate::args::{ToolArgs, ToolName};
 use crate::grants::HostRule;
@@ -38,7 +40,8 @@ pub struct FetchRequest {
 /// Decides each hop of `allowed`'s fetch: the deciding grant's host rules when a call for that
 /// host and port would run unasked, or the sentence saying why it may not be fetched. The
 /// call's own first hop was decided already (and may have been approved by the owner), so it
-/// keeps its deciding grant's rules.
+/// keeps its deciding grant's rules. Each other hop allowed raises the run's labels
+/// ([`RunContext::raised`]) to its own grant's: the page may come from there.
 pub fn hop_decider(
     allowed: &Allowed,
     context: &RunContext,
@@ -50,6 +53,13 @@ pub fn hop_decider(
     let first_rules = allowed.hosts.clone();
     let context = context.clone();
     move |host: &str, port: u16| {
+        // Spelled as the grants and the call's URL are (`https_host`): lower case, no
+        // trailing dot, one spelling per IPv6 address.
+        let host = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => ip.to_string(),
+            Err(_) => host.trim_end_matches('.').to_ascii_lowercase(),
+        };
+        let host = host.as_str();
         if first.as_ref().is_some_and(|(h, p)| h == host && *p == port) {
             return Ok(first_rules.clone());
         }
@@ -67,7 +77,10 @@ pub fn hop_decider(
             Timestamp::now(),
             &context.protected,
         ) {
-            Decision::Allow(hop) => Ok(hop.hosts),
+            Decision::Allow(hop) => {
+                context.raised.raise(hop.class, hop.untrusted);
+                Ok(hop.hosts)
+            }
             Decision::Ask(hop, _) => Err(format!(
                 "grant {} covers it but asks the owner first, and a redirect is never asked for",
                 hop.grant
@@ -137,20 +150,27 @@ impl DirectRunner {
         allowed: &Allowed,
         context: &RunContext,
     ) -> Outcome {
-        let explicit = super::runner::explicit_hosts(&context.grants, ToolName::HttpFetch);
         let decider = hop_decider(allowed, context);
         // Why the last hop refused was refused, for the denial's detail.
         let why = Arc::new(std::sync::Mutex::new(None::<String>));
         let noted = Arc::clone(&why);
-        let mut options = tools::web::FetchOptions::new(move |host: &str, port: u16| {
-            let decided = decider(host, port);
-            if let (Err(reason), Ok(mut noted)) = (&decided, noted.lock()) {
-                *noted = Some(reason.clone());
+        // Private addresses only where the grant deciding that hop names its host itself, as
+        // the proxy judges a boxed fetch's hops.
+        let mut options = tools::web::FetchOptions::with_verdicts(move |host: &str, port: u16| {
+            match decider(host, port) {
+                Ok(rules) if crate::grants::names_itself(&rules, host, port) => {
+                    HostVerdict::NamedItself
+                }
+                Ok(_) => HostVerdict::Granted,
+                Err(reason) => {
+                    if let Ok(mut noted) = noted.lock() {
+                        *noted = Some(reason);
+                    }
+                    HostVerdict::Refused
+                }
             }
-            decided.is_ok()
         })
-        .with_timeout(context.limit)
-        .with_explicit_hosts(explicit);
+        .with_timeout(context.limit);
         options.resolver = Arc::clone(&self.resolver);
         for root in &self.root_certificates {
             options = options.with_root_certificate(root.clone());

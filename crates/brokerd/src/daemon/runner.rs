@@ -50,6 +50,40 @@ pub struct RunContext {
     /// What read before write expects of the file a `write_file` or `edit_file` replaces, as
     /// decided; the write checks it on its own descriptor.
     pub expected: Option<tools::fs::Expected>,
+    /// The labels the run raised beyond the deciding grant's.
+    pub raised: Raised,
+}
+
+/// Labels a run raised beyond its deciding grant's: an `http_fetch` redirect to a host another
+/// grant covers labels the result with that grant's class and `untrusted` too, so a page
+/// reached through a public grant's redirect still carries the secret grant's class.
+#[derive(Debug, Clone, Default)]
+pub struct Raised(Arc<std::sync::Mutex<Option<(proto::Class, bool)>>>);
+
+impl Raised {
+    /// Raises the run's labels to at least `class` and `untrusted` (never lowers them).
+    pub fn raise(&self, class: proto::Class, untrusted: bool) {
+        let mut raised = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *raised = Some(match *raised {
+            Some((c, u)) => (c.max(class), u || untrusted),
+            None => (class, untrusted),
+        });
+    }
+
+    /// `class` and `untrusted` (the deciding grant's) with what the run raised.
+    pub fn over(&self, class: proto::Class, untrusted: bool) -> (proto::Class, bool) {
+        match *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            Some((c, u)) => (class.max(c), untrusted || u),
+            None => (class, untrusted),
+        }
+    }
 }
 
 /// Runs decided calls.
@@ -159,6 +193,7 @@ impl Runner for DirectRunner {
             ),
             ToolArgs::GitClone(args) => self.clone_with(
                 args,
+                allowed,
                 context,
                 tools::git::GitWalls::Contained,
                 GIT_CLONE_WALLS,
@@ -364,26 +399,12 @@ pub(super) fn git_read(
     }
 }
 
-/// The hosts that live allow grants of `tool` name explicitly (no wildcard): only these may
-/// resolve to a loopback, private or link-local address.
-pub(super) fn explicit_hosts(grants: &[Grant], tool: crate::args::ToolName) -> Vec<String> {
-    grants
-        .iter()
-        .filter(|g| g.tool == tool && !g.deny)
-        .flat_map(|g| {
-            g.hosts
-                .iter()
-                .filter(|h| !h.wildcard)
-                .map(|h| h.host.clone())
-        })
-        .collect()
-}
-
 impl DirectRunner {
     /// Runs `git_clone` with git held by `walls`; `sandbox` is what the header says of them.
     pub(super) fn clone_with(
         &self,
         args: &tools::git::GitCloneArgs,
+        allowed: &Allowed,
         context: &RunContext,
         walls: tools::git::GitWalls,
         sandbox: &str,
@@ -392,13 +413,20 @@ impl DirectRunner {
             return Outcome::Failed(format!("{:?} is not an https:// URL", args.url));
         };
         // The call was decided for this host and port; git follows no redirect to another.
-        let mut fetch =
-            tools::web::FetchOptions::new(move |h: &str, p: u16| h == host && p == port)
-                .with_timeout(context.limit)
-                .with_explicit_hosts(explicit_hosts(
-                    &context.grants,
-                    crate::args::ToolName::GitClone,
-                ));
+        // Private addresses only where the deciding grant names the host itself.
+        let verdict = if crate::grants::names_itself(&allowed.hosts, &host, port) {
+            tools::web::HostVerdict::NamedItself
+        } else {
+            tools::web::HostVerdict::Granted
+        };
+        let mut fetch = tools::web::FetchOptions::with_verdicts(move |h: &str, p: u16| {
+            if h == host && p == port {
+                verdict
+            } else {
+                tools::web::HostVerdict::Refused
+            }
+        })
+        .with_timeout(context.limit);
         fetch.resolver = Arc::clone(&self.resolver);
         for root in &self.root_certificates {
             fetch = fetch.with_root_certificate(root.clone());

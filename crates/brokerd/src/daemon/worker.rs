@@ -251,7 +251,7 @@ pub fn outcome(stdout: &[u8], stderr: &[u8], exit: Option<sandbox::Exit>) -> Out
             Outcome::Ran { fields, body }
         }
         None => Outcome::Failed(format!(
-            "the file tool's box ended ({exit:?}) without an answer: {}",
+            "the tool's box ended ({exit:?}) without an answer: {}",
             String::from_utf8_lossy(stderr).trim()
         )),
     }

@@ -16,7 +16,7 @@ use crate::downstream::Downstream;
 
 pub use downstream::{SERVER_KEYS, TOOL_KEYS};
 pub use reader::parse_file;
-pub use rules::{HostRule, PathRule, RuleError, host_rule, path_rule};
+pub use rules::{HostRule, PathRule, RuleError, host_rule, names_itself, path_rule};
 
 /// The largest grant file read, in bytes.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;

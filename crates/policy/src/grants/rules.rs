@@ -262,6 +262,14 @@ impl HostRule {
     }
 }
 
+/// Whether a rule of `rules` names `host` (lower case) on `port` itself, not through a
+/// wildcard: only such a host may resolve to a loopback, private or link-local address.
+pub fn names_itself(rules: &[HostRule], host: &str, port: u16) -> bool {
+    rules
+        .iter()
+        .any(|rule| !rule.wildcard && rule.covers(host, port))
+}
+
 /// Reads one `hosts` entry.
 pub fn host_rule(written: &str) -> Result<HostRule, RuleError> {
     let (host, port) = split_host_port(written.trim()).map_err(|why| RuleError::HostPort {

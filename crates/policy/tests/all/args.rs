@@ -214,6 +214,12 @@ fn the_host_and_port_of_a_url_are_read_like_a_browser() {
     );
     assert_eq!(https_host("https://h:8443"), Ok(("h".into(), 8443)));
     assert_eq!(https_host("https://[::1]:9/"), Ok(("::1".into(), 9)));
+    // One spelling per IPv6 address, as the URL parser and the resolver write it.
+    assert_eq!(https_host("https://[0:0::1]/"), Ok(("::1".into(), 443)));
+    assert_eq!(
+        https_host("https://[FE80:0:0::0:1]/"),
+        Ok(("fe80::1".into(), 443))
+    );
     assert_eq!(
         https_host("https://127.0.0.1/"),
         Ok(("127.0.0.1".into(), 443))

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::resolve::{PinnedResolver, Resolved, resolve_within};
-use super::{FetchError, FetchOptions, FetchResult, HttpFetchArgs, USER_AGENT, address, content};
+use super::{
+    FetchError, FetchOptions, FetchResult, HostVerdict, HttpFetchArgs, USER_AGENT, address, content,
+};
 use reqwest::Url;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
@@ -164,12 +166,15 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
         .and_then(|rest| rest.strip_suffix(']'))
         .unwrap_or(host_str);
     let literal = unbracketed.parse::<IpAddr>().ok();
+    // `Docs.RS.` and `docs.rs` are one host to the grants (the name itself, with its dot, is
+    // what is resolved and sent).
     let host = match literal {
         Some(ip) => ip.to_string(),
-        None => host_str.to_ascii_lowercase(),
+        None => host_str.trim_end_matches('.').to_ascii_lowercase(),
     };
     let port = url.port_or_known_default().unwrap_or(443);
-    if !(options.host_allowed)(&host, port) {
+    let verdict = (options.host_allowed)(&host, port);
+    if verdict == HostVerdict::Refused {
         return Err(FetchError::HostNotAllowed { host, port });
     }
     if options.proxy.is_some() {
@@ -189,7 +194,8 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
             Resolved::TimedOut => return Err(deadline.error(url)),
         },
     };
-    let explicit = is_explicit(&host, literal, &options.explicit_hosts);
+    let explicit =
+        verdict == HostVerdict::NamedItself || is_explicit(&host, literal, &options.explicit_hosts);
     for ip in &addresses {
         if let Some(kind) = address::classify(*ip)
             && (!explicit || kind.never_allowed())

@@ -642,7 +642,11 @@ fn the_grant_check_sees_each_hops_host_and_port() {
             seen.lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push((host.to_string(), port));
-            host == "fetch.test"
+            if host == "fetch.test" {
+                tools::web::HostVerdict::Granted
+            } else {
+                tools::web::HostVerdict::Refused
+            }
         })
     };
     let error = fetch(&f.server.url("fetch.test", "/"), &options).expect_err("refused");
@@ -666,6 +670,51 @@ fn the_grant_check_sees_each_hops_host_and_port() {
             ("other.test".to_string(), port),
             ("other.test".to_string(), 443),
         ]
+    );
+}
+
+#[test]
+fn only_a_hop_whose_grant_names_the_host_itself_may_reach_loopback() {
+    let f = fixture();
+    f.server
+        .route("/page", TlsResponse::ok("text/plain", "named itself"));
+    f.server.route(
+        "/away",
+        TlsResponse::redirect(302, &f.server.url("other.test", "/page")),
+    );
+    // fetch.test is named itself; other.test only through a wildcard, hop by hop.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let noted = Arc::clone(&seen);
+    let options = FetchOptions::with_verdicts(move |host: &str, _port: u16| {
+        noted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(host.to_string());
+        match host {
+            "fetch.test" => tools::web::HostVerdict::NamedItself,
+            "other.test" => tools::web::HostVerdict::Granted,
+            _ => tools::web::HostVerdict::Refused,
+        }
+    })
+    .with_resolver(resolver(&[
+        ("fetch.test", &[LOCALHOST]),
+        ("fetch.test.", &[LOCALHOST]),
+        ("other.test", &[LOCALHOST]),
+    ]))
+    .with_root_certificate(f.ca.cert_pem())
+    .with_timeout(Duration::from_secs(10));
+    let port = f.server.port();
+    // A trailing dot and capitals name the same host to the grant check.
+    let fetched = fetch(&format!("https://Fetch.Test.:{port}/page"), &options).expect("fetched");
+    assert_eq!(fetched.body, "named itself");
+    let error = fetch(&f.server.url("fetch.test", "/away"), &options).expect_err("refused");
+    assert!(
+        matches!(&error, FetchError::UnsafeAddress { host, .. } if host == "other.test"),
+        "{error:?}"
+    );
+    assert_eq!(
+        *seen.lock().unwrap_or_else(|p| p.into_inner()),
+        ["fetch.test", "fetch.test", "other.test"]
     );
 }
 

@@ -12,7 +12,7 @@ use super::record::{Ran, finish_blocking, finish_with, unavailable};
 use super::{Answered, Pending};
 use crate::args::ToolName;
 use crate::daemon::Broker;
-use crate::daemon::runner::{Outcome, RunContext};
+use crate::daemon::runner::{Outcome, Raised, RunContext};
 use crate::daemon::sessions::Refusal;
 use crate::policy::{Allowed, Labels};
 
@@ -44,6 +44,7 @@ pub(super) async fn run(
         protected: Arc::clone(&broker.protected),
         limit,
         expected,
+        raised: Raised::default(),
     };
     let cap = broker.config.result_cap;
     // The memory tools go to the store, never to a runner; their results carry the labels of
@@ -76,7 +77,8 @@ pub(super) async fn run(
     // writes it, with no other thread to wake on the way. The broker's backstop, a little
     // after the tool's own limit, answers instead if the run is not over by then; whichever
     // claims the call first records its answer.
-    let (class, untrusted) = (allowed.class, allowed.untrusted);
+    let raised = context.raised.clone();
+    let allowed_labels = (allowed.class, allowed.untrusted);
     let claimed = Arc::new(AtomicBool::new(false));
     let backstop = limit + std::time::Duration::from_secs(2);
     let mut handle = tokio::task::spawn_blocking({
@@ -103,21 +105,25 @@ pub(super) async fn run(
             if claimed.swap(true, Ordering::SeqCst) {
                 return None;
             }
+            let (class, untrusted) = context.raised.over(allowed.class, allowed.untrusted);
             let ran = Ran {
                 outcome,
-                class: allowed.class,
-                untrusted: allowed.untrusted,
+                class,
+                untrusted,
                 seen,
             };
             let (finished, detail) = ran.finished(&call.tool, labels, cap);
             Some(finish_blocking(&broker, &call, grant, finished, detail))
         }
     });
-    let failed = |message: String| Ran {
-        outcome: Outcome::Failed(message),
-        class,
-        untrusted,
-        seen: None,
+    let failed = |message: String| {
+        let (class, untrusted) = raised.over(allowed_labels.0, allowed_labels.1);
+        Ran {
+            outcome: Outcome::Failed(message),
+            class,
+            untrusted,
+            seen: None,
+        }
     };
     tokio::select! {
         joined = &mut handle => match joined {

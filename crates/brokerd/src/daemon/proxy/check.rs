@@ -66,9 +66,7 @@ pub(super) fn granted(rules: &[HostRule], host: &str, port: u16) -> Result<bool,
         )
         .of(RefusalKind::NotGranted));
     }
-    Ok(rules
-        .iter()
-        .any(|rule| !rule.wildcard && rule.covers(host, port)))
+    Ok(crate::grants::names_itself(rules, host, port))
 }
 
 /// A rule as `host:port`, `*.domain:port`.

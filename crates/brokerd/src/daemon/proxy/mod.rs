@@ -9,7 +9,9 @@
 //! bytes both ways. Every refusal is a status with one sentence naming the host and why, and
 //! every connection is logged. A plain `http://` request in absolute form (`GET http://host/…`,
 //! what a client does with `HTTP_PROXY`) is checked the same way (port 80 unless written, so
-//! its grant must name `host:80`), then sent once in origin form with `Connection: close`;
+//! its grant must name `host:80`), its head sent on in origin form with `Connection: close`,
+//! the rest of the connection carried to the same checked address (as a `CONNECT` to that
+//! host and port would be);
 //! any other request gets `400` or `405`. Each refusal is also kept for the broker to read
 //! ([`BoxProxy::last_refused`]), which turns a refused `http_fetch` hop into its denial. Bounded: the head's size and time, the connections of one
 //! box at once, the time to resolve and connect, and a tunnel's idle time.

@@ -40,7 +40,7 @@ impl SandboxedRunner {
         };
         let request = FetchRequest {
             args: args.clone(),
-            timeout_ms: u64::try_from(context.limit.as_millis()).unwrap_or(u64::MAX),
+            timeout_ms: u64::try_from(fetch_limit(context.limit).as_millis()).unwrap_or(u64::MAX),
             root_certificates: self.direct.root_certificates.clone(),
         };
         let bytes = match serde_json::to_vec(&request) {
@@ -85,4 +85,12 @@ pub fn fetch_boxed(landlock: sandbox::Enforcement) -> String {
     format!(
         "bubblewrap: brokerd's fetcher sees no file but a read-only system; Landlock {landlock}; network: only through the broker's proxy, which decides each hop's host again as a call of its own (no redirect to a host whose grant asks) and refuses private and metadata addresses unless the deciding grant names the host itself; every capability dropped; the page read and converted in the box"
     )
+}
+
+/// The fetcher's own time limit within the box's: what starting the box takes is left out
+/// (up to half a second), so a slow page ends with the fetch's own sentence, not the box's.
+fn fetch_limit(limit: std::time::Duration) -> std::time::Duration {
+    limit
+        .saturating_sub(std::time::Duration::from_millis(500))
+        .max(limit / 2)
 }

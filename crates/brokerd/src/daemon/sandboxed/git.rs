@@ -103,6 +103,7 @@ impl SandboxedRunner {
         );
         let outcome = self.direct.clone_with(
             args,
+            allowed,
             context,
             tools::git::GitWalls::Boxed(Box::new(policy)),
             &walls,

@@ -20,8 +20,10 @@ struct Web {
 }
 
 /// A broker with `config`, whose grants let `http_fetch` reach `granted.test` and `meta.test`
-/// (grant `fetch`), `other.test` (grant `other`) unasked, and `asking.test` (grant `asking`)
-/// when the owner agrees; every name resolves to loopback (`meta.test` to a metadata address).
+/// (grant `fetch`: public, trusted), `other.test` (grant `other`: secret, untrusted) and
+/// `*.wild.test` (grant `wild`, through a wildcard only) unasked, and `asking.test` (grant
+/// `asking`) when the owner agrees; every name resolves to loopback (`meta.test` to a metadata
+/// address).
 fn web(config: &str) -> Web {
     let ca = TestCa::new("boxmaker fetch test CA");
     let server =
@@ -39,6 +41,7 @@ fn web(config: &str) -> Web {
         ("/to-asking", "asking.test"),
         ("/to-meta", "meta.test"),
         ("/to-ungranted", "nowhere.test"),
+        ("/to-wild", "a.wild.test"),
     ] {
         server.route(
             route,
@@ -52,14 +55,29 @@ id = "fetch"
 tool = "http_fetch"
 hosts = ["granted.test:{port}", "meta.test:{port}"]
 class = "public"
+untrusted = false
 on_untrusted = "allow"
 
 [[grant]]
 id = "other"
 tool = "http_fetch"
 hosts = ["other.test:{port}"]
+class = "secret"
+on_untrusted = "allow"
+
+[[grant]]
+id = "wild"
+tool = "http_fetch"
+hosts = ["*.wild.test:{port}"]
 class = "public"
 on_untrusted = "allow"
+
+# Names a.wild.test itself, but has expired: it lets no private address through.
+[[grant]]
+id = "expired"
+tool = "http_fetch"
+hosts = ["a.wild.test:{port}"]
+expires = "2020-01-01T00:00:00Z"
 
 [[grant]]
 id = "asking"
@@ -79,7 +97,7 @@ approval = "ask"
         &[
             (
                 "BOXMAKER_TEST_RESOLVE",
-                "granted.test=127.0.0.1,other.test=127.0.0.1,asking.test=127.0.0.1,nowhere.test=127.0.0.1,meta.test=169.254.169.254",
+                "granted.test=127.0.0.1,other.test=127.0.0.1,asking.test=127.0.0.1,nowhere.test=127.0.0.1,meta.test=169.254.169.254,a.wild.test=127.0.0.1",
             ),
             ("BOXMAKER_EXTRA_ROOTS", ca_file.to_str().unwrap()),
         ],
@@ -137,6 +155,19 @@ fn redirects_are_decided_hop_by_hop(config: &str, walls: &str) {
         "{head}"
     );
     assert!(content(&fetched).contains("# Fetched"), "{fetched:?}");
+    // The page came from other.test: it carries the labels of the grant that let it in.
+    assert_eq!(
+        (&head["class"], &head["untrusted"]),
+        (&serde_json::json!("secret"), &serde_json::json!(true)),
+        "{head}"
+    );
+    // Fetched straight from granted.test, it carries that grant's.
+    let straight = header(&web.fetch(5, "granted.test", "/page"));
+    assert_eq!(
+        (&straight["class"], &straight["untrusted"]),
+        (&serde_json::json!("public"), &serde_json::json!(false)),
+        "{straight}"
+    );
 
     // A redirect to a host whose grant asks is refused, never asked for.
     let refused = web.fetch(2, "granted.test", "/to-asking");
@@ -145,6 +176,10 @@ fn redirects_are_decided_hop_by_hop(config: &str, walls: &str) {
     assert_eq!(denied(&refused), DenyReason::NoGrant);
     // Granted, but a metadata address: refused whatever the grant says.
     let refused = web.fetch(4, "granted.test", "/to-meta");
+    assert_eq!(denied(&refused), DenyReason::UnsafeAddress);
+    // Granted through a wildcard, on loopback: refused; the expired grant naming the host
+    // itself counts for nothing.
+    let refused = web.fetch(6, "granted.test", "/to-wild");
     assert_eq!(denied(&refused), DenyReason::UnsafeAddress);
     // Only the pages the grants allow were asked for: the page behind each refusal never was.
     let pages: Vec<String> = web
@@ -158,9 +193,11 @@ fn redirects_are_decided_hop_by_hop(config: &str, walls: &str) {
         [
             "/to-other",
             "/page",
+            "/page",
             "/to-asking",
             "/to-ungranted",
-            "/to-meta"
+            "/to-meta",
+            "/to-wild"
         ],
         "{pages:?}"
     );

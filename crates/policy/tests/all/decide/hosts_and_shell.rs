@@ -43,6 +43,30 @@ fn hosts_match_exactly_or_by_subdomain_on_their_port() {
 }
 
 #[test]
+fn only_a_rule_without_a_wildcard_on_the_same_port_names_a_host_itself() {
+    let rules: Vec<policy::grants::HostRule> =
+        ["docs.rs", "*.example.org", "api.test:8443", "[0:0::1]"]
+            .iter()
+            .map(|h| policy::grants::host_rule(h).unwrap())
+            .collect();
+    for (host, port, named) in [
+        ("docs.rs", 443, true),
+        ("docs.rs", 8443, false),
+        ("www.example.org", 443, false),
+        ("api.test", 8443, true),
+        ("api.test", 443, false),
+        ("::1", 443, true),
+        ("other.test", 443, false),
+    ] {
+        assert_eq!(
+            policy::grants::names_itself(&rules, host, port),
+            named,
+            "{host}:{port}"
+        );
+    }
+}
+
+#[test]
 fn a_literal_private_address_is_unsafe_unless_the_grant_names_it() {
     let tree = Tree::new();
     let wide = tree
