@@ -36,7 +36,7 @@ use rustix::io::{Errno, write};
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{
     Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, WaitOptions, WaitStatus, getpid, kill_process,
-    pidfd_open, set_child_subreaper, set_parent_process_death_signal, waitid, waitpid,
+    pidfd_open, set_child_subreaper, set_parent_process_death_signal, wait, waitid, waitpid,
 };
 use rustix::thread::{UnshareFlags, unshare_unsafe};
 
@@ -257,7 +257,7 @@ impl Plan {
         };
         close_all_except(&mut [self.status]);
         loop {
-            match waitpid(None, WaitOptions::empty()) {
+            match wait(WaitOptions::empty()) {
                 Ok(Some((pid, status))) if pid == command => {
                     self.report(status_record(status));
                     exit(0)

@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, RawDir, open, openat};
 use rustix::io::Errno;
-use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, waitpid};
+use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, wait};
 
 /// Kills every descendant of the calling process and reaps them all; returns when
 /// `waitpid(-1)` says there is no child left. The caller is a child subreaper, so whatever a
@@ -21,7 +21,7 @@ pub(crate) fn kill_all_descendants() {
     let me = getpid();
     loop {
         kill_children_of(me);
-        match waitpid(None, WaitOptions::empty()) {
+        match wait(WaitOptions::empty()) {
             Ok(_) | Err(Errno::INTR) => continue,
             // ECHILD: nothing left to wait for. Anything else: nothing more can be done.
             Err(_) => return,

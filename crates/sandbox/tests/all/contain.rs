@@ -201,6 +201,24 @@ fn exit_codes_and_signals_pass_through_the_supervisor() {
 }
 
 #[test]
+fn a_command_that_leaves_its_process_group_is_still_waited_for() {
+    // The command makes itself a session of its own (setsid(1) calls setsid() in place, the
+    // command not leading its group): the init, or the subreaper, must wait for any child,
+    // not only for those of its own group, or it takes the command for gone and ends it.
+    for mode in BOXES {
+        let run = run("exec setsid sh -c 'sleep 0.3; echo done; exit 7'", mode);
+        assert_eq!(run.containment, mode);
+        assert_eq!(
+            run.ended.exit,
+            Some(Exit::Code(7)),
+            "{mode:?}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "done\n", "{mode:?}");
+    }
+}
+
+#[test]
 fn the_command_sees_only_its_own_processes_in_proc() {
     let run = run(
         "echo $$; ls /proc | grep -c '^[0-9]'",
