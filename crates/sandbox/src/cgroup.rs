@@ -273,10 +273,7 @@ fn kill_procs_in(dir: &Path) {
     // more than half of all fresh boxes, on the call's path), then further apart.
     let mut pause = std::time::Duration::from_micros(50);
     let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
-    loop {
-        let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) else {
-            break;
-        };
+    while let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) {
         let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
         if pids.is_empty() || std::time::Instant::now() >= until {
             break;

@@ -74,7 +74,9 @@ pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
 };
 pub use harden::{Hardening, make_non_dumpable};
-pub use launcher::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked};
+pub use launcher::{
+    Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked, launcher_main,
+};
 pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
 pub use served::{ServedBox, spawn_served};

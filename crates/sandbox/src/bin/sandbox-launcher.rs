@@ -3,13 +3,5 @@
 //! Run by a box only: its first argument is `--boxmaker-box-launch`.
 
 fn main() -> std::process::ExitCode {
-    if sandbox::launch_if_asked().is_some() {
-        eprintln!("sandbox-launcher: a box asked it to run itself, which it does not do");
-        return std::process::ExitCode::from(2);
-    }
-    eprintln!(
-        "sandbox-launcher: run by a box only (its first argument is {})",
-        sandbox::LAUNCH
-    );
-    std::process::ExitCode::from(2)
+    sandbox::launcher_main()
 }

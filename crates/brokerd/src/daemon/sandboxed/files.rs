@@ -58,6 +58,10 @@ impl SandboxedRunner {
         read_only.push(exe.clone());
         read_only.extend(parents_ignores.iter().cloned());
         let mut policy = self.policy_with(read_only, read_write, context);
+        // brokerd is the worker: as its own launcher it goes on in the launcher's process,
+        // one `exec` in all (a box with a network, `http_fetch`'s, keeps the small launcher,
+        // which also runs its relay).
+        policy.launcher = Some(exe.clone());
         let mut spec = sandbox::CommandSpec {
             program: exe,
             args: vec!["box-file".into()],

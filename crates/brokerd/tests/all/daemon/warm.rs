@@ -68,8 +68,11 @@ fn workers(broker: &BrokerProcess, marks: &[&[u8]]) -> Vec<u32> {
         };
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
         let is_worker = marks.iter().all(|mark| args.contains(mark));
-        let is_brokerd = fs::read_link(entry.path().join("exe"))
-            .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "brokerd"));
+        // brokerd itself (a file tool's worker) or its launcher (a command worker).
+        let is_brokerd = fs::read_link(entry.path().join("exe")).is_ok_and(|exe| {
+            exe.file_name()
+                .is_some_and(|n| n == "brokerd" || n == "brokerd-launcher")
+        });
         if is_worker && is_brokerd && pid != root && descends_from(pid, root) {
             found.push(pid);
         }
@@ -362,6 +365,10 @@ fn a_sessions_shell_calls_share_one_command_worker_and_another_session_gets_its_
     let first_box = namespace(&body);
     let first = command_workers(&broker);
     assert_eq!(first.len(), 1, "{first:?}");
+    // The worker is brokerd's small launcher, not brokerd: a box starts it in a fraction of
+    // the time.
+    let exe = fs::read_link(format!("/proc/{}/exe", first[0])).unwrap();
+    assert_eq!(exe.file_name().unwrap(), "brokerd-launcher", "{exe:?}");
     let (header, body) = sh(&mut one, 2, WHICH_BOX, &work);
     assert_eq!(header["exit_code"], 0, "{header} {body}");
     assert_eq!(namespace(&body), first_box, "the same box");
