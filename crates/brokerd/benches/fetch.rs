@@ -1,8 +1,9 @@
 //! What `http_fetch`'s box costs: a small page from testkit's TLS server on loopback, fetched
 //! through a broker over the agent socket (decided, audited with its fsync, rendered) with the
-//! fetch in a fresh box of brokerd's fetcher behind a proxy of its own (the default), and with
-//! it in the broker's process (`[sandbox] file_walls = false`); beside them the fetch alone,
-//! `tools::web::http_fetch` in this process, the floor. Calls interleaved, median and p99.
+//! fetch in the session's warm fetcher behind its proxy (the default), in a fresh box per call
+//! (`[sandbox] warm_idle_ms = 0`), and in the broker's process (`[sandbox] file_walls =
+//! false`); beside them the fetch alone, `tools::web::http_fetch` in this process, the floor.
+//! Calls interleaved, median and p99.
 //!
 //! `cargo build --release -p brokerd && cargo bench -p brokerd --bench fetch [-- CALLS]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -43,7 +44,12 @@ fn main() {
         ("BOXMAKER_TEST_RESOLVE", "page.test=127.0.0.1"),
         ("BOXMAKER_EXTRA_ROOTS", ca_file.to_str().unwrap()),
     ];
-    let boxed = BrokerProcess::start_with_env(&grants, "idle_timeout_ms = 60000\n", &env);
+    let warm = BrokerProcess::start_with_env(&grants, "idle_timeout_ms = 60000\n", &env);
+    let fresh = BrokerProcess::start_with_env(
+        &grants,
+        "idle_timeout_ms = 60000\n[sandbox]\nwarm_idle_ms = 0\n",
+        &env,
+    );
     let unboxed = BrokerProcess::start_with_env(
         &grants,
         "idle_timeout_ms = 60000\n[sandbox]\nfile_walls = false\n",
@@ -52,7 +58,8 @@ fn main() {
     let url = server.url("page.test", "/page");
     let args = serde_json::json!({ "url": url }).to_string();
     let mut clients = [
-        AgentClient::open(&boxed.socket(), None),
+        AgentClient::open(&warm.socket(), None),
+        AgentClient::open(&fresh.socket(), None),
         AgentClient::open(&unboxed.socket(), None),
     ];
     let fetch_args = tools::web::HttpFetchArgs::new(&url);
@@ -61,7 +68,7 @@ fn main() {
     })
     .with_resolver(testkit_resolver())
     .with_root_certificate(ca.cert_pem());
-    let mut times: [Vec<Duration>; 3] = Default::default();
+    let mut times: [Vec<Duration>; 4] = Default::default();
     for id in 1..=(calls + 10) as u64 {
         for (which, client) in clients.iter_mut().enumerate() {
             let start = Instant::now();
@@ -77,25 +84,32 @@ fn main() {
         let took = start.elapsed();
         assert_eq!(fetched.status, 200);
         if id > 10 {
-            times[2].push(took);
+            times[3].push(took);
         }
     }
     for t in &mut times {
         t.sort();
     }
-    let floor = percentile(&times[2], 0.5);
+    let floor = percentile(&times[3], 0.5);
     println!("http_fetch of a small page on loopback, {calls} calls each, interleaved:");
     for (label, t) in [
-        ("through the broker, in a fresh box (default)", &times[0]),
         (
-            "through the broker, in its process (file_walls = false)",
+            "through the broker, the session's warm fetcher (default)",
+            &times[0],
+        ),
+        (
+            "through the broker, a fresh box a call (warm_idle_ms = 0)",
             &times[1],
         ),
-        ("the fetch alone, in this process", &times[2]),
+        (
+            "through the broker, in its process (file_walls = false)",
+            &times[2],
+        ),
+        ("the fetch alone, in this process", &times[3]),
     ] {
         let median = percentile(t, 0.5);
         println!(
-            "  {label:56} median {median:?}, p99 {:?} ({:.2}x the fetch alone)",
+            "  {label:58} median {median:?}, p99 {:?} ({:.2}x the fetch alone)",
             percentile(t, 0.99),
             median.as_secs_f64() / floor.as_secs_f64()
         );

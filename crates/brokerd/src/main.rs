@@ -49,7 +49,12 @@ enum Command {
     /// http_fetch's worker, run by the broker inside a box whose only way out is the broker's
     /// proxy: reads its request from the box's /tmp/boxmaker-fetch.json and prints the outcome.
     #[command(hide = true)]
-    BoxFetch,
+    BoxFetch {
+        /// Stay up as a session's warm fetcher: one request per line on standard input, one
+        /// answer line for each on standard output.
+        #[arg(long)]
+        warm: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -103,7 +108,11 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::BoxFetch) => match brokerd::daemon::fetch::serve() {
+        Some(Command::BoxFetch { warm }) => match if warm {
+            brokerd::daemon::fetch::serve_warm()
+        } else {
+            brokerd::daemon::fetch::serve()
+        } {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("brokerd box-fetch: {e}");

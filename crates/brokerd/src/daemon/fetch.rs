@@ -197,16 +197,37 @@ pub fn serve() -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let request: FetchRequest =
         serde_json::from_str(&text).map_err(|e| format!("{shown} is not a request: {e}"))?;
-    let proxy = std::env::var("HTTPS_PROXY")
-        .map_err(|_| "the fetch worker's box names no proxy (HTTPS_PROXY)".to_string())?;
-    // The proxy decides every hop; the worker only keeps to https and the redirect limit.
+    let proxy = box_proxy()?;
+    println!("{}", super::worker::answer(fetch_through(request, &proxy)));
+    Ok(())
+}
+
+/// The session's warm fetcher (`brokerd box-fetch --warm`): one request per line on standard
+/// input, one answer line for each, each fetch through the box's proxy.
+pub fn serve_warm() -> Result<(), String> {
+    let proxy = box_proxy()?;
+    super::worker::serve_lines(|line| {
+        super::worker::answer(match serde_json::from_slice::<FetchRequest>(line) {
+            Ok(request) => fetch_through(request, &proxy),
+            Err(e) => Outcome::Failed(format!("the fetcher got a request it cannot read: {e}")),
+        })
+    })
+}
+
+/// The proxy the fetcher's box names (its relay).
+fn box_proxy() -> Result<String, String> {
+    std::env::var("HTTPS_PROXY")
+        .map_err(|_| "the fetch worker's box names no proxy (HTTPS_PROXY)".to_string())
+}
+
+/// One fetch in the fetcher's box: the proxy decides every hop; the worker only keeps to https
+/// and the redirect limit.
+fn fetch_through(request: FetchRequest, proxy: &str) -> Outcome {
     let mut options = tools::web::FetchOptions::new(|_: &str, _: u16| true)
         .with_timeout(Duration::from_millis(request.timeout_ms))
         .with_proxy(proxy);
     for root in request.root_certificates {
         options = options.with_root_certificate(root);
     }
-    let outcome = fetch_outcome(tools::web::http_fetch(&request.args, &options));
-    println!("{}", super::worker::answer(outcome));
-    Ok(())
+    fetch_outcome(tools::web::http_fetch(&request.args, &options))
 }

@@ -51,7 +51,12 @@ enum Use {
     /// this many of its folders read-write (the rest read-only), so a read-only box is never
     /// the read-write one of the same folders.
     Commands { read_write: usize },
+    /// brokerd's fetcher (`http_fetch`), its network the proxy it was built with.
+    Fetch,
 }
+
+/// What a box keeps beside itself for its whole life (a fetcher's proxy), ended after it.
+pub type Kept = Arc<dyn std::any::Any + Send + Sync>;
 
 /// What makes two calls' boxes the same.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -91,6 +96,16 @@ impl Key {
         }
     }
 
+    /// The key of `session`'s fetcher: one per session, holding no folder of the host's.
+    pub fn fetch(session: &SessionId) -> Key {
+        Key {
+            session: session.clone(),
+            what: Use::Fetch,
+            bound: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+
     /// The key of a command of `session` in a box of `policy`.
     pub fn commands(session: &SessionId, policy: &sandbox::Policy) -> Key {
         let bound: Vec<PathBuf> = policy
@@ -118,6 +133,8 @@ impl Key {
 /// A box waiting for its next call.
 struct Parked {
     warm: sandbox::WarmBox,
+    /// Dropped after the box (fields drop in order): what the box uses from outside.
+    kept: Option<Kept>,
     born: Instant,
     last: Instant,
     calls: u32,
@@ -188,7 +205,30 @@ impl WarmPool {
         cap: usize,
     ) -> Result<(Vec<u8>, Reuse), String> {
         let deadline = Instant::now() + limit;
-        self.serve(key, Some(spec), policy, |warm, sent| {
+        let built = || Ok((policy.clone(), None));
+        self.serve(key, Some(spec), built, |warm, _, sent| {
+            warm.exchange(request, deadline, cap, sent)
+        })
+        .map(|(answer, reuse, _)| (answer, reuse))
+    }
+
+    /// [`WarmPool::exchange`] for a box that keeps something of its own for its life: a new
+    /// box is built from what `build` gives (its policy and what it keeps), and `prepare` sees
+    /// what the box keeps just before the request is sent; the answer comes back with it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn exchange_kept(
+        &self,
+        key: Key,
+        spec: &sandbox::CommandSpec,
+        build: impl FnOnce() -> Result<(sandbox::Policy, Option<Kept>), String>,
+        mut prepare: impl FnMut(Option<&Kept>),
+        request: &[u8],
+        limit: Duration,
+        cap: usize,
+    ) -> Result<(Vec<u8>, Reuse, Option<Kept>), String> {
+        let deadline = Instant::now() + limit;
+        self.serve(key, Some(spec), build, |warm, kept, sent| {
+            prepare(kept);
             warm.exchange(request, deadline, cap, sent)
         })
     }
@@ -208,7 +248,8 @@ impl WarmPool {
         on_stdout: &mut dyn FnMut(&[u8]),
         on_stderr: &mut dyn FnMut(&[u8]),
     ) -> Result<(sandbox::Ended, Reuse), String> {
-        self.serve(key, None, policy, |warm, sent| {
+        let built = || Ok((policy.clone(), None));
+        let ran = self.serve(key, None, built, |warm, _, sent| {
             warm.run_command(
                 spec,
                 timeout,
@@ -218,7 +259,8 @@ impl WarmPool {
                 &mut *on_stderr,
                 sent,
             )
-        })
+        });
+        ran.map(|(ended, reuse, _)| (ended, reuse))
     }
 
     /// Runs `run` on the box for `key`: the waiting one, or (when none waits, or the one
@@ -229,21 +271,27 @@ impl WarmPool {
         &self,
         key: Key,
         spec: Option<&sandbox::CommandSpec>,
-        policy: &sandbox::Policy,
-        mut run: impl FnMut(&mut sandbox::WarmBox, &mut sandbox::Sent) -> Result<T, sandbox::WarmError>,
-    ) -> Result<(T, Reuse), String> {
+        build: impl FnOnce() -> Result<(sandbox::Policy, Option<Kept>), String>,
+        mut run: impl FnMut(
+            &mut sandbox::WarmBox,
+            Option<&Kept>,
+            &mut sandbox::Sent,
+        ) -> Result<T, sandbox::WarmError>,
+    ) -> Result<(T, Reuse, Option<Kept>), String> {
         if let Some(parked) = self.take(&key) {
             let mut sent = sandbox::Sent::default();
             let Parked {
                 mut warm,
+                kept,
                 born,
                 calls,
                 ..
             } = parked;
-            match run(&mut warm, &mut sent) {
+            match run(&mut warm, kept.as_ref(), &mut sent) {
                 Ok(answer) => {
-                    self.park(key, warm, born, calls + 1);
-                    return Ok((answer, Reuse::Warm));
+                    let handed = kept.clone();
+                    self.park(key, warm, kept, born, calls + 1);
+                    return Ok((answer, Reuse::Warm, handed));
                 }
                 Err(e) if e.before_request(&sent) => {
                     tracing::debug!(error = %e, "a warm box had ended; building another");
@@ -251,12 +299,14 @@ impl WarmPool {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let mut warm = self.spawn(spec, policy)?;
+        let (policy, kept) = build()?;
+        let mut warm = self.spawn(spec, &policy)?;
         let born = Instant::now();
         let mut sent = sandbox::Sent::default();
-        let answer = run(&mut warm, &mut sent).map_err(|e| e.to_string())?;
-        self.park(key, warm, born, 1);
-        Ok((answer, Reuse::Built))
+        let answer = run(&mut warm, kept.as_ref(), &mut sent).map_err(|e| e.to_string())?;
+        let handed = kept.clone();
+        self.park(key, warm, kept, born, 1);
+        Ok((answer, Reuse::Built, handed))
     }
 
     /// Ends the boxes of `session`; returns how many.
@@ -284,9 +334,17 @@ impl WarmPool {
 
     /// Keeps `warm` for the next call with `key`, unless it has served its share; the oldest
     /// waiting box ends when too many wait.
-    fn park(&self, key: Key, warm: sandbox::WarmBox, born: Instant, calls: u32) {
+    fn park(
+        &self,
+        key: Key,
+        warm: sandbox::WarmBox,
+        kept: Option<Kept>,
+        born: Instant,
+        calls: u32,
+    ) {
         let parked = Parked {
             warm,
+            kept,
             born,
             last: Instant::now(),
             calls,

@@ -140,6 +140,18 @@ pub const MAX_REQUEST: u64 = 64 << 20;
 /// The warm worker (`brokerd box-file --warm`, see [`super::warm`]): reads one request per
 /// line on standard input and prints one answer line for each, until standard input ends.
 pub fn serve_warm() -> Result<(), String> {
+    serve_lines(|line| match serde_json::from_slice::<Request>(line) {
+        Ok(request) => answer(file_outcome(run(&request))),
+        Err(e) => answer(Outcome::Failed(format!(
+            "the warm worker got a request it cannot read: {e}"
+        ))),
+    })
+}
+
+/// A warm worker's loop (the file tools', the fetcher's): non-dumpable first, then one request
+/// line at a time from standard input (at most [`MAX_REQUEST`] bytes), `handle`'s answer
+/// printed on one line for each, until standard input ends.
+pub(super) fn serve_lines(mut handle: impl FnMut(&[u8]) -> Value) -> Result<(), String> {
     use std::io::{BufRead, Read, Write};
     // A worker lives across a session's calls: no other process may read its memory.
     sandbox::make_non_dumpable()
@@ -161,12 +173,7 @@ pub fn serve_warm() -> Result<(), String> {
                 "a request ended without a newline or passed {MAX_REQUEST} bytes"
             ));
         }
-        let answered = match serde_json::from_slice::<Request>(&line) {
-            Ok(request) => answer(file_outcome(run(&request))),
-            Err(e) => answer(Outcome::Failed(format!(
-                "the warm worker got a request it cannot read: {e}"
-            ))),
-        };
+        let answered = handle(&line);
         writeln!(output, "{answered}")
             .and_then(|()| output.flush())
             .map_err(|e| format!("cannot write an answer: {e}"))?;

@@ -32,7 +32,7 @@ use tools::web::Resolve;
 
 use crate::grants::HostRule;
 
-pub use check::{HostCheck, TEST_RESOLVE, resolver_from_env};
+pub use check::{HopDecider, HostCheck, TEST_RESOLVE, resolver_from_env};
 pub use request::RefusalKind;
 
 /// The bounds of one box's proxy.
@@ -232,6 +232,13 @@ impl BoxProxy {
     /// The socket the box's relay connects to (bound into the box).
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// Forgets what the proxy refused so far: a warm box's next call starts with none.
+    pub fn clear_refused(&self) {
+        if let Ok(mut refused) = self.refused.lock() {
+            refused.clear();
+        }
     }
 
     /// The newest connection the proxy refused this box, if it refused one.

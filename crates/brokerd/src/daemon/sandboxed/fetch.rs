@@ -7,9 +7,12 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use std::sync::{Arc, Mutex};
+
 use super::super::fetch::{FetchRequest, REQUEST, boxed_outcome, hop_decider};
-use super::super::proxy::HostCheck;
+use super::super::proxy::{BoxProxy, HopDecider, HostCheck};
 use super::super::runner::{Outcome, RunContext};
+use super::super::warm::Kept;
 use super::{SandboxedRunner, box_error};
 use crate::policy::Allowed;
 
@@ -47,26 +50,81 @@ impl SandboxedRunner {
             Ok(bytes) => bytes,
             Err(e) => return Outcome::Failed(format!("cannot write http_fetch's request: {e}")),
         };
-        let check = HostCheck::Decided(std::sync::Arc::new(hop_decider(allowed, context)));
-        let proxy = match proxies.open_checked(check) {
-            Ok(proxy) => proxy,
-            Err(why) => return Outcome::Failed(why),
-        };
-        let mut policy = self.policy_with(vec![exe.clone()], Vec::new(), context);
-        policy.network = Some(sandbox::Network::new(proxy.socket()));
-        policy.files = vec![(PathBuf::from(REQUEST), bytes)];
-        let spec = sandbox::CommandSpec {
-            program: exe,
+        let decider: Arc<HopDecider> = Arc::new(hop_decider(allowed, context));
+        let mut spec = sandbox::CommandSpec {
+            program: exe.clone(),
             args: vec!["box-fetch".into()],
             env: Vec::new(),
             cwd: PathBuf::from("/"),
         };
-        let outcome = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
-            Ok(child) => super::files::finish(child),
-            Err(e) => Outcome::Failed(box_error(e)),
+        let (outcome, refused) = if self.warm.enabled() {
+            // The session's fetcher, kept warm with its proxy; each call puts its own decider
+            // in the proxy's slot while it runs.
+            spec.args.push("--warm".into());
+            let build = || {
+                let slot: Arc<Slot> = Arc::default();
+                let proxy = proxies.open_checked(HostCheck::Decided(Arc::new({
+                    let slot = Arc::clone(&slot);
+                    move |host: &str, port: u16| match slot.lock().ok().and_then(|s| s.clone()) {
+                        Some(decide) => decide(host, port),
+                        None => Err("no http_fetch call of this session is running".to_string()),
+                    }
+                })))?;
+                let mut policy = self.policy_with(vec![exe.clone()], Vec::new(), context);
+                policy.network = Some(sandbox::Network::new(proxy.socket()));
+                // Its CPU limit covers its life; each call's deadline is the call's own.
+                policy.limits.cpu_seconds = super::super::warm::LIFETIME
+                    .as_secs()
+                    .saturating_mul(super::cores());
+                let kept: Kept = Arc::new(WarmFetcher { slot, proxy });
+                Ok((policy, Some(kept)))
+            };
+            let prepare = |kept: Option<&Kept>| {
+                if let Some(fetcher) = kept.and_then(|k| k.downcast_ref::<WarmFetcher>()) {
+                    fetcher.proxy.clear_refused();
+                    if let Ok(mut slot) = fetcher.slot.lock() {
+                        *slot = Some(Arc::clone(&decider));
+                    }
+                }
+            };
+            let cap =
+                usize::try_from(sandbox::Limits::default().output_bytes).unwrap_or(usize::MAX);
+            let key = super::super::warm::Key::fetch(&context.session);
+            match self
+                .warm
+                .exchange_kept(key, &spec, build, prepare, &bytes, context.limit, cap)
+            {
+                Ok((answer, _, kept)) => {
+                    let fetcher = kept.as_ref().and_then(|k| k.downcast_ref::<WarmFetcher>());
+                    let refused = fetcher.and_then(|f| f.proxy.last_refused());
+                    if let Some(fetcher) = fetcher
+                        && let Ok(mut slot) = fetcher.slot.lock()
+                    {
+                        *slot = None;
+                    }
+                    (super::super::worker::outcome(&answer, b"", None), refused)
+                }
+                Err(e) => (
+                    Outcome::Failed(format!("the warm fetcher failed: {e}")),
+                    None,
+                ),
+            }
+        } else {
+            let proxy = match proxies.open_checked(HostCheck::Decided(decider)) {
+                Ok(proxy) => proxy,
+                Err(why) => return Outcome::Failed(why),
+            };
+            let mut policy = self.policy_with(vec![exe.clone()], Vec::new(), context);
+            policy.network = Some(sandbox::Network::new(proxy.socket()));
+            policy.files = vec![(PathBuf::from(REQUEST), bytes)];
+            let outcome = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
+                Ok(child) => super::files::finish(child),
+                Err(e) => Outcome::Failed(box_error(e)),
+            };
+            let refused = proxy.last_refused();
+            drop(proxy); // the box has ended: so do its socket and its tunnels
+            (outcome, refused)
         };
-        let refused = proxy.last_refused();
-        drop(proxy); // the box has ended: so do its socket and its tunnels
         match boxed_outcome(outcome, refused) {
             Outcome::Ran { mut fields, body } => {
                 fields.insert(
@@ -78,6 +136,16 @@ impl SandboxedRunner {
             other => other,
         }
     }
+}
+
+/// Where a warm fetcher's proxy finds the decider of the call it serves (none between calls,
+/// when every hop is refused).
+type Slot = Mutex<Option<Arc<HopDecider>>>;
+
+/// What a session's warm fetcher keeps for its life: its proxy, and the slot its proxy reads.
+struct WarmFetcher {
+    slot: Arc<Slot>,
+    proxy: BoxProxy,
 }
 
 /// What the header of an `http_fetch` result says when it ran in a box.

@@ -10,7 +10,7 @@ use proto::{ApprovalId, DenyReason, OwnerReply, ToolResponse};
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 use testkit::{AgentClient, BrokerProcess, OwnerClient};
 
-use super::{FAST, audit_verify, content, denied};
+use super::{FAST, audit_verify, content, denied, eventually};
 
 struct Web {
     broker: BrokerProcess,
@@ -111,11 +111,22 @@ approval = "ask"
 }
 
 impl Web {
+    /// A fetch in a session of its own.
     fn fetch(&self, id: u64, host: &str, path: &str) -> ToolResponse {
         let mut client = AgentClient::open(&self.broker.socket(), None);
+        self.fetch_in(&mut client, id, host, path)
+    }
+
+    /// A fetch in `client`'s session.
+    fn fetch_in(&self, client: &mut AgentClient, id: u64, host: &str, path: &str) -> ToolResponse {
         client
             .call(id, "http_fetch", &url_args(&self.server.url(host, path)))
             .unwrap()
+    }
+
+    /// The broker's warm fetchers (`brokerd box-fetch --warm`) running now.
+    fn warm_fetchers(&self) -> usize {
+        super::warm::workers(&self.broker, &[b"box-fetch", b"--warm"]).len()
     }
 
     /// The proxy sockets left in the runtime folder (none once every box has ended).
@@ -205,12 +216,63 @@ fn redirects_are_decided_hop_by_hop(config: &str, walls: &str) {
     assert!(log.contains("asks the owner first"), "{log}");
     assert!(log.contains("a cloud metadata address"), "{log}");
     assert_eq!(audit_verify(&web.broker).0, 0);
-    assert_eq!(web.sockets(), 0);
+    // A fresh box's proxy ends with the box; a warm fetcher's when it has been idle for
+    // warm_idle_ms (each call above had a session of its own).
+    assert!(
+        eventually(|| web.sockets() == 0),
+        "{} proxy sockets left",
+        web.sockets()
+    );
 }
 
 #[test]
 fn in_the_box_each_redirect_is_decided_again_and_the_page_is_read_there() {
-    redirects_are_decided_hop_by_hop(FAST, "bubblewrap: brokerd's fetcher sees no file");
+    // Each call's session keeps a warm fetcher, ended after a second unused.
+    redirects_are_decided_hop_by_hop(
+        &format!("{FAST}[sandbox]\nwarm_idle_ms = 1000\n"),
+        "bubblewrap: brokerd's fetcher sees no file",
+    );
+}
+
+#[test]
+fn in_a_fresh_box_each_call_the_same_answers() {
+    redirects_are_decided_hop_by_hop(
+        &format!("{FAST}[sandbox]\nwarm_idle_ms = 0\n"),
+        "bubblewrap: brokerd's fetcher sees no file",
+    );
+}
+
+#[test]
+fn a_sessions_fetches_share_one_warm_fetcher_and_each_call_is_decided_as_itself() {
+    let web = web(FAST);
+    let mut client = AgentClient::open(&web.broker.socket(), None);
+    let fetched = web.fetch_in(&mut client, 1, "granted.test", "/page");
+    assert_eq!(header(&fetched)["status"], 200, "{fetched:?}");
+    assert_eq!(web.warm_fetchers(), 1);
+    // The owner approves a fetch of asking.test: that call's first hop keeps its grant.
+    let url = web.server.url("asking.test", "/page");
+    let id = client.call_pending(2, "http_fetch", &url_args(&url));
+    let mut owner = OwnerClient::open(&web.broker.owner_socket());
+    assert!(matches!(
+        owner.approve(ApprovalId(id), false),
+        Some(OwnerReply::Done { .. })
+    ));
+    let (_, approved) = client.finish_call();
+    assert_eq!(header(&approved.unwrap())["status"], 200);
+    // The next call in the same fetcher is decided as itself: a redirect to asking.test is
+    // refused, whatever the call before was allowed.
+    let redirected = web.fetch_in(&mut client, 3, "granted.test", "/to-asking");
+    assert_eq!(denied(&redirected), DenyReason::NoGrant);
+    let again = web.fetch_in(&mut client, 4, "other.test", "/page");
+    assert_eq!(header(&again)["status"], 200, "{again:?}");
+    assert_eq!(web.warm_fetchers(), 1, "one fetcher served the session");
+    assert_eq!(web.sockets(), 1);
+    // The session ends: so do its fetcher and its proxy.
+    assert!(matches!(
+        client.send(&proto::AgentFrame::Close {}),
+        Some(proto::BrokerFrame::Closed {})
+    ));
+    assert!(eventually(|| web.warm_fetchers() == 0 && web.sockets() == 0));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use proto::{AgentFrame, BrokerFrame, DenyReason, ToolResponse};
 use serde_json::{Value, json};
 use testkit::{AgentClient, BrokerProcess, processes_named};
 
-use super::{FAST, content, denied};
+use super::{FAST, content, denied, eventually};
 
 const JOBS: &str = r#"
 [[grant]]
@@ -76,18 +76,6 @@ fn described(marker: &str) -> String {
         }
     }
     out
-}
-
-/// Waits until `ready` holds (at most ten seconds); whether it did.
-fn eventually(mut ready: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        if ready() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    false
 }
 
 #[test]

@@ -129,3 +129,15 @@ pub fn git(dir: &std::path::Path, args: &[&str]) {
         .unwrap();
     assert!(output.status.success(), "git {args:?}: {output:?}");
 }
+
+/// Waits up to 10 s for `done`; whether it held.
+pub fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    done()
+}

@@ -8,12 +8,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use proto::{AgentFrame, BrokerFrame};
 use testkit::{AgentClient, BrokerProcess};
 
-use super::{FAST, content, path_args};
+use super::{FAST, content, eventually, path_args};
 
 const GRANTS: &str = r#"
 [[grant]]
@@ -50,7 +49,7 @@ fn command_workers(broker: &BrokerProcess) -> Vec<u32> {
 }
 
 /// The pids of brokerd processes below the broker whose arguments hold each of `marks`.
-fn workers(broker: &BrokerProcess, marks: &[&[u8]]) -> Vec<u32> {
+pub(super) fn workers(broker: &BrokerProcess, marks: &[&[u8]]) -> Vec<u32> {
     let Some(root) = broker.pid() else {
         return Vec::new();
     };
@@ -119,18 +118,6 @@ fn kill_box_of(pid: u32) {
         eventually(|| !Path::new(&format!("/proc/{init}")).exists()),
         "the box's init {init} still runs"
     );
-}
-
-/// Waits up to 10 s for `done`.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done()
 }
 
 /// The body of a result (after its header line).
