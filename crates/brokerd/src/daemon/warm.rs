@@ -58,6 +58,9 @@ enum Use {
 /// What a box keeps beside itself for its whole life (a fetcher's proxy), ended after it.
 pub type Kept = Arc<dyn std::any::Any + Send + Sync>;
 
+/// An exchange's answer line and how its box came about, or why there is none.
+pub type Exchanged = Result<(Vec<u8>, Reuse), String>;
+
 /// What makes two calls' boxes the same.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
@@ -203,7 +206,7 @@ impl WarmPool {
         request: &[u8],
         limit: Duration,
         cap: usize,
-    ) -> Result<(Vec<u8>, Reuse), String> {
+    ) -> Exchanged {
         let deadline = Instant::now() + limit;
         let built = || Ok((policy.clone(), None));
         self.serve(key, Some(spec), built, |warm, _, sent| {
@@ -213,24 +216,31 @@ impl WarmPool {
     }
 
     /// [`WarmPool::exchange`] for a box that keeps something of its own for its life: a new
-    /// box is built from what `build` gives (its policy and what it keeps), and `prepare` sees
-    /// what the box keeps just before the request is sent; the answer comes back with it.
+    /// box is built from what `build` gives (its policy and what it keeps); `prepare` sees what
+    /// the box keeps just before the request is sent, and `finish` right after the exchange,
+    /// whatever came of it, before the box waits for another call. What `finish` gave for the
+    /// last box tried comes back beside the answer.
     #[allow(clippy::too_many_arguments)]
-    pub fn exchange_kept(
+    pub fn exchange_kept<F>(
         &self,
         key: Key,
         spec: &sandbox::CommandSpec,
         build: impl FnOnce() -> Result<(sandbox::Policy, Option<Kept>), String>,
         mut prepare: impl FnMut(Option<&Kept>),
+        mut finish: impl FnMut(Option<&Kept>) -> F,
         request: &[u8],
         limit: Duration,
         cap: usize,
-    ) -> Result<(Vec<u8>, Reuse, Option<Kept>), String> {
+    ) -> (Exchanged, Option<F>) {
         let deadline = Instant::now() + limit;
-        self.serve(key, Some(spec), build, |warm, kept, sent| {
+        let mut finished = None;
+        let answer = self.serve(key, Some(spec), build, |warm, kept, sent| {
             prepare(kept);
-            warm.exchange(request, deadline, cap, sent)
-        })
+            let answer = warm.exchange(request, deadline, cap, sent);
+            finished = Some(finish(kept));
+            answer
+        });
+        (answer.map(|(answer, reuse, _)| (answer, reuse)), finished)
     }
 
     /// Runs `spec` in the command worker's box for `key` (a waiting one, or a new one built
@@ -295,15 +305,29 @@ impl WarmPool {
                 }
                 Err(e) if e.before_request(&sent) => {
                     tracing::debug!(error = %e, "a warm box had ended; building another");
+                    // The box first, then what it kept (its proxy).
+                    drop(warm);
+                    drop(kept);
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => {
+                    drop(warm);
+                    drop(kept);
+                    return Err(e.to_string());
+                }
             }
         }
         let (policy, kept) = build()?;
         let mut warm = self.spawn(spec, &policy)?;
         let born = Instant::now();
         let mut sent = sandbox::Sent::default();
-        let answer = run(&mut warm, kept.as_ref(), &mut sent).map_err(|e| e.to_string())?;
+        let answer = match run(&mut warm, kept.as_ref(), &mut sent) {
+            Ok(answer) => answer,
+            Err(e) => {
+                drop(warm);
+                drop(kept);
+                return Err(e.to_string());
+            }
+        };
         let handed = kept.clone();
         self.park(key, warm, kept, born, 1);
         Ok((answer, Reuse::Built, handed))

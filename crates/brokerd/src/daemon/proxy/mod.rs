@@ -183,6 +183,7 @@ impl Proxies {
                 .map_err(|e| format!("{}: {e}", socket.display()))?
         };
         let refused = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (end_calls, calls_ended) = tokio::sync::mpsc::unbounded_channel();
         let hosts = Arc::new(BoxHosts {
             label: name,
             check,
@@ -192,12 +193,13 @@ impl Proxies {
         });
         let task = self
             .runtime
-            .spawn(serve::serve(listener, hosts))
+            .spawn(serve::serve(listener, hosts, calls_ended))
             .abort_handle();
         Ok(BoxProxy {
             socket: guard.keep(),
             task,
             refused,
+            end_calls,
         })
     }
 }
@@ -226,12 +228,23 @@ pub struct BoxProxy {
     socket: PathBuf,
     task: tokio::task::AbortHandle,
     refused: Arc<std::sync::Mutex<Vec<Refused>>>,
+    /// Asks the proxy to end every connection it carries, and says when it has.
+    end_calls: tokio::sync::mpsc::UnboundedSender<std::sync::mpsc::SyncSender<()>>,
 }
 
 impl BoxProxy {
     /// The socket the box's relay connects to (bound into the box).
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// Ends every connection the proxy carries for the box, and returns once they are gone
+    /// (or after `wait`): a warm box's call is over, and nothing it opened may serve the next
+    /// one (a tunnel to a host only that call could reach), nor note a refusal in its name.
+    /// Whether they are gone.
+    pub fn end_connections(&self, wait: Duration) -> bool {
+        let (done, ended) = std::sync::mpsc::sync_channel(1);
+        self.end_calls.send(done).is_ok() && ended.recv_timeout(wait).is_ok()
     }
 
     /// Forgets what the proxy refused so far: a warm box's next call starts with none.

@@ -22,11 +22,22 @@ use super::{BoxHosts, Limits};
 /// answered `503`; past twice the limit (a box that opens connections faster than refusals
 /// end, which the socket by path allows beside the relay) it is closed unanswered, so one box
 /// never holds more than that many of the broker's descriptors.
-pub(super) async fn serve(listener: UnixListener, hosts: Arc<BoxHosts>) {
+pub(super) async fn serve(
+    listener: UnixListener,
+    hosts: Arc<BoxHosts>,
+    mut end_calls: tokio::sync::mpsc::UnboundedReceiver<std::sync::mpsc::SyncSender<()>>,
+) {
     let permits = Arc::new(Semaphore::new(hosts.limits.connections));
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
+            // A call of a warm box is over: every connection ends (aborted tasks note nothing
+            // more), then the broker is told.
+            Some(done) = end_calls.recv() => {
+                tasks.abort_all();
+                while tasks.join_next().await.is_some() {}
+                let _ = done.send(());
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) if tasks.len() >= hosts.limits.connections.saturating_mul(2) => {
                     drop(stream);

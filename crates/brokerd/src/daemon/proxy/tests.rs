@@ -288,3 +288,44 @@ async fn a_new_broker_removes_the_sockets_a_gone_one_left() {
     let _proxies = proxies(folder.path(), Limits::default());
     assert!(!stale.exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_a_calls_connections_closes_its_tunnels_and_the_proxy_serves_on() {
+    let folder = tempfile::tempdir().unwrap();
+    let port = echo().await;
+    let proxies = proxies(folder.path(), Limits::default());
+    let proxy = Arc::new(
+        proxies
+            .open(&rules(&[format!("granted.test:{port}")]))
+            .unwrap(),
+    );
+    let socket = proxy.socket().to_path_buf();
+    let head = format!("CONNECT granted.test:{port} HTTP/1.1\r\n\r\n");
+    let (mut tunnel, answer) = ask(&socket, head.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    tunnel.write_all(b"ping").await.unwrap();
+    let mut got = [0u8; 4];
+    tunnel.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"ping");
+    // The call is over: its tunnel ends, though it was busy a moment ago.
+    let ending = Arc::clone(&proxy);
+    let ended = tokio::task::spawn_blocking(move || {
+        ending.end_connections(std::time::Duration::from_secs(5))
+    })
+    .await
+    .unwrap();
+    assert!(ended);
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tunnel.read_to_end(&mut rest),
+    )
+    .await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    // The next call's connections are served as before.
+    let (mut again, answer) = ask(&socket, head.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    again.write_all(b"pong").await.unwrap();
+    again.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"pong");
+}

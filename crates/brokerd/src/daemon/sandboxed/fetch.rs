@@ -87,28 +87,38 @@ impl SandboxedRunner {
                     }
                 }
             };
+            // Before the box waits for another call: every connection of this call ended
+            // (none carries over, none notes a refusal later), what was refused read, the
+            // slot emptied.
+            let finish = |kept: Option<&Kept>| {
+                let fetcher = kept.and_then(|k| k.downcast_ref::<WarmFetcher>())?;
+                if !fetcher.proxy.end_connections(CONNECTIONS_END) {
+                    tracing::warn!("a warm fetcher's connections did not end in time");
+                }
+                let refused = fetcher.proxy.last_refused();
+                if let Ok(mut slot) = fetcher.slot.lock() {
+                    *slot = None;
+                }
+                refused
+            };
             let cap =
                 usize::try_from(sandbox::Limits::default().output_bytes).unwrap_or(usize::MAX);
             let key = super::super::warm::Key::fetch(&context.session);
-            match self
-                .warm
-                .exchange_kept(key, &spec, build, prepare, &bytes, context.limit, cap)
-            {
-                Ok((answer, _, kept)) => {
-                    let fetcher = kept.as_ref().and_then(|k| k.downcast_ref::<WarmFetcher>());
-                    let refused = fetcher.and_then(|f| f.proxy.last_refused());
-                    if let Some(fetcher) = fetcher
-                        && let Ok(mut slot) = fetcher.slot.lock()
-                    {
-                        *slot = None;
-                    }
-                    (super::super::worker::outcome(&answer, b"", None), refused)
-                }
-                Err(e) => (
-                    Outcome::Failed(format!("the warm fetcher failed: {e}")),
-                    None,
-                ),
-            }
+            let (answer, refused) = self.warm.exchange_kept(
+                key,
+                &spec,
+                build,
+                prepare,
+                finish,
+                &bytes,
+                context.limit,
+                cap,
+            );
+            let outcome = match answer {
+                Ok((answer, _)) => super::super::worker::outcome(&answer, b"", None),
+                Err(e) => Outcome::Failed(format!("the warm fetcher failed: {e}")),
+            };
+            (outcome, refused.flatten())
         } else {
             let proxy = match proxies.open_checked(HostCheck::Decided(decider)) {
                 Ok(proxy) => proxy,
@@ -137,6 +147,9 @@ impl SandboxedRunner {
         }
     }
 }
+
+/// How long a warm fetcher's call waits for its proxy to end the call's connections.
+const CONNECTIONS_END: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where a warm fetcher's proxy finds the decider of the call it serves (none between calls,
 /// when every hop is refused).
