@@ -173,8 +173,15 @@ pub enum Reuse {
 pub struct WarmPool {
     idle_for: Duration,
     parked: Arc<Mutex<HashMap<Key, Parked>>>,
+    /// The sessions ended lately (the newest [`ENDED_KEPT`]), written and read under
+    /// `parked`'s lock: a box in use when its session ended is not parked after its call.
+    ended: Mutex<std::collections::VecDeque<SessionId>>,
     spawner: OnceLock<Mutex<mpsc::Sender<Spawn>>>,
 }
+
+/// How many ended sessions the pool remembers; a box of one it has forgotten still ends after
+/// `warm_idle_ms`.
+const ENDED_KEPT: usize = 4096;
 
 impl WarmPool {
     /// A pool whose boxes end after `idle_for` unused; zero keeps none.
@@ -182,6 +189,7 @@ impl WarmPool {
         WarmPool {
             idle_for,
             parked: Arc::new(Mutex::new(HashMap::new())),
+            ended: Mutex::new(std::collections::VecDeque::new()),
             spawner: OnceLock::new(),
         }
     }
@@ -333,10 +341,17 @@ impl WarmPool {
         Ok((answer, Reuse::Built, handed))
     }
 
-    /// Ends the boxes of `session`; returns how many.
+    /// Ends the boxes of `session`, and any of its boxes in use once its call is over; returns
+    /// how many ended now.
     pub fn end_session(&self, session: &SessionId) -> usize {
         let ended: Vec<Parked> = match self.parked.lock() {
             Ok(mut parked) => {
+                if let Ok(mut ended) = self.ended.lock() {
+                    if ended.len() >= ENDED_KEPT {
+                        ended.pop_front();
+                    }
+                    ended.push_back(session.clone());
+                }
                 let keys: Vec<Key> = parked
                     .keys()
                     .filter(|k| &k.session == session)
@@ -378,7 +393,14 @@ impl WarmPool {
         }
         let mut ended = Vec::new();
         if let Ok(mut map) = self.parked.lock() {
-            if let Some(before) = map.insert(key, parked) {
+            // Its session ended while it served: it ends too (dropped below, outside the lock).
+            let gone = self
+                .ended
+                .lock()
+                .is_ok_and(|e| e.iter().any(|s| s == &key.session));
+            if gone {
+                ended.push(parked);
+            } else if let Some(before) = map.insert(key, parked) {
                 ended.push(before);
             }
             while map.len() > MAX_PARKED {

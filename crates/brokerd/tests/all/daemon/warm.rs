@@ -297,7 +297,7 @@ const SHELL: &str = r#"
 [[grant]]
 id = "sh"
 tool = "shell"
-commands = ["echo", "kill", "ls", "true"]
+commands = ["echo", "kill", "ls", "sleep", "true"]
 paths = ["{work}"]
 untrusted = false
 on_untrusted = "allow"
@@ -435,4 +435,32 @@ fn with_warm_idle_ms_zero_each_shell_call_gets_a_fresh_box() {
     let (_, second) = sh(&mut client, 2, WHICH_BOX, &work);
     assert_ne!(namespace(&first), namespace(&second));
     assert_eq!(command_workers(&broker), Vec::<u32>::new());
+}
+
+#[test]
+fn a_box_in_use_when_its_session_is_closed_ends_after_its_call() {
+    let (broker, _other) = shell_broker(FAST);
+    let work = broker.work.clone();
+    let mut one = AgentClient::open(&broker.socket(), None);
+    sh(&mut one, 1, "true", &work);
+    assert_eq!(command_workers(&broker).len(), 1);
+    // The session is closed from a second connection while its box runs a command.
+    let resume = one.session.clone();
+    let socket = broker.socket();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut other = AgentClient::open(&socket, resume);
+        other.send(&AgentFrame::Close {})
+    });
+    let (header, _) = sh(&mut one, 2, "sleep 1", &work);
+    assert_eq!(header["exit_code"], 0, "{header}");
+    assert!(matches!(
+        closer.join().unwrap(),
+        Some(BrokerFrame::Closed {})
+    ));
+    // The box that served the call is not kept for a session that has ended.
+    assert!(
+        eventually(|| command_workers(&broker).is_empty()),
+        "the closed session's command worker still runs"
+    );
 }
