@@ -97,29 +97,34 @@ fn main() -> ExitCode {
             command: AuditCommand::Verify { state_dir },
         }) => audit_verify(state_dir),
         Some(Command::Serve(args)) => serve(args),
-        Some(Command::BoxFile { warm }) => match if warm {
-            brokerd::daemon::worker::serve_warm()
-        } else {
-            brokerd::daemon::worker::serve()
-        } {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("brokerd box-file: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Some(Command::BoxFetch { warm }) => match if warm {
-            brokerd::daemon::fetch::serve_warm()
-        } else {
-            brokerd::daemon::fetch::serve()
-        } {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("brokerd box-fetch: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Some(Command::BoxFile { warm }) => worker_exit(
+            "box-file",
+            if warm {
+                brokerd::daemon::worker::serve_warm()
+            } else {
+                brokerd::daemon::worker::serve()
+            },
+        ),
+        Some(Command::BoxFetch { warm }) => worker_exit(
+            "box-fetch",
+            if warm {
+                brokerd::daemon::fetch::serve_warm()
+            } else {
+                brokerd::daemon::fetch::serve()
+            },
+        ),
         None => serve(cli.serve),
+    }
+}
+
+/// How a worker mode of brokerd (in a box) ends: success, or its error on standard error.
+fn worker_exit(mode: &str, ended: Result<(), String>) -> ExitCode {
+    match ended {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("brokerd {mode}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -53,21 +53,16 @@ pub fn hop_decider(
     let first_rules = allowed.hosts.clone();
     let context = context.clone();
     move |host: &str, port: u16| {
-        // Spelled as the grants and the call's URL are (`https_host`): lower case, no
-        // trailing dot, one spelling per IPv6 address.
-        let host = match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => ip.to_string(),
-            Err(_) => host.trim_end_matches('.').to_ascii_lowercase(),
-        };
-        let host = host.as_str();
-        if first.as_ref().is_some_and(|(h, p)| h == host && *p == port) {
-            return Ok(first_rules.clone());
-        }
         let url = if host.contains(':') {
             format!("https://[{host}]:{port}/")
         } else {
             format!("https://{host}:{port}/")
         };
+        // Spelled as the grants and the call's URL are: lower case, no trailing dot, one
+        // spelling per IPv6 address.
+        if first.is_some() && crate::args::https_host(&url).ok() == first {
+            return Ok(first_rules.clone());
+        }
         let args = crate::args::parse(ToolName::HttpFetch, &json!({ "url": url }).to_string())
             .map_err(|e| format!("{url} is not a URL http_fetch takes: {e}"))?;
         match decide(

@@ -77,6 +77,8 @@ pub struct SandboxedRunner {
     /// binary (`main` starts with `sandbox::launch_if_asked`). Boxes whose worker is brokerd
     /// itself (the file tools, `http_fetch`) are their own launcher, one `exec` in all.
     launcher: Option<PathBuf>,
+    /// brokerd's own binary, found once: the worker of the file tools' and the fetcher's boxes.
+    own_binary: std::io::Result<PathBuf>,
     /// The sessions' warm boxes for the file tools and `shell`.
     warm: std::sync::Arc<super::warm::WarmPool>,
     /// Whether `shell` commands run through a warm box's command worker here (the pool keeps
@@ -102,9 +104,8 @@ impl SandboxedRunner {
         let warm = std::sync::Arc::new(super::warm::WarmPool::new(
             std::time::Duration::from_millis(settings.warm_idle_ms),
         ));
-        let launcher = std::env::current_exe()
-            .ok()
-            .map(|exe| launcher_beside(&exe));
+        let own_binary = std::env::current_exe();
+        let launcher = own_binary.as_ref().ok().map(|exe| launcher_beside(exe));
         let probe = sandbox::Policy {
             launcher: launcher.clone(),
             file_walls,
@@ -117,10 +118,18 @@ impl SandboxedRunner {
             read_only,
             file_walls,
             launcher,
+            own_binary,
             warm,
             warm_commands,
             proxies: None,
         }
+    }
+
+    /// brokerd's own binary, to run as the worker in a box (`what` names the box in the error).
+    fn own_binary(&self, what: &str) -> Result<PathBuf, Outcome> {
+        self.own_binary.as_ref().cloned().map_err(|e| {
+            Outcome::Failed(format!("cannot find brokerd's own binary for {what}: {e}"))
+        })
     }
 
     /// The same runner, giving the boxes of `shell` and `bash_bg` calls whose deciding grant

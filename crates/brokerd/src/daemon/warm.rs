@@ -215,12 +215,9 @@ impl WarmPool {
         limit: Duration,
         cap: usize,
     ) -> Exchanged {
-        let deadline = Instant::now() + limit;
         let built = || Ok((policy.clone(), None));
-        self.serve(key, Some(spec), built, |warm, _, sent| {
-            warm.exchange(request, deadline, cap, sent)
-        })
-        .map(|(answer, reuse, _)| (answer, reuse))
+        self.exchange_kept(key, spec, built, |_| {}, |_| {}, request, limit, cap)
+            .0
     }
 
     /// [`WarmPool::exchange`] for a box that keeps something of its own for its life: a new
@@ -248,7 +245,7 @@ impl WarmPool {
             finished = Some(finish(kept));
             answer
         });
-        (answer.map(|(answer, reuse, _)| (answer, reuse)), finished)
+        (answer, finished)
     }
 
     /// Runs `spec` in the command worker's box for `key` (a waiting one, or a new one built
@@ -267,7 +264,7 @@ impl WarmPool {
         on_stderr: &mut dyn FnMut(&[u8]),
     ) -> Result<(sandbox::Ended, Reuse), String> {
         let built = || Ok((policy.clone(), None));
-        let ran = self.serve(key, None, built, |warm, _, sent| {
+        self.serve(key, None, built, |warm, _, sent| {
             warm.run_command(
                 spec,
                 timeout,
@@ -277,13 +274,12 @@ impl WarmPool {
                 &mut *on_stderr,
                 sent,
             )
-        });
-        ran.map(|(ended, reuse, _)| (ended, reuse))
+        })
     }
 
     /// Runs `run` on the box for `key`: the waiting one, or (when none waits, or the one
     /// waiting was gone before the request reached it, so nothing ran) a new one built from
-    /// `policy` with `spec` as its worker (`None`: the command worker). A box that served is
+    /// what `build` gives (its policy, and what it keeps) with `spec` as its worker (`None`: the command worker). A box that served is
     /// kept for the next call; one that failed is dropped, which kills it.
     fn serve<T>(
         &self,
@@ -295,7 +291,7 @@ impl WarmPool {
             Option<&Kept>,
             &mut sandbox::Sent,
         ) -> Result<T, sandbox::WarmError>,
-    ) -> Result<(T, Reuse, Option<Kept>), String> {
+    ) -> Result<(T, Reuse), String> {
         if let Some(parked) = self.take(&key) {
             let mut sent = sandbox::Sent::default();
             let Parked {
@@ -307,9 +303,8 @@ impl WarmPool {
             } = parked;
             match run(&mut warm, kept.as_ref(), &mut sent) {
                 Ok(answer) => {
-                    let handed = kept.clone();
                     self.park(key, warm, kept, born, calls + 1);
-                    return Ok((answer, Reuse::Warm, handed));
+                    return Ok((answer, Reuse::Warm));
                 }
                 Err(e) if e.before_request(&sent) => {
                     tracing::debug!(error = %e, "a warm box had ended; building another");
@@ -336,9 +331,8 @@ impl WarmPool {
                 return Err(e.to_string());
             }
         };
-        let handed = kept.clone();
         self.park(key, warm, kept, born, 1);
-        Ok((answer, Reuse::Built, handed))
+        Ok((answer, Reuse::Built))
     }
 
     /// Ends the boxes of `session`, and any of its boxes in use once its call is over; returns

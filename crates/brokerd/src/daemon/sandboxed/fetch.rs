@@ -1,20 +1,27 @@
-//! `http_fetch` in the box: brokerd's fetch worker (`brokerd box-fetch`) in a fresh box that
-//! holds no file of the host's but the minimal system and brokerd's binary, whose only way out
-//! is a proxy of its own that decides each hop's host again as a call of its own
-//! ([`crate::daemon::fetch::hop_decider`]). The page is read and converted in the box.
+//! `http_fetch` in the box: brokerd's fetch worker (`brokerd box-fetch`) in a box that holds
+//! no file of the host's but the minimal system and brokerd's binary, whose only way out is a
+//! proxy of its own that decides each hop's host again as a call of its own
+//! ([`crate::daemon::fetch::hop_decider`]). The page is read and converted in the box. The box
+//! is the session's warm fetcher, kept with its proxy, or (`warm_idle_ms = 0`) a fresh one.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use std::sync::{Arc, Mutex};
-
 use super::super::fetch::{FetchRequest, REQUEST, boxed_outcome, hop_decider};
-use super::super::proxy::{BoxProxy, HopDecider, HostCheck};
+use super::super::proxy::{BoxProxy, HopDecider, HostCheck, Proxies, Refused};
 use super::super::runner::{Outcome, RunContext};
 use super::super::warm::Kept;
 use super::{SandboxedRunner, box_error};
 use crate::policy::Allowed;
+
+/// One fetch's request to the worker, ready to send, and the decider of its hops.
+struct Fetch {
+    spec: sandbox::CommandSpec,
+    request: Vec<u8>,
+    decider: Arc<HopDecider>,
+}
 
 impl SandboxedRunner {
     /// Whether `http_fetch` runs in a box here: as `git_clone` does, when a box can have a
@@ -23,7 +30,7 @@ impl SandboxedRunner {
         self.clones_in_box()
     }
 
-    /// Runs `http_fetch` in a fresh box through a proxy that decides each hop.
+    /// Runs `http_fetch` in a box through a proxy that decides each hop.
     pub(super) fn fetch_in_box(
         &self,
         args: &tools::web::HttpFetchArgs,
@@ -33,107 +40,33 @@ impl SandboxedRunner {
         let Some(proxies) = &self.proxies else {
             return Outcome::Failed("this broker has no proxy for http_fetch's hosts".to_string());
         };
-        let exe = match std::env::current_exe() {
+        let exe = match self.own_binary("http_fetch's box") {
             Ok(exe) => exe,
-            Err(e) => {
-                return Outcome::Failed(format!(
-                    "cannot find brokerd's own binary for http_fetch's box: {e}"
-                ));
-            }
+            Err(failed) => return failed,
         };
         let request = FetchRequest {
             args: args.clone(),
             timeout_ms: u64::try_from(fetch_limit(context.limit).as_millis()).unwrap_or(u64::MAX),
             root_certificates: self.direct.root_certificates.clone(),
         };
-        let bytes = match serde_json::to_vec(&request) {
+        let request = match serde_json::to_vec(&request) {
             Ok(bytes) => bytes,
             Err(e) => return Outcome::Failed(format!("cannot write http_fetch's request: {e}")),
         };
-        let decider: Arc<HopDecider> = Arc::new(hop_decider(allowed, context));
-        let mut spec = sandbox::CommandSpec {
-            program: exe.clone(),
-            args: vec!["box-fetch".into()],
-            env: Vec::new(),
-            cwd: PathBuf::from("/"),
+        let fetch = Fetch {
+            spec: sandbox::CommandSpec {
+                program: exe,
+                args: vec!["box-fetch".into()],
+                env: Vec::new(),
+                cwd: PathBuf::from("/"),
+            },
+            request,
+            decider: Arc::new(hop_decider(allowed, context)),
         };
         let (outcome, refused) = if self.warm.enabled() {
-            // The session's fetcher, kept warm with its proxy; each call puts its own decider
-            // in the proxy's slot while it runs.
-            spec.args.push("--warm".into());
-            let build = || {
-                let slot: Arc<Slot> = Arc::default();
-                let proxy = proxies.open_checked(HostCheck::Decided(Arc::new({
-                    let slot = Arc::clone(&slot);
-                    move |host: &str, port: u16| match slot.lock().ok().and_then(|s| s.clone()) {
-                        Some(decide) => decide(host, port),
-                        None => Err("no http_fetch call of this session is running".to_string()),
-                    }
-                })))?;
-                let mut policy = self.policy_with(vec![exe.clone()], Vec::new(), context);
-                policy.network = Some(sandbox::Network::new(proxy.socket()));
-                // Its CPU limit covers its life; each call's deadline is the call's own.
-                policy.limits.cpu_seconds = super::super::warm::LIFETIME
-                    .as_secs()
-                    .saturating_mul(super::cores());
-                let kept: Kept = Arc::new(WarmFetcher { slot, proxy });
-                Ok((policy, Some(kept)))
-            };
-            let prepare = |kept: Option<&Kept>| {
-                if let Some(fetcher) = kept.and_then(|k| k.downcast_ref::<WarmFetcher>()) {
-                    fetcher.proxy.clear_refused();
-                    if let Ok(mut slot) = fetcher.slot.lock() {
-                        *slot = Some(Arc::clone(&decider));
-                    }
-                }
-            };
-            // Before the box waits for another call: every connection of this call ended
-            // (none carries over, none notes a refusal later), what was refused read, the
-            // slot emptied.
-            let finish = |kept: Option<&Kept>| {
-                let fetcher = kept.and_then(|k| k.downcast_ref::<WarmFetcher>())?;
-                if !fetcher.proxy.end_connections(CONNECTIONS_END) {
-                    tracing::warn!("a warm fetcher's connections did not end in time");
-                }
-                let refused = fetcher.proxy.last_refused();
-                if let Ok(mut slot) = fetcher.slot.lock() {
-                    *slot = None;
-                }
-                refused
-            };
-            let cap =
-                usize::try_from(sandbox::Limits::default().output_bytes).unwrap_or(usize::MAX);
-            let key = super::super::warm::Key::fetch(&context.session);
-            let (answer, refused) = self.warm.exchange_kept(
-                key,
-                &spec,
-                build,
-                prepare,
-                finish,
-                &bytes,
-                context.limit,
-                cap,
-            );
-            let outcome = match answer {
-                Ok((answer, _)) => super::super::worker::outcome(&answer, b"", None),
-                Err(e) => Outcome::Failed(format!("the warm fetcher failed: {e}")),
-            };
-            (outcome, refused.flatten())
+            self.fetch_warm(proxies, fetch, context)
         } else {
-            let proxy = match proxies.open_checked(HostCheck::Decided(decider)) {
-                Ok(proxy) => proxy,
-                Err(why) => return Outcome::Failed(why),
-            };
-            let mut policy = self.policy_with(vec![exe.clone()], Vec::new(), context);
-            policy.network = Some(sandbox::Network::new(proxy.socket()));
-            policy.files = vec![(PathBuf::from(REQUEST), bytes)];
-            let outcome = match sandbox::spawn_boxed(&spec, &policy, context.limit) {
-                Ok(child) => super::files::finish(child),
-                Err(e) => Outcome::Failed(box_error(e)),
-            };
-            let refused = proxy.last_refused();
-            drop(proxy); // the box has ended: so do its socket and its tunnels
-            (outcome, refused)
+            self.fetch_fresh(proxies, fetch, context)
         };
         match boxed_outcome(outcome, refused) {
             Outcome::Ran { mut fields, body } => {
@@ -145,6 +78,95 @@ impl SandboxedRunner {
             }
             other => other,
         }
+    }
+
+    /// The fetch through the session's warm fetcher, kept with its proxy: the call puts its
+    /// decider in the proxy's slot while it runs, and ends its connections after.
+    fn fetch_warm(
+        &self,
+        proxies: &Proxies,
+        mut fetch: Fetch,
+        context: &RunContext,
+    ) -> (Outcome, Option<Refused>) {
+        fetch.spec.args.push("--warm".into());
+        let build = || {
+            let slot: Arc<Slot> = Arc::default();
+            let proxy = proxies.open_checked(HostCheck::Decided(Arc::new({
+                let slot = Arc::clone(&slot);
+                move |host: &str, port: u16| match slot.lock().ok().and_then(|s| s.clone()) {
+                    Some(decide) => decide(host, port),
+                    None => Err("no http_fetch call of this session is running".to_string()),
+                }
+            })))?;
+            let mut policy =
+                self.policy_with(vec![fetch.spec.program.clone()], Vec::new(), context);
+            policy.network = Some(sandbox::Network::new(proxy.socket()));
+            // Its CPU limit covers its life; each call's deadline is the call's own.
+            policy.limits.cpu_seconds = super::super::warm::LIFETIME
+                .as_secs()
+                .saturating_mul(super::cores());
+            let kept: Kept = Arc::new(WarmFetcher { slot, proxy });
+            Ok((policy, Some(kept)))
+        };
+        let prepare = |kept: Option<&Kept>| {
+            if let Some(fetcher) = kept.and_then(|k| k.downcast_ref::<WarmFetcher>()) {
+                fetcher.proxy.clear_refused();
+                if let Ok(mut slot) = fetcher.slot.lock() {
+                    *slot = Some(Arc::clone(&fetch.decider));
+                }
+            }
+        };
+        // Before the box waits for another call: every connection of this call ended (none
+        // carries over, none notes a refusal later), what was refused read, the slot emptied.
+        let finish = |kept: Option<&Kept>| {
+            let fetcher = kept.and_then(|k| k.downcast_ref::<WarmFetcher>())?;
+            if !fetcher.proxy.end_connections(CONNECTIONS_END) {
+                tracing::warn!("a warm fetcher's connections did not end in time");
+            }
+            let refused = fetcher.proxy.last_refused();
+            if let Ok(mut slot) = fetcher.slot.lock() {
+                *slot = None;
+            }
+            refused
+        };
+        let cap = usize::try_from(sandbox::Limits::default().output_bytes).unwrap_or(usize::MAX);
+        let (answer, refused) = self.warm.exchange_kept(
+            super::super::warm::Key::fetch(&context.session),
+            &fetch.spec,
+            build,
+            prepare,
+            finish,
+            &fetch.request,
+            context.limit,
+            cap,
+        );
+        let outcome = match answer {
+            Ok((answer, _)) => super::super::worker::outcome(&answer, b"", None),
+            Err(e) => Outcome::Failed(format!("the warm fetcher failed: {e}")),
+        };
+        (outcome, refused.flatten())
+    }
+
+    /// The fetch in a fresh box with a proxy of its own, its request a file in the box.
+    fn fetch_fresh(
+        &self,
+        proxies: &Proxies,
+        fetch: Fetch,
+        context: &RunContext,
+    ) -> (Outcome, Option<Refused>) {
+        let proxy = match proxies.open_checked(HostCheck::Decided(fetch.decider)) {
+            Ok(proxy) => proxy,
+            Err(why) => return (Outcome::Failed(why), None),
+        };
+        let mut policy = self.policy_with(vec![fetch.spec.program.clone()], Vec::new(), context);
+        policy.network = Some(sandbox::Network::new(proxy.socket()));
+        policy.files = vec![(PathBuf::from(REQUEST), fetch.request)];
+        let outcome = match sandbox::spawn_boxed(&fetch.spec, &policy, context.limit) {
+            Ok(child) => super::files::finish(child),
+            Err(e) => Outcome::Failed(box_error(e)),
+        };
+        // The box has ended: its proxy's socket and tunnels end with the proxy, after this.
+        (outcome, proxy.last_refused())
     }
 }
 

@@ -31,13 +31,9 @@ impl SandboxedRunner {
             (parents_ignores, limits.git_repo_above) = worker::above_the_grant(&base);
             walk = Some(limits);
         }
-        let exe = match std::env::current_exe() {
+        let exe = match self.own_binary("the file tool's box") {
             Ok(exe) => exe,
-            Err(e) => {
-                return Outcome::Failed(format!(
-                    "cannot find brokerd's own binary for the file tool's box: {e}"
-                ));
-            }
+            Err(failed) => return failed,
         };
         let request = Request {
             tool,
