@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod calls;
 pub mod migrations;
 pub mod reads;
 pub mod store;

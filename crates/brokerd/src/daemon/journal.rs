@@ -276,17 +276,31 @@ struct Written {
     appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
 }
 
-/// Applies each written batch to the ledger, in the order written.
+/// Applies the written batches to the ledger, in the order written: every batch waiting when
+/// the thread looks, with their whole answers, in one transaction (one commit to SQLite's
+/// write-ahead log instead of two a batch).
 fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
     // The ledger follows; calls come first. On Linux a thread has a nice value of its own.
     let _ = rustix::process::setpriority_process(None, 10);
-    while let Ok(batch) = batches.recv() {
+    while let Ok(first) = batches.recv() {
+        let mut waiting = vec![first];
+        while waiting.len() < MAX_BATCH
+            && let Ok(next) = batches.try_recv()
+        {
+            waiting.push(next);
+        }
+        let mut records = Vec::new();
+        let mut wholes = Vec::new();
+        let mut appliers = Vec::new();
+        for batch in waiting {
+            records.extend(batch.records);
+            wholes.extend(batch.wholes);
+            appliers.extend(batch.appliers);
+        }
         let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
         let applied = ledger
-            .apply_all(&batch.records)
-            .and_then(|()| {
-                batch
-                    .wholes
+            .apply_all_then(&records, |ledger| {
+                wholes
                     .iter()
                     .try_for_each(|w| ledger.set_response(&w.session, w.call_id, &w.response))
             })
@@ -295,7 +309,7 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
                 JournalError::Ledger(error.to_string())
             });
         drop(ledger);
-        for applier in batch.appliers {
+        for applier in appliers {
             let _ = applier.send(applied.clone());
         }
     }

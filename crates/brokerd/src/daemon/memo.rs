@@ -5,6 +5,12 @@
 //! session's lock, the labels its answers raised and the answers the ledger may not have yet.
 //! The next call joins those with what the ledger says, so it never sees a session less tainted
 //! than its answers made it, and a re-sent call id finds its answer either here or there.
+//!
+//! The broker is the ledger's only writer and every call of a session passes this memo, so the
+//! memo also keeps what the ledger said of the session the first time this broker needed it
+//! (its labels, the highest call id it had used): later calls read neither from SQLite. A call
+//! id above every id the session has used is new without asking the ledger; any other is
+//! looked up there, as before.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +24,11 @@ use crate::policy::Labels;
 pub struct SessionMemo {
     labels: Option<Labels>,
     unapplied: Vec<Unapplied>,
+    /// The ledger's labels of the session when this broker first read them.
+    known: Option<Labels>,
+    /// The highest call id the session has used: the ledger's when first read, raised by every
+    /// new call since (tracked before the ledger is read too).
+    highest_call: Option<u64>,
 }
 
 /// An answer on disk that the ledger may not have applied yet.
@@ -46,6 +57,29 @@ impl SessionMemo {
             },
             None => row,
         }
+    }
+
+    /// The session's labels without the ledger: what it said when first read, raised by every
+    /// answer since; `None` until it has been read.
+    pub fn known_labels(&self) -> Option<Labels> {
+        self.known.map(|row| self.labels(row))
+    }
+
+    /// Keeps what the ledger said of the session: its labels and the highest call id it holds.
+    pub fn know(&mut self, row: Labels, highest_call: Option<CallId>) {
+        self.known = Some(row);
+        self.highest_call = self.highest_call.max(highest_call.map(|id| id.0));
+    }
+
+    /// Whether `call_id` is above every id the session has used, so that the ledger cannot
+    /// hold it (only once the ledger has been read).
+    pub fn surely_new(&self, call_id: CallId) -> bool {
+        self.known.is_some() && self.highest_call.is_none_or(|highest| call_id.0 > highest)
+    }
+
+    /// Notes a call id the session has now used.
+    pub fn used(&mut self, call_id: CallId) {
+        self.highest_call = self.highest_call.max(Some(call_id.0));
     }
 
     /// Records an answer, the labels it left the session with and the file content it saw;
@@ -158,6 +192,42 @@ mod tests {
                 untrusted: true
             }
         );
+    }
+
+    #[test]
+    fn a_call_id_is_surely_new_only_above_every_id_used_once_the_ledger_was_read() {
+        let mut memo = SessionMemo::default();
+        assert!(!memo.surely_new(CallId(100)), "nothing is known yet");
+        memo.used(CallId(40));
+        assert_eq!(memo.known_labels(), None);
+        let row = Labels {
+            taint: Class::Private,
+            untrusted: false,
+        };
+        // The ledger's highest is below an id used before it was read: the memo's counts.
+        memo.know(row, Some(CallId(30)));
+        assert_eq!(memo.known_labels(), Some(row));
+        assert!(!memo.surely_new(CallId(40)));
+        assert!(!memo.surely_new(CallId(7)));
+        assert!(memo.surely_new(CallId(41)));
+        memo.used(CallId(u64::MAX));
+        assert!(!memo.surely_new(CallId(u64::MAX)));
+        let mut fresh = SessionMemo::default();
+        fresh.know(row, None);
+        assert!(fresh.surely_new(CallId(0)), "a session with no call yet");
+        let secret = Labels {
+            taint: Class::Secret,
+            untrusted: true,
+        };
+        fresh.answered(
+            CallId(0),
+            "read_file",
+            "h",
+            &result("a"),
+            Some(secret),
+            None,
+        );
+        assert_eq!(fresh.known_labels(), Some(secret), "raised by the answer");
     }
 
     #[test]

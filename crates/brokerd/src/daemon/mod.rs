@@ -29,6 +29,7 @@ pub mod warm;
 pub mod worker;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use ledger::Ledger;
@@ -89,7 +90,24 @@ pub struct Broker {
     pub jobs: Arc<jobs::Jobs>,
     /// The downstream MCP servers.
     pub gateway: gateway::Gateway,
-    session_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionMemo>>>>,
+    session_slots: Mutex<HashMap<SessionId, Arc<SessionSlot>>>,
+}
+
+/// One session's place in the broker: the lock that runs its calls one at a time (so its labels
+/// rise in order), holding its memo; and whether it has ended, readable without that lock.
+#[derive(Debug, Default)]
+pub struct SessionSlot {
+    /// The session's memo, behind the lock its calls take in turn.
+    pub memo: tokio::sync::Mutex<SessionMemo>,
+    ended: AtomicBool,
+}
+
+impl SessionSlot {
+    /// Whether the session was ended by this broker (a session ended before it started is
+    /// known from the ledger).
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
 }
 
 impl Broker {
@@ -120,7 +138,7 @@ impl Broker {
             memory: Arc::new(memory),
             jobs: Arc::default(),
             gateway: gateway::Gateway::default(),
-            session_locks: Mutex::new(HashMap::new()),
+            session_slots: Mutex::new(HashMap::new()),
         })
     }
 
@@ -151,13 +169,21 @@ impl Broker {
         *self.grants.write().unwrap_or_else(PoisonError::into_inner) = state;
     }
 
-    /// The lock that runs one session's calls one at a time (so its labels rise in order).
-    pub fn session_lock(&self, session: &SessionId) -> Arc<tokio::sync::Mutex<SessionMemo>> {
-        let mut locks = self
-            .session_locks
+    /// The session's slot: the lock its calls take in turn, and whether it has ended.
+    pub fn session_slot(&self, session: &SessionId) -> Arc<SessionSlot> {
+        let mut slots = self
+            .session_slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(locks.entry(session.clone()).or_default())
+        Arc::clone(slots.entry(session.clone()).or_default())
+    }
+
+    /// Marks `session` ended once its end is on disk: its next call is refused without reading
+    /// the ledger, which follows a moment later.
+    pub fn mark_ended(&self, session: &SessionId) {
+        self.session_slot(session)
+            .ended
+            .store(true, Ordering::Release);
     }
 
     /// Sends `event` to every owner watching (none is fine).

@@ -82,6 +82,15 @@ pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refus
             format!("the resume token for session {} is wrong", resume.session),
         ));
     }
+    if broker.session_slot(&resume.session).ended() {
+        return Err(Refusal::new(
+            ErrorCode::SessionEnded,
+            format!(
+                "session {} has ended; start a new conversation",
+                resume.session
+            ),
+        ));
+    }
     if let Some(ended) = row.ended {
         return Err(Refusal::new(
             ErrorCode::SessionEnded,
@@ -116,6 +125,7 @@ pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> R
         }])
         .await
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    broker.mark_ended(session);
     broker.approvals.end_session(broker, session).await;
     broker.jobs.end_session(session).await;
     broker.gateway.end_session(session).await;
@@ -138,8 +148,8 @@ pub async fn end_idle(broker: &Arc<Broker>) -> Result<usize, Refusal> {
     let reason = format!("unused for {}", shown(idle_for));
     for session in &idle {
         // A session in the middle of a call is not idle: its lock is held until the answer.
-        let lock = broker.session_lock(session);
-        let _memo = lock.lock().await;
+        let slot = broker.session_slot(session);
+        let _memo = slot.memo.lock().await;
         close(broker, session, &reason).await?;
     }
     Ok(idle.len())

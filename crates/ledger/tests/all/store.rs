@@ -101,6 +101,35 @@ fn calls_keep_their_state_and_answer_and_end_with_their_session() {
 }
 
 #[test]
+fn the_highest_call_id_is_compared_as_unsigned_and_per_session() {
+    let dir = testkit::temp_dir();
+    let ledger = Ledger::open(&dir.path().join("l.sqlite")).unwrap();
+    let (s, t) = (SessionId("s".into()), SessionId("t".into()));
+    assert_eq!(ledger.highest_call(&s).unwrap(), None);
+    let put = |session: &SessionId, id: u64| {
+        ledger
+            .put_call(&CallRow {
+                session: session.clone(),
+                call_id: CallId(id),
+                tool: "read_file".into(),
+                arguments_sha256: ledger::sha256_hex(b"{}"),
+                state: CallState::Done,
+                response: None,
+                updated: now(),
+            })
+            .unwrap();
+    };
+    put(&s, 7);
+    put(&s, 3);
+    put(&t, 900);
+    assert_eq!(ledger.highest_call(&s).unwrap(), Some(CallId(7)));
+    // Ids of 2^63 and above are stored as negative numbers; they are still the highest.
+    put(&s, 1 << 63);
+    put(&s, u64::MAX - 1);
+    assert_eq!(ledger.highest_call(&s).unwrap(), Some(CallId(u64::MAX - 1)));
+    assert_eq!(ledger.highest_call(&t).unwrap(), Some(CallId(900)));
+}
+#[test]
 fn a_ledger_behind_the_log_is_rebuilt_forward_from_its_records() {
     let dir = testkit::temp_dir();
     let log_path = dir.path().join("audit.jsonl");

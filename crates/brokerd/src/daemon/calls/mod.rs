@@ -19,7 +19,7 @@ use super::approvals::{Request, Settled, Waiter};
 use super::journal::Applied;
 use super::memo::{SessionMemo, mark_applied};
 use super::sessions::Refusal;
-use super::{Broker, GrantsState};
+use super::{Broker, GrantsState, SessionSlot};
 
 mod downstream;
 mod record;
@@ -52,10 +52,13 @@ pub async fn answer(
     }
     // One call of a session at a time. The lock is let go once the answer is on disk; what the
     // ledger has not applied yet stays in the session's memo for the next call.
-    let lock = broker.session_lock(session);
-    let mut memo = lock.lock().await;
+    let slot = broker.session_slot(session);
+    let mut memo = slot.memo.lock().await;
     let identity = sha256_hex(request.arguments.as_bytes());
-    let answered = answer_locked(broker, session, request, &identity, &memo, pending).await?;
+    let answered = answer_locked(
+        broker, session, request, &identity, &slot, &mut memo, pending,
+    )
+    .await?;
     if let Some(applied) = answered.applied {
         let labels = answered.labels.map(|l| Labels {
             taint: l.taint,
@@ -107,9 +110,13 @@ async fn answer_locked(
     session: &SessionId,
     request: &ToolRequest,
     identity: &str,
-    memo: &SessionMemo,
+    slot: &SessionSlot,
+    memo: &mut SessionMemo,
     pending: &PendingTx,
 ) -> Result<Answered, Refusal> {
+    // Read once per session and broker: what the ledger says of the session, so that a new call
+    // id is known new without asking it (the outcome is taken below, in the design's order).
+    let _ = session_state(broker, session, slot, memo);
     let call = Pending {
         session: session.clone(),
         call_id: CallId(request.call_id),
@@ -133,6 +140,7 @@ async fn answer_locked(
             }
         },
         Earlier::New => {
+            memo.used(call.call_id);
             broker.publish(OwnerEvent::Call {
                 session: call.session.clone(),
                 call_id: call.call_id,
@@ -142,23 +150,15 @@ async fn answer_locked(
             None
         }
     };
-    let labels = match broker.with_reader(|l| l.session(session)) {
-        Ok(Some(row)) if row.ended.is_some() => {
+    let labels = match session_state(broker, session, slot, memo) {
+        Ok(labels) => labels,
+        Err(StateProblem::Ended) => {
             return Err(Refusal::new(
                 ErrorCode::SessionEnded,
                 format!("session {session} has ended"),
             ));
         }
-        Ok(Some(row)) => memo.labels(Labels {
-            taint: row.taint,
-            untrusted: row.untrusted,
-        }),
-        Ok(None) => {
-            let detail = format!("session {session} is not in the ledger");
-            return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
-        }
-        Err(error) => {
-            let detail = error.to_string();
+        Err(StateProblem::Unreadable(detail)) => {
             return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
         }
     };
@@ -330,6 +330,49 @@ pub(super) struct Pending {
     identity: String,
 }
 
+/// Why a session's labels cannot be had.
+enum StateProblem {
+    /// It has ended (here, or before this broker started).
+    Ended,
+    /// The ledger does not have it, or cannot be read (what went wrong).
+    Unreadable(String),
+}
+
+/// The session's labels: from its memo, or (the first time this broker needs them) from the
+/// ledger, kept in the memo with the highest call id the ledger holds for it.
+fn session_state(
+    broker: &Broker,
+    session: &SessionId,
+    slot: &SessionSlot,
+    memo: &mut SessionMemo,
+) -> Result<Labels, StateProblem> {
+    if slot.ended() {
+        return Err(StateProblem::Ended);
+    }
+    if let Some(labels) = memo.known_labels() {
+        return Ok(labels);
+    }
+    let read = broker.with_reader(|l| {
+        let row = l.session(session)?;
+        Ok::<_, ledger::LedgerError>((row, l.highest_call(session)?))
+    });
+    match read {
+        Ok((Some(row), _)) if row.ended.is_some() => Err(StateProblem::Ended),
+        Ok((Some(row), highest)) => {
+            let row = Labels {
+                taint: row.taint,
+                untrusted: row.untrusted,
+            };
+            memo.know(row, highest);
+            Ok(memo.labels(row))
+        }
+        Ok((None, _)) => Err(StateProblem::Unreadable(format!(
+            "session {session} is not in the ledger"
+        ))),
+        Err(error) => Err(StateProblem::Unreadable(error.to_string())),
+    }
+}
+
 /// What the ledger (or the session's memo) knows of a call id.
 enum Earlier {
     /// Never seen.
@@ -347,6 +390,9 @@ fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result
             return Err(reused(call));
         }
         return Ok(Earlier::Answered(answer.response.clone()));
+    }
+    if memo.surely_new(call.call_id) {
+        return Ok(Earlier::New);
     }
     let row = match broker.with_reader(|l| l.call(&call.session, call.call_id)) {
         Ok(Some(row)) => row,

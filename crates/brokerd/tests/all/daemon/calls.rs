@@ -198,3 +198,41 @@ fn a_call_id_sent_again_gets_the_same_answer_and_does_not_run_twice() {
     );
     assert!(content(&first).contains("\"created\":true"));
 }
+
+#[test]
+fn a_lower_call_id_is_a_new_call_and_a_higher_one_sent_again_is_not_run_twice() {
+    let mut broker = BrokerProcess::start(WORK, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let resume = client.session.clone().unwrap();
+    let target = broker.work.join("ids.txt");
+    let write = |text: &str| serde_json::json!({"path": target, "content": text}).to_string();
+    assert!(content(&client.call(10, "write_file", &write("ten")).unwrap()).contains("created"));
+    // Ids need not rise: 5 is new, and runs.
+    let read = path_args(&target);
+    let five = client.call(5, "read_file", &read).unwrap();
+    assert_eq!(content(&five).lines().last(), Some("ten"), "{five:?}");
+    fs::write(&target, "changed by someone else").unwrap();
+    // 10 again: its answer, not a second run (from the session's memo, then from the ledger).
+    let first = client.call(10, "write_file", &write("ten")).unwrap();
+    let again = client.call(10, "write_file", &write("ten")).unwrap();
+    assert_eq!(first, again);
+    assert_eq!(
+        fs::read_to_string(&target).unwrap(),
+        "changed by someone else"
+    );
+    drop(client);
+    broker.restart();
+    let mut client = AgentClient::open(&broker.socket(), Some(resume));
+    assert_eq!(client.call(10, "write_file", &write("ten")).unwrap(), first);
+    assert_eq!(client.call(5, "read_file", &read).unwrap(), five);
+    assert_eq!(
+        fs::read_to_string(&target).unwrap(),
+        "changed by someone else"
+    );
+    // And a new id above them all runs.
+    let eleven = client.call(11, "read_file", &read).unwrap();
+    assert!(
+        content(&eleven).contains("changed by someone else"),
+        "{eleven:?}"
+    );
+}

@@ -79,6 +79,35 @@ fn a_closed_session_cannot_be_resumed() {
 }
 
 #[test]
+fn a_session_closed_on_one_connection_refuses_the_next_call_on_another() {
+    let broker = BrokerProcess::start(WORK, FAST);
+    fs::write(broker.work.join("f"), "f").unwrap();
+    let args = path_args(&broker.work.join("f"));
+    let mut first = AgentClient::open(&broker.socket(), None);
+    let resume = first.session.clone().unwrap();
+    assert!(matches!(
+        first.call(1, "read_file", &args),
+        Ok(ToolResponse::Result { .. })
+    ));
+    let mut second = AgentClient::open(&broker.socket(), Some(resume));
+    assert!(matches!(
+        second.send(&proto::AgentFrame::Close {}),
+        Some(proto::BrokerFrame::Closed {})
+    ));
+    let answer = first.call(2, "read_file", &args);
+    assert!(
+        matches!(
+            answer,
+            Err(Some(proto::BrokerFrame::Error {
+                code: proto::ErrorCode::SessionEnded,
+                ..
+            }))
+        ),
+        "{answer:?}"
+    );
+}
+
+#[test]
 fn a_kill_during_sixteen_busy_clients_loses_no_answer_and_runs_nothing_twice() {
     let grants = r#"
 [[grant]]
