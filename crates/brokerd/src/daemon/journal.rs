@@ -278,7 +278,8 @@ struct Written {
 
 /// Applies the written batches to the ledger, in the order written: every batch waiting when
 /// the thread looks, with their whole answers, in one transaction (one commit to SQLite's
-/// write-ahead log instead of two a batch).
+/// write-ahead log instead of two a batch). When that fails, each batch is applied on its own,
+/// so a failing batch costs no other its place in the ledger.
 fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
     // The ledger follows; calls come first. On Linux a thread has a nice value of its own.
     let _ = rustix::process::setpriority_process(None, 10);
@@ -289,28 +290,48 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
         {
             waiting.push(next);
         }
-        let mut records = Vec::new();
-        let mut wholes = Vec::new();
-        let mut appliers = Vec::new();
-        for batch in waiting {
-            records.extend(batch.records);
-            wholes.extend(batch.wholes);
-            appliers.extend(batch.appliers);
-        }
         let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-        let applied = ledger
-            .apply_all_then(&records, |ledger| {
-                wholes
-                    .iter()
-                    .try_for_each(|w| ledger.set_response(&w.session, w.call_id, &w.response))
-            })
-            .map_err(|error| {
-                tracing::error!(%error, "ledger update failed");
-                JournalError::Ledger(error.to_string())
-            });
+        let together = if waiting.len() == 1 {
+            None
+        } else {
+            let mut records = Vec::new();
+            let mut wholes = Vec::new();
+            for batch in &waiting {
+                records.extend(batch.records.iter().cloned());
+                wholes.extend(batch.wholes.iter().cloned());
+            }
+            apply(&mut ledger, &records, &wholes).ok()
+        };
+        let outcomes: Vec<Result<(), JournalError>> = match together {
+            Some(()) => waiting.iter().map(|_| Ok(())).collect(),
+            None => waiting
+                .iter()
+                .map(|batch| apply(&mut ledger, &batch.records, &batch.wholes))
+                .collect(),
+        };
         drop(ledger);
-        for applier in appliers {
-            let _ = applier.send(applied.clone());
+        for (batch, applied) in waiting.into_iter().zip(outcomes) {
+            for applier in batch.appliers {
+                let _ = applier.send(applied.clone());
+            }
         }
     }
+}
+
+/// Applies `records` and then `wholes` (each call's whole answer) in one transaction.
+fn apply(
+    ledger: &mut Ledger,
+    records: &[(ledger::Record, String)],
+    wholes: &[WholeAnswer],
+) -> Result<(), JournalError> {
+    ledger
+        .apply_all_then(records, |ledger| {
+            wholes
+                .iter()
+                .try_for_each(|w| ledger.set_response(&w.session, w.call_id, &w.response))
+        })
+        .map_err(|error| {
+            tracing::error!(%error, "ledger update failed");
+            JournalError::Ledger(error.to_string())
+        })
 }

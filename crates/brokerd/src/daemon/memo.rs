@@ -51,10 +51,7 @@ impl SessionMemo {
     /// The session's labels: the ledger's `row`, raised by every answer given since.
     pub fn labels(&self, row: Labels) -> Labels {
         match self.labels {
-            Some(seen) => Labels {
-                taint: row.taint.max(seen.taint),
-                untrusted: row.untrusted || seen.untrusted,
-            },
+            Some(seen) => joined(row, seen),
             None => row,
         }
     }
@@ -128,6 +125,14 @@ impl SessionMemo {
         self.unapplied
             .iter()
             .find(|answer| answer.call_id == call_id && !answer.applied.load(Ordering::Acquire))
+    }
+}
+
+/// The higher of two sessions' labels: the higher class, untrusted if either is.
+pub fn joined(a: Labels, b: Labels) -> Labels {
+    Labels {
+        taint: a.taint.max(b.taint),
+        untrusted: a.untrusted || b.untrusted,
     }
 }
 

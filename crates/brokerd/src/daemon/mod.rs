@@ -37,7 +37,7 @@ use proto::dirs::Dirs;
 use proto::{OwnerEvent, SessionId};
 
 use crate::grants::{Grant, Problem};
-use crate::policy::Protected;
+use crate::policy::{Labels, Protected};
 
 use self::memory::MemoryService;
 use approvals::Approvals;
@@ -94,12 +94,16 @@ pub struct Broker {
 }
 
 /// One session's place in the broker: the lock that runs its calls one at a time (so its labels
-/// rise in order), holding its memo; and whether it has ended, readable without that lock.
+/// rise in order), holding its memo; and, readable without that lock, whether it has ended and
+/// the labels its recorded answers raised.
 #[derive(Debug, Default)]
 pub struct SessionSlot {
     /// The session's memo, behind the lock its calls take in turn.
     pub memo: tokio::sync::Mutex<SessionMemo>,
     ended: AtomicBool,
+    /// Raised by every answer as it is written to disk, by whichever thread writes it, so a
+    /// run whose caller went away (its answer recorded all the same) still raises them.
+    raised: Mutex<Option<Labels>>,
 }
 
 impl SessionSlot {
@@ -107,6 +111,23 @@ impl SessionSlot {
     /// known from the ledger).
     pub fn ended(&self) -> bool {
         self.ended.load(Ordering::Acquire)
+    }
+
+    /// Notes labels an answer of the session left it with, once the answer is on disk.
+    pub fn raise(&self, labels: Labels) {
+        let mut raised = self.raised.lock().unwrap_or_else(PoisonError::into_inner);
+        *raised = Some(match *raised {
+            Some(before) => memo::joined(before, labels),
+            None => labels,
+        });
+    }
+
+    /// `labels`, raised by every answer of the session written to disk in this broker.
+    pub fn raised_over(&self, labels: Labels) -> Labels {
+        match *self.raised.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(raised) => memo::joined(raised, labels),
+            None => labels,
+        }
     }
 }
 
@@ -202,5 +223,36 @@ impl Broker {
     pub fn with_reader<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
         let reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
         f(&reader)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::Class;
+
+    use super::{Labels, SessionSlot};
+
+    #[test]
+    fn a_slot_keeps_the_highest_labels_its_answers_left_and_never_lowers_them() {
+        let slot = SessionSlot::default();
+        let public = Labels {
+            taint: Class::Public,
+            untrusted: false,
+        };
+        assert_eq!(slot.raised_over(public), public);
+        slot.raise(Labels {
+            taint: Class::Secret,
+            untrusted: false,
+        });
+        slot.raise(Labels {
+            taint: Class::Private,
+            untrusted: true,
+        });
+        let both = Labels {
+            taint: Class::Secret,
+            untrusted: true,
+        };
+        assert_eq!(slot.raised_over(public), both);
+        assert!(!slot.ended());
     }
 }

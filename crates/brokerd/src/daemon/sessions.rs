@@ -117,15 +117,18 @@ pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refus
 /// Ends `session` (its client asked, or it was idle too long); its waiting calls are
 /// abandoned and its background jobs killed.
 pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> Result<(), Refusal> {
-    broker
+    let ended = vec![Event::SessionEnded {
+        session: session.clone(),
+        reason: reason.to_string(),
+    }];
+    let applied = broker
         .journal
-        .record(vec![Event::SessionEnded {
-            session: session.clone(),
-            reason: reason.to_string(),
-        }])
+        .record_with(ended, None)
         .await
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
+    // On disk: the session has ended, whatever becomes of the ledger's copy.
     broker.mark_ended(session);
+    let followed = applied.wait().await;
     broker.approvals.end_session(broker, session).await;
     broker.jobs.end_session(session).await;
     broker.gateway.end_session(session).await;
@@ -134,7 +137,7 @@ pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> R
     if let Err(error) = tokio::task::spawn_blocking(move || runner.end_session(&ended)).await {
         tracing::error!(%error, "the session's warm boxes were not let go");
     }
-    Ok(())
+    followed.map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))
 }
 
 /// Ends every session unused for `session_idle_days` (or `session_idle_ms`).

@@ -339,7 +339,8 @@ enum StateProblem {
 }
 
 /// The session's labels: from its memo, or (the first time this broker needs them) from the
-/// ledger, kept in the memo with the highest call id the ledger holds for it.
+/// ledger, kept in the memo with the highest call id the ledger holds for it; raised by every
+/// answer of the session written in this broker, even one whose caller went away.
 fn session_state(
     broker: &Broker,
     session: &SessionId,
@@ -350,7 +351,7 @@ fn session_state(
         return Err(StateProblem::Ended);
     }
     if let Some(labels) = memo.known_labels() {
-        return Ok(labels);
+        return Ok(slot.raised_over(labels));
     }
     let read = broker.with_reader(|l| {
         let row = l.session(session)?;
@@ -364,7 +365,7 @@ fn session_state(
                 untrusted: row.untrusted,
             };
             memo.know(row, highest);
-            Ok(memo.labels(row))
+            Ok(slot.raised_over(memo.labels(row)))
         }
         Ok((None, _)) => Err(StateProblem::Unreadable(format!(
             "session {session} is not in the ledger"

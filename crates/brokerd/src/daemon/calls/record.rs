@@ -145,6 +145,12 @@ impl Record {
     ) -> Answered {
         match written {
             Ok(applied) => {
+                if let Some(labels) = self.labels {
+                    broker.session_slot(&call.session).raise(Labels {
+                        taint: labels.taint,
+                        untrusted: labels.untrusted,
+                    });
+                }
                 broker.publish(self.owner_event);
                 Answered {
                     response: self.response,
