@@ -5,7 +5,9 @@
 //! `brokerd box-file` is, reading a 4 KiB file of a folder bound read-only, (6) `/bin/true`
 //! in a fresh box with a network (the proxy socket bound in, the relay started and detached),
 //! (7) `/bin/true` through a warm box's command worker (`spawn_command_worker`), built once
-//! before the runs, and (8) 100 MB of output from a fresh box and through the worker.
+//! before the runs, (8) 100 MB of output from a fresh box and through the worker, and (9)
+//! bubblewrap alone and a fresh box again, each after 1 s idle (`BOXMAKER_BENCH_IDLE_RUNS`
+//! each, default 10; 0 skips them), as a model's calls come.
 //! Run as root: `cargo run --release -p sandbox --example box_bench [runs]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -121,6 +123,24 @@ fn main() {
         assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
         assert_eq!(got, 100_000_000);
     });
+    // A model's calls come seconds apart, not back to back: each side again after 1 s idle,
+    // interleaved (joining a cgroup can then wait for an RCU grace period; bwrap joins none).
+    let idle_runs: usize = std::env::var("BOXMAKER_BENCH_IDLE_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
+    let (mut idle_alone, mut idle_fresh) = (Vec::new(), Vec::new());
+    for _ in 0..idle_runs {
+        std::thread::sleep(Duration::from_secs(1));
+        idle_alone.extend(measure_once(|| {
+            let status = Command::new(&bwrap).args(&args).status().unwrap();
+            assert!(status.success());
+        }));
+        std::thread::sleep(Duration::from_secs(1));
+        idle_fresh.extend(measure_once(|| run_box(&spec, &landlocked, 0)));
+    }
+    idle_alone.sort_unstable();
+    idle_fresh.sort_unstable();
     println!(
         "{runs} runs each; median and p99 in ms; Landlock {}",
         sandbox::landlock_enforcement()
@@ -154,6 +174,14 @@ fn main() {
         "a network's cost (the socket bound, the relay's two execs): {:.2} ms",
         ms(percentile(&network, 50)) - ms(percentile(&with_landlock, 50))
     );
+    if idle_runs > 0 {
+        println!(
+            "after 1 s idle ({idle_runs} runs each): bwrap alone median {:.2}, fresh box /bin/true median {:.2} ({:.2}x)",
+            ms(percentile(&idle_alone, 50)),
+            ms(percentile(&idle_fresh, 50)),
+            ms(percentile(&idle_fresh, 50)) / ms(percentile(&idle_alone, 50))
+        );
+    }
     println!(
         "warm worker / fork/exec: median {:.2}x, p99 {:.2}x",
         ms(percentile(&warm, 50)) / ms(percentile(&plain, 50)),
@@ -184,6 +212,13 @@ fn measure(runs: usize, mut once: impl FnMut()) -> Vec<Duration> {
         .collect();
     times.sort_unstable();
     times
+}
+
+/// One timed run, without the warm-up run `measure` makes.
+fn measure_once(once: impl FnOnce()) -> Option<Duration> {
+    let started = Instant::now();
+    once();
+    Some(started.elapsed())
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {

@@ -90,7 +90,8 @@ pub(crate) struct Plan {
     pub(crate) maps: IdMaps,
     /// The rlimits of a box ([`Want::Bubblewrap`]).
     pub(crate) limits: Option<crate::boxed::Limits>,
-    /// The `cgroup.procs` files the box's first process joins (-1: none).
+    /// The cgroup files the box's first process joins by writing `0` (v1 `tasks`, v2
+    /// `cgroup.procs`; -1: none).
     pub(crate) cgroups: [RawFd; 2],
     /// Descriptors bubblewrap inherits (the seccomp programs, the box's files; -1: none).
     pub(crate) inherit: [RawFd; 4],
@@ -138,8 +139,8 @@ impl Plan {
             if fd < 0 {
                 continue;
             }
-            // SAFETY: the parent opened these `cgroup.procs` files and keeps them open until
-            // after `spawn` returns.
+            // SAFETY: the parent opened these cgroup files and keeps them open until after
+            // `spawn` returns. A forked child is one thread, so v1's `tasks` moves all of it.
             let file = unsafe { BorrowedFd::borrow_raw(fd) };
             write(file, b"0")?;
         }
