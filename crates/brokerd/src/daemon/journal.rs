@@ -279,10 +279,14 @@ struct Written {
 /// Applies the written batches to the ledger, in the order written: every batch waiting when
 /// the thread looks, with their whole answers, in one transaction (one commit to SQLite's
 /// write-ahead log instead of two a batch). When that fails, each batch is applied on its own,
-/// so a failing batch costs no other its place in the ledger.
+/// so a failing batch costs no other its place in the ledger. Once a batch cannot be applied,
+/// none after it is: the ledger stays a prefix of the audit log, and a restart catches it up
+/// from the first record it lacks (applying later batches would move its anchor past that
+/// record for good, and a call whose record was skipped could run again).
 fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
     // The ledger follows; calls come first. On Linux a thread has a nice value of its own.
     let _ = rustix::process::setpriority_process(None, 10);
+    let mut stopped: Option<String> = None;
     while let Ok(first) = batches.recv() {
         let mut waiting = vec![first];
         while waiting.len() < MAX_BATCH
@@ -291,7 +295,7 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
             waiting.push(next);
         }
         let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-        let together = if waiting.len() == 1 {
+        let together = if waiting.len() == 1 || stopped.is_some() {
             None
         } else {
             let mut records = Vec::new();
@@ -306,7 +310,19 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
             Some(()) => waiting.iter().map(|_| Ok(())).collect(),
             None => waiting
                 .iter()
-                .map(|batch| apply(&mut ledger, &batch.records, &batch.wholes))
+                .map(|batch| {
+                    if let Some(why) = &stopped {
+                        return Err(JournalError::Ledger(format!(
+                            "the ledger stopped following the audit log ({why}); a restart catches it up"
+                        )));
+                    }
+                    let applied = apply(&mut ledger, &batch.records, &batch.wholes);
+                    if let Err(error) = &applied {
+                        tracing::error!(%error, "the ledger stops following the audit log until a restart");
+                        stopped = Some(error.to_string());
+                    }
+                    applied
+                })
                 .collect(),
         };
         drop(ledger);

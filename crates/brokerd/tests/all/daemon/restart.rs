@@ -10,7 +10,7 @@ use std::time::Duration;
 use proto::{Class, DenyReason, ToolResponse};
 use testkit::{AgentClient, BrokerProcess};
 
-use super::{FAST, WORK, audit_verify, denied, path_args};
+use super::{FAST, WORK, audit_verify, content, denied, path_args};
 
 #[test]
 fn a_session_resumes_after_a_restart_with_its_labels() {
@@ -105,6 +105,60 @@ fn a_session_closed_on_one_connection_refuses_the_next_call_on_another() {
         ),
         "{answer:?}"
     );
+}
+
+#[test]
+fn a_record_the_ledger_cannot_apply_stops_it_and_a_restart_replays_it_so_nothing_runs_twice() {
+    let mut broker = BrokerProcess::start(WORK, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let resume = client.session.clone().unwrap();
+    let made = broker.work.join("made.txt");
+    let write = serde_json::json!({"path": made, "content": "once"}).to_string();
+    let read = path_args(&made);
+    // The ledger refuses every row of call 13 (a full disk, a damaged page), not the others.
+    let db = rusqlite::Connection::open(broker.state.join("ledger.sqlite")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER refuse_13 BEFORE INSERT ON calls WHEN NEW.call_id = 13
+         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+    )
+    .unwrap();
+    // Its answer is on disk, so the client gets it; the ledger does not follow.
+    let first = client.call(13, "write_file", &write).unwrap();
+    assert!(content(&first).contains("\"created\":true"), "{first:?}");
+    // Later calls are answered; the ledger applies none of them (it would skip call 13's).
+    let later = client.call(14, "read_file", &read).unwrap();
+    assert!(content(&later).contains("once"), "{later:?}");
+    assert!(broker.wait_for_log(
+        "the ledger stops following the audit log",
+        1,
+        Duration::from_secs(5)
+    ));
+    let rows: i64 = db
+        .query_row("SELECT COUNT(*) FROM calls WHERE call_id = 14", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(rows, 0, "a call after the refused one was applied");
+    db.execute_batch("DROP TRIGGER refuse_13").unwrap();
+    drop(db);
+    drop(client);
+    broker.restart();
+    // The restart caught the ledger up from the log: call 13 sent again is not run again.
+    let mut client = AgentClient::open(&broker.socket(), Some(resume));
+    let again = client.call(13, "write_file", &write).unwrap();
+    let lost = ToolResponse::Failed {
+        message: ledger::ANSWER_LOST.to_string(),
+    };
+    assert!(again == first || again == lost, "{again:?}");
+    let audit = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    let answered_13 = audit
+        .lines()
+        .filter(|l| l.contains("\"type\":\"answered\"") && l.contains("\"call_id\":13,"))
+        .count();
+    assert_eq!(answered_13, 1, "{audit}");
+    assert_eq!(client.call(14, "read_file", &read).unwrap(), later);
+    let (code, report) = audit_verify(&broker);
+    assert_eq!(code, 0, "{report}");
 }
 
 #[test]
