@@ -162,6 +162,41 @@ fn a_record_the_ledger_cannot_apply_stops_it_and_a_restart_replays_it_so_nothing
 }
 
 #[test]
+fn a_ledger_removed_while_the_broker_is_down_is_rebuilt_from_the_audit_log() {
+    let mut broker = BrokerProcess::start(WORK, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let resume = client.session.clone().unwrap();
+    let made = broker.work.join("made.txt");
+    let write = serde_json::json!({"path": made, "content": "once"}).to_string();
+    let first = client.call(1, "write_file", &write).unwrap();
+    assert!(content(&first).contains("\"created\":true"), "{first:?}");
+    let read = client.call(2, "read_file", &path_args(&made)).unwrap();
+    drop(client);
+    broker.kill();
+    for name in ["ledger.sqlite", "ledger.sqlite-wal", "ledger.sqlite-shm"] {
+        let _ = fs::remove_file(broker.state.join(name));
+    }
+    broker.spawn();
+    // The session, its resume token and its calls come back from the log.
+    let mut client = AgentClient::open(&broker.socket(), Some(resume));
+    let again = client.call(1, "write_file", &write).unwrap();
+    let lost = ToolResponse::Failed {
+        message: ledger::ANSWER_LOST.to_string(),
+    };
+    assert!(again == first || again == lost, "{again:?}");
+    let read_again = client.call(2, "read_file", &path_args(&made)).unwrap();
+    assert!(read_again == read || read_again == lost, "{read_again:?}");
+    let audit = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    let answered_1 = audit
+        .lines()
+        .filter(|l| l.contains("\"type\":\"answered\"") && l.contains("\"call_id\":1,"))
+        .count();
+    assert_eq!(answered_1, 1, "{audit}");
+    let (code, report) = audit_verify(&broker);
+    assert_eq!(code, 0, "{report}");
+}
+
+#[test]
 fn a_kill_during_sixteen_busy_clients_loses_no_answer_and_runs_nothing_twice() {
     let grants = r#"
 [[grant]]
