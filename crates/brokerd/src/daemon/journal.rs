@@ -318,7 +318,7 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
                     }
                     let applied = apply(&mut ledger, &batch.records, &batch.wholes);
                     if let Err(error) = &applied {
-                        tracing::error!(%error, "the ledger stops following the audit log until a restart");
+                        tracing::error!(%error, "ledger update failed; the ledger stops following the audit log until a restart");
                         stopped = Some(error.to_string());
                     }
                     applied
@@ -334,7 +334,8 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
     }
 }
 
-/// Applies `records` and then `wholes` (each call's whole answer) in one transaction.
+/// Applies `records` and then `wholes` (each call's whole answer) in one transaction. A group's
+/// failure is not logged: each of its batches is tried again on its own, and logged there.
 fn apply(
     ledger: &mut Ledger,
     records: &[(ledger::Record, String)],
@@ -346,8 +347,5 @@ fn apply(
                 .iter()
                 .try_for_each(|w| ledger.set_response(&w.session, w.call_id, &w.response))
         })
-        .map_err(|error| {
-            tracing::error!(%error, "ledger update failed");
-            JournalError::Ledger(error.to_string())
-        })
+        .map_err(|error| JournalError::Ledger(error.to_string()))
 }

@@ -196,6 +196,10 @@ impl Broker {
             .session_slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        // Every call looks its slot up twice: no copy of the id once the slot exists.
+        if let Some(slot) = slots.get(session) {
+            return Arc::clone(slot);
+        }
         Arc::clone(slots.entry(session.clone()).or_default())
     }
 

@@ -146,15 +146,9 @@ fn a_record_the_ledger_cannot_apply_stops_it_and_a_restart_replays_it_so_nothing
     // The restart caught the ledger up from the log: call 13 sent again is not run again.
     let mut client = AgentClient::open(&broker.socket(), Some(resume));
     let again = client.call(13, "write_file", &write).unwrap();
-    let lost = ToolResponse::Failed {
-        message: ledger::ANSWER_LOST.to_string(),
-    };
+    let lost = answer_lost();
     assert!(again == first || again == lost, "{again:?}");
-    let audit = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
-    let answered_13 = audit
-        .lines()
-        .filter(|l| l.contains("\"type\":\"answered\"") && l.contains("\"call_id\":13,"))
-        .count();
+    let (answered_13, audit) = answers_recorded(&broker, 13);
     assert_eq!(answered_13, 1, "{audit}");
     assert_eq!(client.call(14, "read_file", &read).unwrap(), later);
     let (code, report) = audit_verify(&broker);
@@ -180,20 +174,32 @@ fn a_ledger_removed_while_the_broker_is_down_is_rebuilt_from_the_audit_log() {
     // The session, its resume token and its calls come back from the log.
     let mut client = AgentClient::open(&broker.socket(), Some(resume));
     let again = client.call(1, "write_file", &write).unwrap();
-    let lost = ToolResponse::Failed {
-        message: ledger::ANSWER_LOST.to_string(),
-    };
+    let lost = answer_lost();
     assert!(again == first || again == lost, "{again:?}");
     let read_again = client.call(2, "read_file", &path_args(&made)).unwrap();
     assert!(read_again == read || read_again == lost, "{read_again:?}");
-    let audit = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
-    let answered_1 = audit
-        .lines()
-        .filter(|l| l.contains("\"type\":\"answered\"") && l.contains("\"call_id\":1,"))
-        .count();
+    let (answered_1, audit) = answers_recorded(&broker, 1);
     assert_eq!(answered_1, 1, "{audit}");
     let (code, report) = audit_verify(&broker);
     assert_eq!(code, 0, "{report}");
+}
+
+/// What a call id sent again answers when the audit log kept only its answer's digest.
+fn answer_lost() -> ToolResponse {
+    ToolResponse::Failed {
+        message: ledger::ANSWER_LOST.to_string(),
+    }
+}
+
+/// How many `Answered` records the audit log holds for `call_id`, and the log (for messages).
+fn answers_recorded(broker: &BrokerProcess, call_id: u64) -> (usize, String) {
+    let audit = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    let id = format!("\"call_id\":{call_id},");
+    let count = audit
+        .lines()
+        .filter(|l| l.contains("\"type\":\"answered\"") && l.contains(&id))
+        .count();
+    (count, audit)
 }
 
 #[test]
