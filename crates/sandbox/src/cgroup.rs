@@ -5,14 +5,22 @@
 //! dropping the [`BoxCgroup`] kills whatever is still in it and removes it.
 //!
 //! Making and removing a memory cgroup costs about 4 ms here (measured: a fresh box took 12.8 ms
-//! against 9.0 ms without its cgroup), so ended boxes' cgroups, killed, go back to a small pool
-//! of this process ([`PooledCgroup`]) and are reused with new limits. Those a broker that died
-//! left behind are removed the first time a cgroup is made.
+//! against 9.0 ms without its cgroup), so ended boxes' cgroups go back to a small pool of this
+//! process ([`PooledCgroup`]) and are reused with new limits. Those a broker that died left
+//! behind are removed the first time a cgroup is made.
+//!
+//! A box's end is not waited for on the call's path: a bubblewrap box whose PID namespace has
+//! lost its init is dying whole (nothing in it can fork any more), so the cgroup goes back to
+//! the pool once each process listed is sent `SIGKILL`, and the next box takes the oldest
+//! cgroup that lists no process. A process that has ended but is not reaped yet (a box's init
+//! is reaped by the host's init, which can take seconds) still counts against `pids.max`, so
+//! a reused cgroup's process limit is the box's plus those.
 //!
 //! Cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) are used where they
 //! are mounted and writable, as on this kind of hybrid machine; otherwise v2 (`cgroup.subtree_control`
 //! of the unified hierarchy naming `pids` and `memory`).
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
@@ -26,8 +34,9 @@ const PARENT: &str = "boxmaker";
 /// Numbers the boxes of this process, so two boxes never share a cgroup.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// Cgroups of ended boxes, killed; the next box takes one once nothing is charged to it.
-static POOL: Mutex<Vec<BoxCgroup>> = Mutex::new(Vec::new());
+/// Cgroups of ended boxes, oldest first, each with no process left that can run (see
+/// [`PooledCgroup`]); the next box takes the oldest that lists no process at all.
+static POOL: Mutex<VecDeque<BoxCgroup>> = Mutex::new(VecDeque::new());
 
 /// The most cgroups the pool keeps; more are removed.
 const POOL_SIZE: usize = 8;
@@ -35,9 +44,13 @@ const POOL_SIZE: usize = 8;
 /// Removes, once per process, the cgroups a dead broker left behind.
 static SWEEP: Once = Once::new();
 
-/// A box's cgroup that goes back to the pool, killed, when dropped.
+/// A box's cgroup that goes back to the pool when dropped, once nothing in it can run.
 #[derive(Debug)]
-pub(crate) struct PooledCgroup(Option<BoxCgroup>);
+pub(crate) struct PooledCgroup {
+    cgroup: Option<BoxCgroup>,
+    /// Every process in it is dead or dying and none can fork ([`PooledCgroup::settle`]).
+    settled: bool,
+}
 
 impl PooledCgroup {
     /// A cgroup from the pool (or a new one) with these limits.
@@ -49,14 +62,8 @@ impl PooledCgroup {
         launcher: Option<&Path>,
     ) -> io::Result<PooledCgroup> {
         crate::warden::ensure(launcher);
-        // Only one that nothing is charged to any more: an ended box's last zombie may still
-        // wait for the host's init to reap it.
-        let pooled = POOL.lock().ok().and_then(|mut pool| {
-            let at = pool.iter().position(BoxCgroup::is_empty)?;
-            Some(pool.swap_remove(at))
-        });
-        let cgroup = match pooled {
-            Some(cgroup) => {
+        let cgroup = match take_pooled() {
+            Some(mut cgroup) => {
                 cgroup.set_limits(processes, memory)?;
                 cgroup
             }
@@ -65,35 +72,71 @@ impl PooledCgroup {
                 BoxCgroup::create(processes, memory)?
             }
         };
-        Ok(PooledCgroup(Some(cgroup)))
+        Ok(PooledCgroup {
+            cgroup: Some(cgroup),
+            settled: false,
+        })
     }
 
     /// See [`BoxCgroup::join_fds`].
     pub(crate) fn join_fds(&self) -> Vec<RawFd> {
-        self.0.as_ref().map(BoxCgroup::join_fds).unwrap_or_default()
+        self.cgroup
+            .as_ref()
+            .map(BoxCgroup::join_fds)
+            .unwrap_or_default()
     }
 
     /// See [`BoxCgroup::kill_all`].
     pub(crate) fn kill_all(&self) {
-        if let Some(cgroup) = &self.0 {
+        if let Some(cgroup) = &self.cgroup {
             cgroup.kill_all();
         }
+    }
+
+    /// The box has ended: kills what is left. `in_dead_namespace`: every process of the box is
+    /// in a PID namespace whose init has exited, so the kernel is killing them all and none can
+    /// fork; one `SIGKILL` to each listed is enough, without waiting for them to go. Otherwise
+    /// (a box without a PID namespace) they are killed until none is listed.
+    pub(crate) fn settle(&mut self, in_dead_namespace: bool) {
+        let Some(cgroup) = &self.cgroup else { return };
+        self.settled = if in_dead_namespace {
+            cgroup.kill_listed();
+            true
+        } else {
+            cgroup.kill_all()
+        };
     }
 }
 
 impl Drop for PooledCgroup {
     fn drop(&mut self) {
-        let Some(cgroup) = self.0.take() else { return };
-        cgroup.kill_all();
-        // Pooled at once, not once empty: a killed box's last zombie is reaped by whoever
-        // adopted it (measured: up to 100 ms under load, which each call used to wait), and
-        // `take` skips a cgroup that something is still charged to.
+        let Some(cgroup) = self.cgroup.take() else {
+            return;
+        };
+        // A box dropped before it was settled (an error, a worker ending) is killed here, and
+        // one whose processes will not go is removed instead of pooled.
+        if !(self.settled || cgroup.kill_all()) {
+            return;
+        }
         if let Ok(mut pool) = POOL.lock()
             && pool.len() < POOL_SIZE
         {
-            pool.push(cgroup);
+            pool.push_back(cgroup);
         }
     }
+}
+
+/// The oldest pooled cgroup that lists no process, if any.
+fn take_pooled() -> Option<BoxCgroup> {
+    let mut pool = POOL.lock().ok()?;
+    for _ in 0..pool.len() {
+        let cgroup = pool.pop_front()?;
+        if cgroup.lists_no_process() {
+            return Some(cgroup);
+        }
+        pool.push_back(cgroup);
+    }
+    None
 }
 
 /// Kills what is left in the cgroups named after a process that no longer exists (a broker
@@ -143,15 +186,20 @@ pub(crate) struct BoxCgroup {
     dirs: Vec<PathBuf>,
     /// The file of each dir the child writes `0` to, to join: opened for writing.
     procs: Vec<File>,
-    /// The files holding its limits.
+    /// The files holding its limits, in the order they are written when limits go up.
     limits: Vec<(PathBuf, Limit)>,
+    /// The values last written to `limits`: processes (with the unreaped ones), memory.
+    written: Option<(u64, u64)>,
 }
 
 /// Which limit a file holds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Limit {
     Processes,
     Memory,
+    /// v1's memory and swap together, best effort (absent without swap accounting); never
+    /// below [`Limit::Memory`].
+    MemoryAndSwap,
 }
 
 impl BoxCgroup {
@@ -168,6 +216,7 @@ impl BoxCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
             limits: Vec::new(),
+            written: None,
         };
         if v1_pids.join("tasks").exists() && v1_memory.join("tasks").exists() {
             // v1's `tasks`, not `cgroup.procs`: the child joins between `fork` and `exec`, while
@@ -180,14 +229,13 @@ impl BoxCgroup {
             // Kept, so that a pooled cgroup takes the next box's limits, not its first one's.
             made.limits = vec![
                 (pids.join("pids.max"), Limit::Processes),
+                (
+                    mem.join("memory.memsw.limit_in_bytes"),
+                    Limit::MemoryAndSwap,
+                ),
                 (mem.join("memory.limit_in_bytes"), Limit::Memory),
             ];
             made.set_limits(processes, memory)?;
-            // Best effort: without swap accounting the file is absent.
-            let _ = write(
-                &mem.join("memory.memsw.limit_in_bytes"),
-                &memory.to_string(),
-            );
             return Ok(made);
         }
         let unified = Path::new("/sys/fs/cgroup");
@@ -232,29 +280,64 @@ impl BoxCgroup {
         Ok(dir)
     }
 
-    fn set_limits(&self, processes: u64, memory: u64) -> io::Result<()> {
-        for (file, limit) in &self.limits {
-            let value = match limit {
-                Limit::Processes => processes,
-                Limit::Memory => memory,
-            };
-            write(file, &value.to_string())?;
+    /// Sets its limits for the next box: `processes` beside those of earlier boxes that are
+    /// dead but not reaped yet (still charged), and `memory`. Writes only what changed.
+    fn set_limits(&mut self, processes: u64, memory: u64) -> io::Result<()> {
+        let processes = processes.saturating_add(self.unreaped());
+        if self.written == Some((processes, memory)) {
+            return Ok(());
         }
+        // v1 refuses a memory limit above the memory-and-swap one and the reverse, so the one
+        // that makes room goes first: memory-and-swap when the limit goes up, memory when it
+        // goes down (as it does from a new cgroup's "unlimited").
+        let raising = self.written.is_some_and(|(_, before)| memory > before);
+        let order: Vec<&(PathBuf, Limit)> = if raising {
+            self.limits.iter().collect()
+        } else {
+            self.limits.iter().rev().collect()
+        };
+        for (file, limit) in order {
+            let value = match limit {
+                Limit::Processes if self.written.is_some_and(|(p, _)| p == processes) => continue,
+                Limit::Processes => processes,
+                Limit::Memory | Limit::MemoryAndSwap
+                    if self.written.is_some_and(|(_, m)| m == memory) =>
+                {
+                    continue;
+                }
+                Limit::Memory | Limit::MemoryAndSwap => memory,
+            };
+            let written = write(file, &value.to_string());
+            if *limit != Limit::MemoryAndSwap {
+                written?;
+            }
+        }
+        self.written = Some((processes, memory));
         Ok(())
     }
 
-    /// Whether no process is left in it and none is still counted against its process limit:
-    /// a killed process leaves `cgroup.procs` at exit but is uncharged from `pids.current`
-    /// only once reaped, and a pooled cgroup still charged would refuse the next box's forks.
-    fn is_empty(&self) -> bool {
-        self.dirs.iter().all(|dir| {
-            let no_procs =
-                fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty());
-            let uncharged = match fs::read_to_string(dir.join("pids.current")) {
-                Ok(text) => text.trim() == "0",
-                Err(_) => true,
-            };
-            no_procs && uncharged
+    /// How many processes are still charged to it: after [`BoxCgroup::lists_no_process`],
+    /// those that have exited but are not reaped yet.
+    fn unreaped(&self) -> u64 {
+        let Some((limit, _)) = self.limits.iter().find(|(_, l)| *l == Limit::Processes) else {
+            return 0;
+        };
+        if self.written.is_none() {
+            return 0;
+        }
+        limit
+            .parent()
+            .and_then(|dir| fs::read_to_string(dir.join("pids.current")).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Whether no process is listed in it any more. Every process of a box joins all its
+    /// cgroups at once (its first process, before `exec`) and none can leave, so the first
+    /// cgroup answers for all.
+    fn lists_no_process(&self) -> bool {
+        self.dirs.first().is_none_or(|dir| {
+            fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
         })
     }
 
@@ -263,36 +346,52 @@ impl BoxCgroup {
         self.procs.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
-    /// Kills every process still in the box's cgroups.
-    fn kill_all(&self) {
-        for dir in &self.dirs {
-            kill_procs_in(dir);
+    /// Kills every process still in the box's cgroups, until none is listed (or about 200 ms
+    /// have passed); whether none is.
+    fn kill_all(&self) -> bool {
+        self.dirs.first().is_none_or(|dir| kill_procs_in(dir))
+    }
+
+    /// Sends `SIGKILL` once to each process listed, without waiting for any to go.
+    fn kill_listed(&self) {
+        if let Some(dir) = self.dirs.first() {
+            kill_listed_in(dir);
         }
     }
 }
 
 /// Kills every process in the cgroup `dir`, and waits (up to about 200 ms) until none is
-/// listed.
-fn kill_procs_in(dir: &Path) {
+/// listed; whether none is.
+fn kill_procs_in(dir: &Path) -> bool {
     // A process killed (or ending on its own: a box's init right after its command) stays
     // listed for a moment. The first looks come soon, since a box's last process is usually
     // gone within a few tens of microseconds (measured: a flat 2 ms wait here was paid by
     // more than half of all fresh boxes, on the call's path), then further apart.
     let mut pause = std::time::Duration::from_micros(50);
     let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
-    while let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) {
-        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        if pids.is_empty() || std::time::Instant::now() >= until {
-            break;
-        }
-        for pid in pids {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
+    loop {
+        match kill_listed_in(dir) {
+            None => return false,
+            Some(0) => return true,
+            Some(_) if std::time::Instant::now() >= until => return false,
+            Some(_) => {}
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_millis(2));
     }
+}
+
+/// Sends `SIGKILL` to each process the cgroup `dir` lists; how many it listed (`None`: its
+/// list cannot be read).
+fn kill_listed_in(dir: &Path) -> Option<usize> {
+    let text = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+    let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    for &pid in &pids {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+    Some(pids.len())
 }
 
 impl Drop for BoxCgroup {

@@ -67,7 +67,7 @@ mod warm;
 
 pub use boxed::{
     BoxError, FileWalls, Limits, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, bwrap_args,
-    find_bwrap, spawn_boxed,
+    bwrap_command, find_bwrap, spawn_boxed,
 };
 pub use commands::{command_worker_missing, spawn_command_worker};
 pub use contain::{

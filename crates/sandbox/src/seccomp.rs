@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::OnceLock;
 
 use rustix::io::write;
 use rustix::pipe::{PipeFlags, pipe_with};
@@ -91,9 +92,22 @@ const DENIED_WITHOUT_NAMESPACES: &[libc::c_long] =
 
 /// The two programs as pipes holding their bytes, read ends returned (close-on-exec; the box's
 /// first process clears the flag on them). With `network` (a box with a relay to its proxy),
-/// an IPv4 TCP socket is allowed, and no other IP socket.
+/// an IPv4 TCP socket is allowed, and no other IP socket. Each variant is compiled once per
+/// process: the programs depend on nothing else.
 pub(crate) fn programs(network: bool) -> io::Result<Vec<OwnedFd>> {
-    compiled_with(false, network)?.iter().map(in_pipe).collect()
+    static BYTES: [OnceLock<Vec<Vec<u8>>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let cell = &BYTES[usize::from(network)];
+    let programs = match cell.get() {
+        Some(programs) => programs,
+        None => {
+            let made = compiled_with(false, network)?
+                .iter()
+                .map(bytes_of)
+                .collect();
+            cell.get_or_init(|| made)
+        }
+    };
+    programs.iter().map(|bytes| in_pipe(bytes)).collect()
 }
 
 /// The two programs; `without_namespaces` adds the rules of a box without bubblewrap.
@@ -208,9 +222,8 @@ fn compile(
         .map_err(|e: seccompiler::BackendError| io::Error::other(format!("seccomp: {e}")))
 }
 
-/// A pipe holding the program's bytes (`struct sock_filter` in native order), its write end
-/// closed, so bubblewrap reads it to the end.
-fn in_pipe(program: &BpfProgram) -> io::Result<OwnedFd> {
+/// The program's bytes as bubblewrap reads them: `struct sock_filter` in native order.
+fn bytes_of(program: &BpfProgram) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(program.len() * 8);
     for insn in program {
         bytes.extend_from_slice(&insn.code.to_ne_bytes());
@@ -218,6 +231,11 @@ fn in_pipe(program: &BpfProgram) -> io::Result<OwnedFd> {
         bytes.push(insn.jf);
         bytes.extend_from_slice(&insn.k.to_ne_bytes());
     }
+    bytes
+}
+
+/// A pipe holding `bytes`, its write end closed, so bubblewrap reads it to the end.
+fn in_pipe(bytes: &[u8]) -> io::Result<OwnedFd> {
     let (read_end, write_end) = pipe_with(PipeFlags::CLOEXEC)?;
     let mut done = 0;
     while done < bytes.len() {

@@ -1,15 +1,25 @@
 //! `brokerd-launcher`: the launcher of the boxes whose command is another program than brokerd
 //! (`shell`, `bash_bg`, git, MCP servers, a box's relay), built and installed with brokerd. A
-//! box pays for starting its launcher, and this binary starts in a fraction of brokerd's time.
+//! box pays for starting its launcher, and this binary starts in a fraction of brokerd's time,
+//! without std's runtime start-up (see `sandbox::launcher_main`).
 //! `--build-id` prints the build it belongs to: brokerd uses it only when that is its own.
+#![no_main]
+// The C `main` symbol is the one thing here that needs it.
+#![allow(unsafe_code)]
 
-fn main() -> std::process::ExitCode {
+/// The process's entry, called by the C library with the arguments, which std reads itself.
+// SAFETY: the binary's only `main` symbol, with the C signature the C library calls.
+#[unsafe(no_mangle)]
+extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
     if std::env::args_os()
         .nth(1)
         .is_some_and(|a| a == "--build-id")
     {
         println!("{}", env!("BOXMAKER_BUILD_ID"));
-        return std::process::ExitCode::SUCCESS;
+        return 0;
     }
     sandbox::launcher_main()
 }
