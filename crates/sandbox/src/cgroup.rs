@@ -12,9 +12,9 @@
 //! A box's end is not waited for on the call's path: a bubblewrap box whose PID namespace has
 //! lost its init is dying whole (nothing in it can fork any more), so the cgroup goes back to
 //! the pool once each process listed is sent `SIGKILL`, and the next box takes the oldest
-//! cgroup that lists no process. A process that has ended but is not reaped yet (a box's init
-//! is reaped by the host's init, which can take seconds) still counts against `pids.max`, so
-//! a reused cgroup's process limit is the box's plus those.
+//! cgroup that lists no process and is charged with few enough ended but unreaped processes
+//! (a box's init is reaped by the host's init, which can take seconds): they count against the
+//! next box's `pids.max`, which is never raised for them (see `take_pooled`).
 //!
 //! Cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) are used where they
 //! are mounted and writable, as on this kind of hybrid machine; otherwise v2 (`cgroup.subtree_control`
@@ -41,6 +41,10 @@ static POOL: Mutex<VecDeque<BoxCgroup>> = Mutex::new(VecDeque::new());
 /// The most cgroups the pool keeps; more are removed.
 const POOL_SIZE: usize = 8;
 
+/// How many times a pooled cgroup may be passed over (a process still listed, or too many
+/// unreaped) before it leaves the pool and is removed.
+const MAX_PASSED_OVER: u32 = 32;
+
 /// Removes, once per process, the cgroups a dead broker left behind.
 static SWEEP: Once = Once::new();
 
@@ -62,7 +66,7 @@ impl PooledCgroup {
         launcher: Option<&Path>,
     ) -> io::Result<PooledCgroup> {
         crate::warden::ensure(launcher);
-        let cgroup = match take_pooled() {
+        let cgroup = match take_pooled(processes) {
             Some(mut cgroup) => {
                 cgroup.set_limits(processes, memory)?;
                 cgroup
@@ -100,8 +104,7 @@ impl PooledCgroup {
     pub(crate) fn settle(&mut self, in_dead_namespace: bool) {
         let Some(cgroup) = &self.cgroup else { return };
         self.settled = if in_dead_namespace {
-            cgroup.kill_listed();
-            true
+            cgroup.kill_listed().is_some()
         } else {
             cgroup.kill_all()
         };
@@ -114,29 +117,51 @@ impl Drop for PooledCgroup {
             return;
         };
         // A box dropped before it was settled (an error, a worker ending) is killed here, and
-        // one whose processes will not go is removed instead of pooled.
+        // one whose processes will not go is not pooled (its `Drop` removes what it can).
         if !(self.settled || cgroup.kill_all()) {
             return;
         }
         if let Ok(mut pool) = POOL.lock()
             && pool.len() < POOL_SIZE
         {
+            let mut cgroup = cgroup;
+            cgroup.passed_over = 0;
             pool.push_back(cgroup);
         }
     }
 }
 
-/// The oldest pooled cgroup that lists no process, if any.
-fn take_pooled() -> Option<BoxCgroup> {
-    let mut pool = POOL.lock().ok()?;
-    for _ in 0..pool.len() {
-        let cgroup = pool.pop_front()?;
-        if cgroup.lists_no_process() {
-            return Some(cgroup);
+/// The oldest pooled cgroup that lists no process and is charged with few enough ended ones
+/// for a box limited to `processes`.
+///
+/// An ended process stays charged to `pids.current` until it is reaped: a bubblewrap box
+/// leaves its init to the host's init, which can take seconds, and a box without a PID
+/// namespace can leave many. They count against the next box's `pids.max`, which stays that
+/// box's own limit, never more; so a cgroup is taken only while they are at most an eighth of
+/// it, and otherwise waits in the pool to be reaped.
+fn take_pooled(processes: u64) -> Option<BoxCgroup> {
+    let mut evicted = Vec::new();
+    let taken = {
+        let mut pool = POOL.lock().ok()?;
+        let mut taken = None;
+        let mut at = 0;
+        while let Some(cgroup) = pool.get_mut(at) {
+            if cgroup.lists_no_process() && cgroup.unreaped() <= processes / 8 {
+                taken = pool.remove(at);
+                break;
+            }
+            cgroup.passed_over += 1;
+            if cgroup.passed_over > MAX_PASSED_OVER {
+                evicted.extend(pool.remove(at));
+            } else {
+                at += 1;
+            }
         }
-        pool.push_back(cgroup);
-    }
-    None
+        taken
+    };
+    // Outside the pool's lock: each is killed and removed as it drops.
+    drop(evicted);
+    taken
 }
 
 /// Kills what is left in the cgroups named after a process that no longer exists (a broker
@@ -188,8 +213,10 @@ pub(crate) struct BoxCgroup {
     procs: Vec<File>,
     /// The files holding its limits, in the order they are written when limits go up.
     limits: Vec<(PathBuf, Limit)>,
-    /// The values last written to `limits`: processes (with the unreaped ones), memory.
+    /// The values last written to `limits`: processes, memory.
     written: Option<(u64, u64)>,
+    /// How many times in a row the pool passed it over ([`MAX_PASSED_OVER`]).
+    passed_over: u32,
 }
 
 /// Which limit a file holds.
@@ -217,6 +244,7 @@ impl BoxCgroup {
             procs: Vec::new(),
             limits: Vec::new(),
             written: None,
+            passed_over: 0,
         };
         if v1_pids.join("tasks").exists() && v1_memory.join("tasks").exists() {
             // v1's `tasks`, not `cgroup.procs`: the child joins between `fork` and `exec`, while
@@ -280,10 +308,8 @@ impl BoxCgroup {
         Ok(dir)
     }
 
-    /// Sets its limits for the next box: `processes` beside those of earlier boxes that are
-    /// dead but not reaped yet (still charged), and `memory`. Writes only what changed.
+    /// Sets its limits for the next box. Writes only what changed.
     fn set_limits(&mut self, processes: u64, memory: u64) -> io::Result<()> {
-        let processes = processes.saturating_add(self.unreaped());
         if self.written == Some((processes, memory)) {
             return Ok(());
         }
@@ -317,19 +343,16 @@ impl BoxCgroup {
     }
 
     /// How many processes are still charged to it: after [`BoxCgroup::lists_no_process`],
-    /// those that have exited but are not reaped yet.
+    /// those that have exited but are not reaped yet (`u64::MAX` when it cannot be read).
     fn unreaped(&self) -> u64 {
         let Some((limit, _)) = self.limits.iter().find(|(_, l)| *l == Limit::Processes) else {
             return 0;
         };
-        if self.written.is_none() {
-            return 0;
-        }
         limit
             .parent()
             .and_then(|dir| fs::read_to_string(dir.join("pids.current")).ok())
             .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(0)
+            .unwrap_or(u64::MAX)
     }
 
     /// Whether no process is listed in it any more. Every process of a box joins all its
@@ -352,11 +375,10 @@ impl BoxCgroup {
         self.dirs.first().is_none_or(|dir| kill_procs_in(dir))
     }
 
-    /// Sends `SIGKILL` once to each process listed, without waiting for any to go.
-    fn kill_listed(&self) {
-        if let Some(dir) = self.dirs.first() {
-            kill_listed_in(dir);
-        }
+    /// Sends `SIGKILL` once to each process listed, without waiting for any to go; how many
+    /// were listed (`None`: the list cannot be read).
+    fn kill_listed(&self) -> Option<usize> {
+        self.dirs.first().and_then(|dir| kill_listed_in(dir))
     }
 }
 

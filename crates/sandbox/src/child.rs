@@ -93,8 +93,9 @@ pub(crate) struct Plan {
     /// The cgroup files the box's first process joins by writing `0` (v1 `tasks`, v2
     /// `cgroup.procs`; -1: none).
     pub(crate) cgroups: [RawFd; 2],
-    /// Descriptors bubblewrap inherits (the seccomp programs, the box's files; -1: none).
-    pub(crate) inherit: [RawFd; 4],
+    /// Descriptors bubblewrap inherits (the seccomp programs, the box's files, its launcher's
+    /// binary; -1: none).
+    pub(crate) inherit: [RawFd; crate::boxed::MAX_INHERITED],
     /// The seccomp programs installed before `exec` ([`Want::Launcher`]; built by the parent).
     pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
 }

@@ -229,8 +229,15 @@ pub(crate) fn spawn_once(
     boxed: Option<crate::boxed::BoxParts>,
 ) -> Result<ContainedChild, Attempt> {
     let mut cgroups = [-1; 2];
-    let mut inherit = [-1; 4];
+    let mut inherit = [-1; crate::boxed::MAX_INHERITED];
     if let Some(parts) = &boxed {
+        if parts.inherit.len() > inherit.len() {
+            return Err(Attempt::Failed(io::Error::other(format!(
+                "a box inherits at most {} descriptors, {} were given",
+                inherit.len(),
+                parts.inherit.len()
+            ))));
+        }
         for (slot, fd) in cgroups.iter_mut().zip(parts.cgroup.join_fds()) {
             *slot = fd;
         }

@@ -97,6 +97,7 @@ pub(crate) fn spawn_landlocked(
         write,
         expect: Some(expect),
         relay: None,
+        own: None,
     };
     let mut env = spec.env.clone();
     env.retain(|(name, _)| name != "TMPDIR");

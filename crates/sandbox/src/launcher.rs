@@ -102,6 +102,9 @@ pub(crate) struct Rules {
     /// The port of the box's relay to its proxy (`crate::net`): started before the launcher
     /// restricts itself, and the one port TCP may connect to.
     pub(crate) relay: Option<u16>,
+    /// The descriptor of the launcher's own binary, through which bubblewrap ran it
+    /// (`/proc/self/fd/N`): closed on the command's `exec`, and the target of a read rule.
+    pub(crate) own: Option<i32>,
 }
 
 impl Rules {
@@ -121,6 +124,10 @@ impl Rules {
         if let Some(port) = self.relay {
             out.push("--relay".into());
             out.push(port.to_string().into());
+        }
+        if let Some(fd) = self.own {
+            out.push("--own-fd".into());
+            out.push(fd.to_string().into());
         }
         out.push("--".into());
         out.push(program.as_os_str().to_owned());
@@ -165,6 +172,15 @@ impl Rules {
                         format!("--relay {} is not a port", value.to_string_lossy())
                     })?);
                 }
+                Some("--own-fd") => {
+                    let fd = value.to_str().and_then(|v| v.parse::<i32>().ok());
+                    rules.own = Some(fd.filter(|fd| *fd > 2).ok_or_else(|| {
+                        format!(
+                            "--own-fd {} is not a descriptor past the standard three",
+                            value.to_string_lossy()
+                        )
+                    })?);
+                }
                 _ => return Err(format!("unknown option {}", flag.to_string_lossy())),
             }
         }
@@ -202,7 +218,7 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
         }
         Ok(command) => Some(command),
         Err(error) => {
-            eprintln!("boxmaker box: {error}");
+            say(&format!("boxmaker box: {error}"));
             std::process::exit(LAUNCH_FAILED);
         }
     }
@@ -215,21 +231,62 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
 /// own binary, most of it its relocations). Run by a box only. Returns the exit code.
 ///
 /// Such a binary starts without std's runtime (`#![no_main]`, a C `main` calling this:
-/// measured 0.18 ms less a start), so this first ignores `SIGPIPE` as std's start-up would
-/// have (a relay or a command worker writing to a closed pipe gets an error, not death; the
-/// command's `exec` puts the default back).
+/// measured 0.18 ms less a start), so this does the two things of that start-up the launcher
+/// relies on: `SIGPIPE` ignored (a relay or a command worker writing to a closed pipe gets an
+/// error, not death; std's `Command` puts the default back for what it starts, so the command
+/// gets the default), and a panic caught (it cannot unwind out of a C `main`) and ended with
+/// std's exit code for one, 101.
 pub fn launcher_main() -> i32 {
     ignore_sigpipe();
+    std::panic::catch_unwind(launcher_body).unwrap_or(101)
+}
+
+fn launcher_body() -> i32 {
     let name = std::env::args_os()
         .next()
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_default();
     if launch_if_asked().is_some() {
-        eprintln!("{name}: a box asked it to run itself, which it does not do");
+        say(&format!(
+            "{name}: a box asked it to run itself, which it does not do"
+        ));
         return 2;
     }
-    eprintln!("{name}: run by a box only (its first argument is {LAUNCH})");
+    say(&format!(
+        "{name}: run by a box only (its first argument is {LAUNCH})"
+    ));
     2
+}
+
+/// One line on standard error, or nothing when it is closed.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Gives this process its binary's name (as `ps` shows it), which running it through
+/// `/proc/self/fd/N` turned into `N`; best effort.
+fn name_after_binary() {
+    let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
+        return;
+    };
+    let Some(name) = exe.file_name() else { return };
+    // The kernel keeps 15 bytes of it.
+    let bytes: Vec<u8> = name.as_encoded_bytes().iter().copied().take(15).collect();
+    if let Ok(name) = std::ffi::CString::new(bytes) {
+        let _ = rustix::thread::set_name(&name);
+    }
+}
+
+/// Sets close-on-exec on descriptor `fd` of this process.
+#[allow(unsafe_code)]
+fn close_on_exec(fd: i32) -> std::io::Result<()> {
+    // SAFETY: `fcntl(F_SETFD)` takes and returns numbers; a descriptor that is not open is
+    // `EBADF`, reported.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// `SIGPIPE` ignored, as std's runtime start-up leaves it.
@@ -243,7 +300,16 @@ fn ignore_sigpipe() {
 
 /// Applies the rules; `exec`s the command, or returns it when it is this binary itself.
 fn launch(args: &[OsString]) -> Result<Vec<OsString>, String> {
-    let (rules, command) = Rules::parse(args)?;
+    let (mut rules, command) = Rules::parse(args)?;
+    if let Some(fd) = rules.own {
+        // Neither the relay nor the command inherits the launcher's binary; the rule reaches
+        // it through the descriptor, since no path in the box names it.
+        close_on_exec(fd).map_err(|e| format!("--own-fd {fd}: {e}"))?;
+        rules
+            .read
+            .push(PathBuf::from(format!("/proc/self/fd/{fd}")));
+        name_after_binary();
+    }
     if let Some(port) = rules.relay {
         crate::net::start_relay(port)?;
     }
@@ -337,6 +403,7 @@ mod tests {
             write: vec![PathBuf::from("/work/a b")],
             expect: Some(Enforcement::Full),
             relay: Some(3128),
+            own: Some(7),
         };
         let args = rules.to_args(Path::new("/bin/sh"), &["-c".into(), "--read x".into()]);
         assert_eq!(args.first().map(OsString::as_os_str), Some(LAUNCH.as_ref()));
@@ -369,6 +436,10 @@ mod tests {
         assert_eq!(
             parse(&["--relay", "http", "--", "a"]),
             "--relay http is not a port"
+        );
+        assert_eq!(
+            parse(&["--own-fd", "1", "--", "a"]),
+            "--own-fd 1 is not a descriptor past the standard three"
         );
     }
 

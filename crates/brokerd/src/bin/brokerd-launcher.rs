@@ -1,25 +1,40 @@
 //! `brokerd-launcher`: the launcher of the boxes whose command is another program than brokerd
 //! (`shell`, `bash_bg`, git, MCP servers, a box's relay), built and installed with brokerd. A
-//! box pays for starting its launcher, and this binary starts in a fraction of brokerd's time,
-//! without std's runtime start-up (see `sandbox::launcher_main`).
+//! box pays for starting its launcher, and this binary starts in a fraction of brokerd's time;
+//! with glibc, without std's runtime start-up (see `sandbox::launcher_main`; std still reads the
+//! arguments, which glibc hands it at load).
 //! `--build-id` prints the build it belongs to: brokerd uses it only when that is its own.
-#![no_main]
+#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
 // The C `main` symbol is the one thing here that needs it.
 #![allow(unsafe_code)]
 
 /// The process's entry, called by the C library with the arguments, which std reads itself.
 // SAFETY: the binary's only `main` symbol, with the C signature the C library calls.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[unsafe(no_mangle)]
 extern "C" fn main(
     _argc: std::ffi::c_int,
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
+    run()
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(u8::try_from(run()).unwrap_or(1))
+}
+
+/// `--build-id`, or the launcher.
+fn run() -> i32 {
     if std::env::args_os()
         .nth(1)
         .is_some_and(|a| a == "--build-id")
     {
-        println!("{}", env!("BOXMAKER_BUILD_ID"));
-        return 0;
+        use std::io::Write;
+        return match writeln!(std::io::stdout(), "{}", env!("BOXMAKER_BUILD_ID")) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
     }
     sandbox::launcher_main()
 }

@@ -6,4 +6,5 @@ mod contain;
 mod escape;
 mod harden;
 mod net;
+mod pool;
 mod warm;
