@@ -106,7 +106,7 @@ impl Limits {
 }
 
 /// What the box's first process needs beside the command: its limits, its cgroup, and the
-/// descriptors bubblewrap must inherit (the seccomp programs).
+/// descriptors bubblewrap must inherit (see [`bwrap_command`]).
 #[derive(Debug)]
 pub(crate) struct BoxParts {
     pub(crate) limits: Limits,
@@ -171,8 +171,9 @@ pub struct Policy {
     pub files: Vec<(PathBuf, Vec<u8>)>,
     /// The box's limits.
     pub limits: Limits,
-    /// A binary whose `main` starts with [`crate::launch_if_asked`]: bound read-only into the
-    /// box, it applies the Landlock layer and then runs the command. `None`: no Landlock layer
+    /// A binary whose `main` starts with [`crate::launch_if_asked`]: run in the box through a
+    /// descriptor bubblewrap inherits (no path in the box names it), it applies the Landlock
+    /// layer and then runs the command. `None`: no Landlock layer
     /// (and no box at all with [`FileWalls::LandlockOnly`]).
     pub launcher: Option<PathBuf>,
     /// Which walls keep the box to its paths.
@@ -343,8 +344,11 @@ pub fn bwrap_args(spec: &CommandSpec, policy: &Policy) -> Result<Vec<OsString>, 
 }
 
 /// bubblewrap's whole command line for `spec` in `policy`'s box, as [`spawn_boxed`] runs it:
-/// the arguments, and the descriptors they name (the seccomp programs, then `policy.files`),
-/// close-on-exec, each read once by the bubblewrap that inherits it.
+/// the arguments, and the descriptors they name, close-on-exec: the seccomp programs and
+/// `policy.files`, each read once by the bubblewrap that inherits it, then the launcher's
+/// binary (an `O_PATH` descriptor), which bubblewrap runs as `/proc/self/fd/N`. A caller
+/// running bubblewrap itself keeps them open until it has started and clears close-on-exec on
+/// them in the child.
 pub fn bwrap_command(
     spec: &CommandSpec,
     policy: &Policy,
@@ -364,21 +368,34 @@ pub fn bwrap_command(
     }
     // The launcher is run through a descriptor, not bound into the box: each bind costs
     // bubblewrap a mount and its remount read-only (measured: 0.4-0.7 ms a box).
-    let launcher_fd = match box_launcher(policy)? {
+    let opened = match box_launcher(policy)? {
         Some(path) => {
-            let file = std::fs::File::open(&path).map_err(|e| BoxError::BadPath {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-            let fd = std::os::fd::OwnedFd::from(file);
+            let fd = open_launcher(&path)?;
             let raw = fd.as_raw_fd();
             inherit.push(fd);
-            Some(raw)
+            Some((path, raw))
         }
         None => None,
     };
-    args.extend(box_args(spec, policy, &file_fds, launcher_fd)?);
+    args.extend(box_args(spec, policy, &file_fds, opened)?);
     Ok((args, inherit))
+}
+
+/// The launcher's binary as an `O_PATH` descriptor (running it needs execute permission only,
+/// and nothing can read it through the descriptor); a regular file, or an error naming it.
+fn open_launcher(path: &Path) -> Result<std::os::fd::OwnedFd, BoxError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let bad = |reason: String| BoxError::BadPath {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| bad(e.to_string()))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| bad(e.to_string()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(bad("the launcher is not a regular file".to_string()));
+    }
+    Ok(fd)
 }
 
 /// A sealed-in-memory file holding `bytes`, read from its start by bubblewrap.
@@ -414,14 +431,14 @@ fn box_launcher(policy: &Policy) -> Result<Option<PathBuf>, BoxError> {
     }
 }
 
-/// bubblewrap's arguments. `launcher_fd`: a descriptor of the launcher's binary that
-/// bubblewrap inherits, run as `/proc/self/fd/N`; without it the launcher is bound into the
-/// box read-only and run by its path.
+/// bubblewrap's arguments. `opened`: the launcher (resolved) and a descriptor of its binary
+/// that bubblewrap inherits, run as `/proc/self/fd/N`; without it the launcher is bound into
+/// the box read-only and run by its path.
 fn box_args(
     spec: &CommandSpec,
     policy: &Policy,
     file_fds: &[std::os::fd::RawFd],
-    launcher_fd: Option<std::os::fd::RawFd>,
+    opened: Option<(PathBuf, std::os::fd::RawFd)>,
 ) -> Result<Vec<OsString>, BoxError> {
     let mut a = Args(Vec::new());
     a.push(&[
@@ -462,7 +479,11 @@ fn box_args(
     a.push(&["--size", &tmp.to_string(), "--tmpfs", "/tmp"]);
     let mut bound = Vec::new();
     // A network's relay is started by the launcher, with Landlock or without.
-    let launcher = box_launcher(policy)?;
+    let launcher_fd = opened.as_ref().map(|(_, fd)| *fd);
+    let launcher = match opened {
+        Some((path, _)) => Some(path),
+        None => box_launcher(policy)?,
+    };
     let mut rules = crate::launcher::Rules {
         read: system_paths_in_box(),
         write: vec![PathBuf::from("/tmp"), PathBuf::from("/dev")],

@@ -159,8 +159,11 @@ fn take_pooled(processes: u64) -> Option<BoxCgroup> {
         }
         taken
     };
-    // Outside the pool's lock: each is killed and removed as it drops.
-    drop(evicted);
+    // Off the call's path: each is killed and removed as it drops, which can take a while
+    // for a cgroup whose processes would not go.
+    if !evicted.is_empty() {
+        std::thread::spawn(move || drop(evicted));
+    }
     taken
 }
 

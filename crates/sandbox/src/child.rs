@@ -166,7 +166,8 @@ impl Plan {
             if fd < 0 {
                 continue;
             }
-            // SAFETY: the parent keeps these pipes open until after `spawn` returns.
+            // SAFETY: the parent keeps these descriptors (the seccomp programs' pipes, the
+            // box's files, the launcher's binary) open until after `spawn` returns.
             let fd = unsafe { BorrowedFd::borrow_raw(fd) };
             rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
         }

@@ -289,6 +289,17 @@ fn close_on_exec(fd: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Closes descriptor `fd`, which the parent passed by number and nothing here owns.
+#[allow(unsafe_code)]
+fn close_fd(fd: i32) {
+    // SAFETY: no object of this process owns `fd` (it came by number on the command line, and
+    // only `close_on_exec` and a path through `/proc/self/fd` used it), so nothing uses it
+    // after this.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
 /// `SIGPIPE` ignored, as std's runtime start-up leaves it.
 #[allow(unsafe_code)]
 fn ignore_sigpipe() {
@@ -331,6 +342,11 @@ fn launch(args: &[OsString]) -> Result<Vec<OsString>, String> {
         .ok_or_else(|| "no command".to_string())?;
     // Measured: one `exec` of a large binary less for each in-process tool's box.
     if is_this_binary(Path::new(program)) {
+        // A worker goes on in this process, which never `exec`s: its binary's descriptor is
+        // of no more use (the rule holds its own).
+        if let Some(fd) = rules.own {
+            close_fd(fd);
+        }
         return Ok(command);
     }
     let error = std::process::Command::new(program).args(args).exec();

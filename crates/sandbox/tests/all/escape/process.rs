@@ -43,3 +43,26 @@ fn the_boxs_processes_are_its_own() {
     let count: u32 = ran.stdout.trim().parse().unwrap();
     assert!(count <= 4, "{}", ran.stdout);
 }
+
+#[test]
+fn the_command_holds_no_descriptor_but_the_standard_three() {
+    // The launcher's binary reaches the box as a descriptor bubblewrap inherits; neither the
+    // command of a fresh box nor one of a command worker holds it, or anything else.
+    let s = scene();
+    // `; true`: so that bash runs `ls` as its child instead of becoming it.
+    let script = "ls /proc/$$/fd; true";
+    let ran = s.boxed(script, &[]);
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (Some(0), "0\n1\n2\n"),
+        "{}",
+        ran.stderr
+    );
+    let ran = s.warm(script, &[]);
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (Some(0), "0\n1\n2\n"),
+        "{}",
+        ran.stderr
+    );
+}

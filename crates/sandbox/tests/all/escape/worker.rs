@@ -242,6 +242,17 @@ fn a_worker_killed_from_outside_answers_with_an_error_not_a_hang() {
         .args(["-9", &pid.to_string()])
         .status()
         .unwrap();
+    // `kill` returns once the signal is sent: the box goes (bubblewrap, then its init by its
+    // parent-death signal, then everything in its PID namespace) a moment later, and until
+    // then the worker may still answer. Its output closing says it is gone.
+    let gone_by = std::time::Instant::now() + Duration::from_secs(10);
+    while worker.is_idle() && std::time::Instant::now() < gone_by {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        !worker.is_idle(),
+        "the worker's box outlived its bubblewrap by 10 s"
+    );
     let error = worker
         .run_command(
             &s.spec("echo never", &[]),
