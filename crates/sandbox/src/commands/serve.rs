@@ -138,13 +138,29 @@ fn run_one(request: &Request, output: &mut impl Write) -> Result<Ended, String> 
             });
         }
     };
-    let ended = follow(&mut child, request, started, output);
-    // Whatever happened, nothing of this command outlives it.
-    kill_everything();
-    let _ = child.wait();
-    let ended = ended?;
-    wait_for_leftovers()?;
+    let followed = follow(&mut child, request, started, output);
+    // Whatever happened, nothing of this command outlives it. When the command was reaped
+    // and nothing else was left to kill then, nothing is left at all: only a process can
+    // start another.
+    let clean = matches!(followed, Ok((_, Left::Nothing)));
+    if !clean {
+        kill_everything();
+        let _ = child.wait();
+    }
+    let (ended, _) = followed?;
+    if !clean {
+        wait_for_leftovers()?;
+    }
     Ok(ended)
+}
+
+/// What a command left in the box once it was reaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Left {
+    /// No process but bubblewrap's init and the worker (`kill(-1)` found none).
+    Nothing,
+    /// Processes, killed but perhaps not gone yet, or not known.
+    Maybe,
 }
 
 /// Between `fork` and `exec` of a command: its own session, the call's CPU limit, the
@@ -179,8 +195,9 @@ fn follow(
     request: &Request,
     started: Instant,
     output: &mut impl Write,
-) -> Result<Ended, String> {
+) -> Result<(Ended, Left), String> {
     let lost = |e: io::Error| format!("lost track of the command: {e}");
+    let mut left = Left::Maybe;
     let mut stdout: Option<ChildStdout> = child.stdout.take();
     let mut stderr: Option<ChildStderr> = child.stderr.take();
     for fd in [
@@ -278,7 +295,9 @@ fn follow(
         if is_ready(exit_slot) {
             status = Some(child.wait().map_err(lost)?);
             // What the command left behind dies with it, as in a fresh box.
-            kill_everything();
+            if !kill_everything() {
+                left = Left::Nothing;
+            }
             drain_until = Some(Instant::now() + DRAIN);
         }
     }
@@ -287,12 +306,15 @@ fn follow(
         (None, Some(signal)) => Exit::Signal(signal),
         (None, None) => Exit::Code(-1),
     });
-    Ok(Ended {
-        exit,
-        timed_out,
-        output_exceeded: flooded,
-        stopped: false,
-    })
+    Ok((
+        Ended {
+            exit,
+            timed_out,
+            output_exceeded: flooded,
+            stopped: false,
+        },
+        left,
+    ))
 }
 
 /// Reads what `stream` has: `Some(n)` bytes, or `None` when it has nothing now or has just
@@ -319,13 +341,13 @@ fn read_some(stream: &mut Option<impl Read>, buf: &mut [u8]) -> io::Result<Optio
     }
 }
 
-/// Kills every process of the box but bubblewrap's init and this worker.
-fn kill_everything() {
+/// Kills every process of the box but bubblewrap's init and this worker; whether there was
+/// any (`kill(-1)` fails with `ESRCH` when it finds none to signal).
+fn kill_everything() -> bool {
     // SAFETY: `kill` takes no pointer; -1 means every process this one may signal, which in
     // the box's own PID namespace is the box's processes but its init and the caller.
-    unsafe {
-        libc::kill(-1, libc::SIGKILL);
-    }
+    let killed = unsafe { libc::kill(-1, libc::SIGKILL) };
+    killed == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Waits until the box holds no process but its init and this worker (bubblewrap's init
