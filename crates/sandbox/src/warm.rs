@@ -150,6 +150,9 @@ impl WarmBox {
         let mut buf = vec![0u8; 64 * 1024];
         *sent = Sent(0);
         self.expect_idle(&mut buf)?;
+        // The box waits with an empty pipe, so a request mostly goes at once, without a wait
+        // for the pipe to take it.
+        self.write_some(&line, sent)?;
         loop {
             let n = self.pump(&line, sent, started, deadline, &mut buf)?;
             let bytes = buf.get(..n).unwrap_or_default();

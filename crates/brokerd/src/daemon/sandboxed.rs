@@ -551,7 +551,12 @@ fn granted(allowed: &Allowed) -> Vec<PathBuf> {
 
 /// The cores of this machine (a box's threads share its CPU limit).
 pub(super) fn cores() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| u64::try_from(n.get()).unwrap_or(1))
+    // Read once: `available_parallelism` opens three files of `/proc` and the cgroup's CPU
+    // quota each time (measured: most of what a warm file call spent before its request).
+    static CORES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, |n| u64::try_from(n.get()).unwrap_or(1))
+    })
 }
 
 /// What a file call says when its box cannot be built.
