@@ -89,7 +89,7 @@ pub(crate) struct Plan {
     pub(crate) leash: RawFd,
     pub(crate) maps: IdMaps,
     /// The rlimits of a box ([`Want::Bubblewrap`]).
-    pub(crate) limits: Option<crate::boxed::Limits>,
+    pub(crate) limits: Option<crate::Limits>,
     /// The cgroup files the box's first process joins by writing `0` (v1 `tasks`, v2
     /// `cgroup.procs`; -1: none).
     pub(crate) cgroups: [RawFd; 2],

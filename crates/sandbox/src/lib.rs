@@ -53,6 +53,7 @@ mod contain;
 mod harden;
 mod landlocked;
 mod launcher;
+mod limits;
 mod mounts;
 mod net;
 mod pipes;
@@ -66,8 +67,8 @@ mod warden;
 mod warm;
 
 pub use boxed::{
-    BoxError, FileWalls, Limits, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, bwrap_args,
-    bwrap_command, find_bwrap, spawn_boxed,
+    BoxError, FileWalls, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, bwrap_args, bwrap_command,
+    find_bwrap, spawn_boxed,
 };
 pub use commands::{command_worker_missing, spawn_command_worker};
 pub use contain::{
@@ -77,6 +78,7 @@ pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{
     Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked, launcher_main,
 };
+pub use limits::Limits;
 pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
 pub use served::{ServedBox, spawn_served};
