@@ -78,17 +78,8 @@ fn main() {
     // turns of 100 calls each: the ratio of the two is what issue 13 asks, and this VM's speed
     // drifts within minutes. (Call by call, each broker's work after its answer, the ledger's
     // apply, would fall on the other's call.)
-    let warm = BrokerProcess::start(
-        GRANTS,
-        "idle_timeout_ms = 60000
-",
-    );
-    std::fs::write(
-        warm.work.join("small.txt"),
-        "a small file
-",
-    )
-    .unwrap();
+    let warm = BrokerProcess::start(GRANTS, "idle_timeout_ms = 60000\n");
+    std::fs::write(warm.work.join("small.txt"), "a small file\n").unwrap();
     let warm_args = serde_json::json!({ "path": warm.work.join("small.txt") }).to_string();
     let mut warm_client = AgentClient::open(&warm.socket(), None);
     for id in 1..=50 {

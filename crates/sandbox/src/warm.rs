@@ -151,7 +151,10 @@ impl WarmBox {
         *sent = Sent(0);
         self.expect_idle(&mut buf)?;
         // The box waits with an empty pipe, so a request mostly goes at once, without a wait
-        // for the pipe to take it.
+        // for the pipe to take it; never past its deadline (building the box counts).
+        if Instant::now() >= deadline {
+            return Err(WarmError::TimedOut(deadline.duration_since(started)));
+        }
         self.write_some(&line, sent)?;
         loop {
             let n = self.pump(&line, sent, started, deadline, &mut buf)?;

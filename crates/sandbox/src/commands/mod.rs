@@ -45,6 +45,10 @@ pub fn command_worker_missing(policy: &Policy) -> Option<&'static str> {
         Some("a command worker needs the policy's launcher")
     } else if policy.landlock() != crate::Enforcement::Full {
         Some("a command worker needs Landlock fully enforced (signal scoping, ABI 6)")
+    } else if policy.network.is_some() {
+        // The worker kills every other process of the box after each command, the network's
+        // relay included.
+        Some("a command worker's box has no network (its relay would not outlive a command)")
     } else {
         None
     }

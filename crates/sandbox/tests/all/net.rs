@@ -266,6 +266,17 @@ fn a_network_needs_bubblewrap_and_a_launcher() {
 }
 
 #[test]
+fn a_command_worker_takes_no_network() {
+    // The worker kills every other process of its box after each command: the relay too.
+    let s = scene();
+    let error = sandbox::spawn_command_worker(&s.policy()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no command worker: a command worker's box has no network (its relay would not outlive a command)"
+    );
+}
+
+#[test]
 fn the_relay_is_no_child_of_the_command_but_of_the_boxs_init() {
     let s = scene();
     let script = "echo \"children: $(cat /proc/$$/task/*/children)\"; for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -- '[-]-boxmaker-box-relay --detached'; then grep PPid $p/status; fi; done";
