@@ -120,20 +120,7 @@ fn main() {
                     .unwrap();
                 assert!(status.success());
             },
-            &mut || {
-                let ended = worker
-                    .run_command(
-                        &spec,
-                        Duration::from_secs(10),
-                        10,
-                        1 << 20,
-                        &mut |_| {},
-                        &mut |b| eprint!("{}", String::from_utf8_lossy(b)),
-                        &mut sandbox::Sent::default(),
-                    )
-                    .unwrap();
-                assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
-            },
+            &mut || run_warm(&mut worker, &spec, 10, 1 << 20, 0),
         ],
     );
     let [plain, warm] = &light[..] else {
@@ -148,20 +135,7 @@ fn main() {
     let flood_runs = (runs / 20).max(3);
     let flood_fresh = measure(flood_runs, || run_box(&flood, &landlocked, 100_000_000));
     let flood_warm = measure(flood_runs, || {
-        let mut got = 0usize;
-        let ended = worker
-            .run_command(
-                &flood,
-                Duration::from_secs(30),
-                30,
-                1 << 30,
-                &mut |b| got += b.len(),
-                &mut |b| eprint!("{}", String::from_utf8_lossy(b)),
-                &mut sandbox::Sent::default(),
-            )
-            .unwrap();
-        assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
-        assert_eq!(got, 100_000_000);
+        run_warm(&mut worker, &flood, 30, 1 << 30, 100_000_000);
     });
     // A model's calls come seconds apart, not back to back: each side again after 1 s idle,
     // interleaved (joining a cgroup can then wait for an RCU grace period; bwrap joins none).
@@ -238,6 +212,31 @@ fn main() {
         ms(percentile(warm, 50)) / ms(percentile(plain, 50)),
         ms(percentile(warm, 99)) / ms(percentile(plain, 99))
     );
+}
+
+/// `spec` through the warm box's command worker, within `seconds` (of time and of CPU) and
+/// `cap` bytes of output: it must end with 0 after `want` bytes of standard output.
+fn run_warm(
+    worker: &mut sandbox::WarmBox,
+    spec: &CommandSpec,
+    seconds: u64,
+    cap: u64,
+    want: usize,
+) {
+    let mut got = 0;
+    let ended = worker
+        .run_command(
+            spec,
+            Duration::from_secs(seconds),
+            seconds,
+            cap,
+            &mut |b| got += b.len(),
+            &mut |b| eprint!("{}", String::from_utf8_lossy(b)),
+            &mut sandbox::Sent::default(),
+        )
+        .unwrap();
+    assert_eq!(ended.exit, Some(sandbox::Exit::Code(0)));
+    assert_eq!(got, want);
 }
 
 fn run_box(spec: &CommandSpec, policy: &Policy, want: usize) {

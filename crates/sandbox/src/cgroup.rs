@@ -113,7 +113,7 @@ impl PooledCgroup {
 
 impl Drop for PooledCgroup {
     fn drop(&mut self) {
-        let Some(cgroup) = self.cgroup.take() else {
+        let Some(mut cgroup) = self.cgroup.take() else {
             return;
         };
         // A box dropped before it was settled (an error, a worker ending) is killed here, and
@@ -124,7 +124,6 @@ impl Drop for PooledCgroup {
         if let Ok(mut pool) = POOL.lock()
             && pool.len() < POOL_SIZE
         {
-            let mut cgroup = cgroup;
             cgroup.passed_over = 0;
             pool.push_back(cgroup);
         }
@@ -325,17 +324,15 @@ impl BoxCgroup {
         } else {
             self.limits.iter().rev().collect()
         };
+        let (processes_before, memory_before) = self.written.unzip();
         for (file, limit) in order {
-            let value = match limit {
-                Limit::Processes if self.written.is_some_and(|(p, _)| p == processes) => continue,
-                Limit::Processes => processes,
-                Limit::Memory | Limit::MemoryAndSwap
-                    if self.written.is_some_and(|(_, m)| m == memory) =>
-                {
-                    continue;
-                }
-                Limit::Memory | Limit::MemoryAndSwap => memory,
+            let (value, before) = match limit {
+                Limit::Processes => (processes, processes_before),
+                Limit::Memory | Limit::MemoryAndSwap => (memory, memory_before),
             };
+            if before == Some(value) {
+                continue;
+            }
             let written = write(file, &value.to_string());
             if *limit != Limit::MemoryAndSwap {
                 written?;

@@ -51,18 +51,12 @@ fn the_command_holds_no_descriptor_but_the_standard_three() {
     let s = scene();
     // `; true`: so that bash runs `ls` as its child instead of becoming it.
     let script = "ls /proc/$$/fd; true";
-    let ran = s.boxed(script, &[]);
-    assert_eq!(
-        (ran.code, ran.stdout.as_str()),
-        (Some(0), "0\n1\n2\n"),
-        "{}",
-        ran.stderr
-    );
-    let ran = s.warm(script, &[]);
-    assert_eq!(
-        (ran.code, ran.stdout.as_str()),
-        (Some(0), "0\n1\n2\n"),
-        "{}",
-        ran.stderr
-    );
+    for ran in [s.boxed(script, &[]), s.warm(script, &[])] {
+        assert_eq!(
+            (ran.code, ran.stdout.as_str()),
+            (Some(0), "0\n1\n2\n"),
+            "{}",
+            ran.stderr
+        );
+    }
 }
