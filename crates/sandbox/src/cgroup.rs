@@ -9,12 +9,11 @@
 //! process ([`PooledCgroup`]) and are reused with new limits. Those a broker that died left
 //! behind are removed the first time a cgroup is made.
 //!
-//! A box's end is not waited for on the call's path: a bubblewrap box whose PID namespace has
-//! lost its init is dying whole (nothing in it can fork any more), so the cgroup goes back to
-//! the pool once each process listed is sent `SIGKILL`, and the next box takes the oldest
-//! cgroup that lists no process and is charged with few enough ended but unreaped processes
-//! (a box's init is reaped by the host's init, which can take seconds): they count against the
-//! next box's `pids.max`, which is never raised for them (see `take_pooled`).
+//! A box's cgroup goes back to the pool once no process is listed in it (each killed until
+//! none is), and the next box takes the oldest cgroup that lists no process and is charged
+//! with few enough ended but unreaped processes (a box's init is reaped by the host's init,
+//! which can take seconds): they count against the next box's `pids.max`, which is never
+//! raised for them (see `take_pooled`).
 //!
 //! Cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) are used where they
 //! are mounted and writable, as on this kind of hybrid machine; otherwise v2 (`cgroup.subtree_control`
@@ -52,7 +51,7 @@ static SWEEP: Once = Once::new();
 #[derive(Debug)]
 pub(crate) struct PooledCgroup {
     cgroup: Option<BoxCgroup>,
-    /// Every process in it is dead or dying and none can fork ([`PooledCgroup::settle`]).
+    /// No process is listed in it any more ([`PooledCgroup::settle`]).
     settled: bool,
 }
 
@@ -97,17 +96,12 @@ impl PooledCgroup {
         }
     }
 
-    /// The box has ended: kills what is left. `in_dead_namespace`: every process of the box is
-    /// in a PID namespace whose init has exited, so the kernel is killing them all and none can
-    /// fork; one `SIGKILL` to each listed is enough, without waiting for them to go. Otherwise
-    /// (a box without a PID namespace) they are killed until none is listed.
-    pub(crate) fn settle(&mut self, in_dead_namespace: bool) {
-        let Some(cgroup) = &self.cgroup else { return };
-        self.settled = if in_dead_namespace {
-            cgroup.kill_listed().is_some()
-        } else {
-            cgroup.kill_all()
-        };
+    /// The box has ended: kills what is left, until none is listed, so that nothing of it
+    /// outlives the call.
+    pub(crate) fn settle(&mut self) {
+        if let Some(cgroup) = &self.cgroup {
+            self.settled = cgroup.kill_all();
+        }
     }
 }
 
@@ -373,12 +367,6 @@ impl BoxCgroup {
     /// have passed); whether none is.
     fn kill_all(&self) -> bool {
         self.dirs.first().is_none_or(|dir| kill_procs_in(dir))
-    }
-
-    /// Sends `SIGKILL` once to each process listed, without waiting for any to go; how many
-    /// were listed (`None`: the list cannot be read).
-    fn kill_listed(&self) -> Option<usize> {
-        self.dirs.first().and_then(|dir| kill_listed_in(dir))
     }
 }
 

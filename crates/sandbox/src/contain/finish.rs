@@ -201,11 +201,8 @@ impl ContainedChild {
     /// supervisor to finish exiting and kill its group too, in case anything is left in it.
     fn after_end(&mut self) {
         let Some(pid) = self.pid() else { return };
-        // bubblewrap has exited: its box's init is gone (or dies with it), and with it the
-        // whole PID namespace.
-        let in_dead_namespace = self.containment == Containment::Bubblewrap;
         if let Some(cgroup) = &mut self.cgroup {
-            cgroup.settle(in_dead_namespace);
+            cgroup.settle();
         }
         if !self.is_group() {
             let _ = waitid(
