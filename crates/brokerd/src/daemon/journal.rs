@@ -6,7 +6,7 @@
 //! on disk; the next batch is written while the ledger follows the last one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -48,16 +48,41 @@ struct Job {
     ticket: u64,
     events: Vec<Event>,
     whole: Option<WholeAnswer>,
-    applied: oneshot::Sender<Result<(), JournalError>>,
+    applied: Applier,
+}
+
+/// How the ledger's thread tells one record's writer that the ledger holds its records.
+struct Applier {
+    done: oneshot::Sender<Result<(), JournalError>>,
+    flag: Arc<AtomicBool>,
+}
+
+impl Applier {
+    fn send(self, outcome: Result<(), JournalError>) {
+        if outcome.is_ok() {
+            self.flag.store(true, Ordering::Release);
+        }
+        let _ = self.done.send(outcome);
+    }
 }
 
 /// Resolves once the ledger follows the records of one [`Journal::record_with`].
-pub struct Applied(oneshot::Receiver<Result<(), JournalError>>);
+pub struct Applied {
+    done: oneshot::Receiver<Result<(), JournalError>>,
+    flag: Arc<AtomicBool>,
+}
 
 impl Applied {
     /// Waits until the ledger has applied the records.
     pub async fn wait(self) -> Result<(), JournalError> {
-        self.0.await.map_err(|_| JournalError::Stopped)?
+        self.done.await.map_err(|_| JournalError::Stopped)?
+    }
+
+    /// A flag the ledger's thread sets once it has applied the records (never, when it could
+    /// not: its failure is logged there): for a caller that checks instead of waiting, with no
+    /// task to wake.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.flag)
     }
 }
 
@@ -159,7 +184,12 @@ impl Journal {
         whole: Option<WholeAnswer>,
     ) -> Result<Applied, JournalError> {
         let inner = &self.inner;
-        let (applied, in_ledger) = oneshot::channel();
+        let (done, in_ledger) = oneshot::channel();
+        let flag = Arc::new(AtomicBool::new(false));
+        let applied = Applier {
+            done,
+            flag: Arc::clone(&flag),
+        };
         let mut queue = lock(&inner.queue);
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
@@ -172,7 +202,10 @@ impl Journal {
         inner.arrived.notify_one();
         loop {
             if let Some(outcome) = queue.outcomes.remove(&ticket) {
-                return outcome.map(|()| Applied(in_ledger));
+                return outcome.map(|()| Applied {
+                    done: in_ledger,
+                    flag,
+                });
             }
             if queue.writing {
                 queue = inner
@@ -228,7 +261,7 @@ impl Journal {
                 return jobs
                     .into_iter()
                     .map(|job| {
-                        let _ = job.applied.send(failed.clone());
+                        job.applied.send(failed.clone());
                         (job.ticket, failed.clone())
                     })
                     .collect();
@@ -257,7 +290,7 @@ impl Journal {
         // Sent while the batch's writer holds the log, so the ledger applies batches in order.
         if let Err(mpsc::SendError(batch)) = writer.to_apply.send(batch) {
             for applier in batch.appliers {
-                let _ = applier.send(Err(JournalError::Stopped));
+                applier.send(Err(JournalError::Stopped));
             }
         }
         outcomes
@@ -273,7 +306,7 @@ impl Journal {
 struct Written {
     records: Vec<(ledger::Record, String)>,
     wholes: Vec<WholeAnswer>,
-    appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
+    appliers: Vec<Applier>,
 }
 
 /// Applies the written batches to the ledger, in the order written: every batch waiting when
@@ -328,7 +361,7 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
         drop(ledger);
         for (batch, applied) in waiting.into_iter().zip(outcomes) {
             for applier in batch.appliers {
-                let _ = applier.send(applied.clone());
+                applier.send(applied.clone());
             }
         }
     }

@@ -6,15 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::{
-    AgentFrame, BrokerFrame, ErrorCode, MAX_FRAME, PROTOCOL_VERSION, ToolSchema, encode_frame,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use proto::{AgentFrame, BrokerFrame, ErrorCode, PROTOCOL_VERSION, ToolSchema, encode_frame};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::args::ToolName;
 
+use super::frames::FrameReader;
 use super::sessions::{self, Refusal};
 use super::{Broker, GrantsState, calls};
 
@@ -50,8 +49,9 @@ pub(super) fn check_peer(stream: &UnixStream) -> Result<(), Closed> {
 async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
     check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
-    let (mut reader, mut writer) = stream.into_split();
-    let (session, client) = match read::<AgentFrame>(&mut reader, idle, true).await {
+    let (reader, mut writer) = stream.into_split();
+    let mut frames = FrameReader::new(reader);
+    let (session, client) = match frames.next::<AgentFrame>(idle, true).await {
         Ok(Some(AgentFrame::Hello {
             version,
             resume,
@@ -93,7 +93,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
     let answers_in_client =
         client.filter(|name| broker.config.mcp.approve_in_client.contains(name));
     loop {
-        let frame = match read::<AgentFrame>(&mut reader, idle, false).await {
+        let frame = match frames.next::<AgentFrame>(idle, false).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return Ok(()),
             Err(bad) => return refuse(&mut writer, idle, bad).await,
@@ -129,8 +129,8 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 // While the call waits for the owner, the connection is read: a client that
                 // leaves is noticed (the call is then kept for the grace period), and one that
                 // withdraws the call has it abandoned; otherwise nothing is read until the
-                // answer is written. Only readiness is awaited beside the answer, so no frame
-                // is ever cut; the frame itself is read whole once it has begun.
+                // answer is written. Only a frame's beginning is awaited beside the answer, so
+                // no frame is ever cut; the frame itself is read whole once it has begun.
                 let mut waiting = false;
                 let answered = loop {
                     tokio::select! {
@@ -146,14 +146,10 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                             }
                             None => waiting = false,
                         },
-                        ready = reader.readable(), if waiting => {
-                            let mut first = [0u8; 1];
-                            let started = match ready.and_then(|()| reader.try_read(&mut first)) {
-                                Ok(0) => Ok(None),
-                                Ok(_) => rest_of_frame::<AgentFrame>(&mut reader, idle, first[0]).await,
-                                // Readiness that was not: keep waiting.
-                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                                Err(_) => Ok(None),
+                        begun = frames.begun(), if waiting => {
+                            let started = match begun {
+                                Ok(true) => frames.rest::<AgentFrame>(idle).await.map(Some),
+                                Ok(false) | Err(_) => Ok(None),
                             };
                             match started {
                                 Ok(Some(AgentFrame::Withdraw {})) => {
@@ -265,65 +261,6 @@ async fn refuse(
     let _ = write(writer, &frame, idle).await;
     let _ = writer.shutdown().await;
     Err(reason)
-}
-
-/// Reads one frame: `None` at a clean end. Waiting for a frame to start has no limit (except
-/// for the first, `hello`); once it has started, the rest must come within `idle`.
-pub(super) async fn read<T: serde::de::DeserializeOwned>(
-    reader: &mut OwnedReadHalf,
-    idle: Duration,
-    first: bool,
-) -> Result<Option<T>, Refusal> {
-    let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
-    let mut length = [0u8; 4];
-    let start = reader.read(&mut length[..1]);
-    let got = if first {
-        tokio::time::timeout(idle, start)
-            .await
-            .map_err(|_| bad("no hello within the idle timeout".into()))?
-    } else {
-        start.await
-    };
-    match got {
-        Ok(0) => return Ok(None),
-        Ok(_) => {}
-        Err(e) => return Err(bad(format!("cannot read: {e}"))),
-    }
-    rest_of_frame(reader, idle, length[0]).await
-}
-
-/// Reads the rest of a frame whose first byte, `first`, has been read.
-async fn rest_of_frame<T: serde::de::DeserializeOwned>(
-    reader: &mut OwnedReadHalf,
-    idle: Duration,
-    first: u8,
-) -> Result<Option<T>, Refusal> {
-    let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
-    let mut length = [first, 0, 0, 0];
-    tokio::time::timeout(idle, reader.read_exact(&mut length[1..]))
-        .await
-        .map_err(|_| bad("silent in the middle of a frame".into()))?
-        .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
-    let size = u32::from_be_bytes(length) as usize;
-    if size > MAX_FRAME {
-        return Err(bad(format!(
-            "a frame of {size} bytes is larger than the limit of {MAX_FRAME} bytes"
-        )));
-    }
-    let mut body = vec![0u8; size];
-    tokio::time::timeout(idle, reader.read_exact(&mut body))
-        .await
-        .map_err(|_| bad("silent in the middle of a frame".into()))?
-        .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
-    serde_json::from_slice(&body).map(Some).map_err(|e| {
-        bad(format!(
-            "the frame is not a frame of this socket ({}): {e}",
-            std::any::type_name::<T>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("frame")
-        ))
-    })
 }
 
 pub(super) async fn write<T: serde::Serialize>(
