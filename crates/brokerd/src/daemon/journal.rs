@@ -6,7 +6,7 @@
 //! on disk; the next batch is written while the ledger follows the last one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -48,41 +48,16 @@ struct Job {
     ticket: u64,
     events: Vec<Event>,
     whole: Option<WholeAnswer>,
-    applied: Applier,
-}
-
-/// How the ledger's thread tells one record's writer that the ledger holds its records.
-struct Applier {
-    done: oneshot::Sender<Result<(), JournalError>>,
-    flag: Arc<AtomicBool>,
-}
-
-impl Applier {
-    fn send(self, outcome: Result<(), JournalError>) {
-        if outcome.is_ok() {
-            self.flag.store(true, Ordering::Release);
-        }
-        let _ = self.done.send(outcome);
-    }
+    applied: oneshot::Sender<Result<(), JournalError>>,
 }
 
 /// Resolves once the ledger follows the records of one [`Journal::record_with`].
-pub struct Applied {
-    done: oneshot::Receiver<Result<(), JournalError>>,
-    flag: Arc<AtomicBool>,
-}
+pub struct Applied(oneshot::Receiver<Result<(), JournalError>>);
 
 impl Applied {
     /// Waits until the ledger has applied the records.
     pub async fn wait(self) -> Result<(), JournalError> {
-        self.done.await.map_err(|_| JournalError::Stopped)?
-    }
-
-    /// A flag the ledger's thread sets once it has applied the records (never, when it could
-    /// not: its failure is logged there): for a caller that checks instead of waiting, with no
-    /// task to wake.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.flag)
+        self.0.await.map_err(|_| JournalError::Stopped)?
     }
 }
 
@@ -184,12 +159,7 @@ impl Journal {
         whole: Option<WholeAnswer>,
     ) -> Result<Applied, JournalError> {
         let inner = &self.inner;
-        let (done, in_ledger) = oneshot::channel();
-        let flag = Arc::new(AtomicBool::new(false));
-        let applied = Applier {
-            done,
-            flag: Arc::clone(&flag),
-        };
+        let (applied, in_ledger) = oneshot::channel();
         let mut queue = lock(&inner.queue);
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
@@ -202,10 +172,7 @@ impl Journal {
         inner.arrived.notify_one();
         loop {
             if let Some(outcome) = queue.outcomes.remove(&ticket) {
-                return outcome.map(|()| Applied {
-                    done: in_ledger,
-                    flag,
-                });
+                return outcome.map(|()| Applied(in_ledger));
             }
             if queue.writing {
                 queue = inner
@@ -261,7 +228,7 @@ impl Journal {
                 return jobs
                     .into_iter()
                     .map(|job| {
-                        job.applied.send(failed.clone());
+                        let _ = job.applied.send(failed.clone());
                         (job.ticket, failed.clone())
                     })
                     .collect();
@@ -290,7 +257,7 @@ impl Journal {
         // Sent while the batch's writer holds the log, so the ledger applies batches in order.
         if let Err(mpsc::SendError(batch)) = writer.to_apply.send(batch) {
             for applier in batch.appliers {
-                applier.send(Err(JournalError::Stopped));
+                let _ = applier.send(Err(JournalError::Stopped));
             }
         }
         outcomes
@@ -306,7 +273,7 @@ impl Journal {
 struct Written {
     records: Vec<(ledger::Record, String)>,
     wholes: Vec<WholeAnswer>,
-    appliers: Vec<Applier>,
+    appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
 }
 
 /// Applies the written batches to the ledger, in the order written: every batch waiting when
@@ -361,7 +328,7 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
         drop(ledger);
         for (batch, applied) in waiting.into_iter().zip(outcomes) {
             for applier in batch.appliers {
-                applier.send(applied.clone());
+                let _ = applier.send(applied.clone());
             }
         }
     }

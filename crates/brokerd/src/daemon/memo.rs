@@ -44,8 +44,7 @@ pub struct Unapplied {
     pub response: ToolResponse,
     /// The file content the call saw or left: its path and SHA-256 (read before write).
     pub seen: Option<(String, String)>,
-    /// Set once the ledger holds the answer.
-    pub applied: Arc<AtomicBool>,
+    applied: Arc<AtomicBool>,
 }
 
 impl SessionMemo {
@@ -80,14 +79,32 @@ impl SessionMemo {
         self.highest_call = self.highest_call.max(Some(call_id.0));
     }
 
-    /// Records an answer and the labels it left the session with.
-    pub fn answered(&mut self, answer: Unapplied, labels: Option<Labels>) {
+    /// Records an answer, the labels it left the session with and the file content it saw;
+    /// the returned flag is set once the ledger holds it.
+    pub fn answered(
+        &mut self,
+        call_id: CallId,
+        tool: &str,
+        identity: &str,
+        response: &ToolResponse,
+        labels: Option<Labels>,
+        seen: Option<(String, String)>,
+    ) -> Arc<AtomicBool> {
         if let Some(labels) = labels {
             self.labels = Some(self.labels(labels));
         }
         self.unapplied
             .retain(|answer| !answer.applied.load(Ordering::Acquire));
-        self.unapplied.push(answer);
+        let applied = Arc::new(AtomicBool::new(false));
+        self.unapplied.push(Unapplied {
+            call_id,
+            tool: tool.to_string(),
+            identity: identity.to_string(),
+            response: response.clone(),
+            seen,
+            applied: Arc::clone(&applied),
+        });
+        applied
     }
 
     /// The SHA-256 of `path`'s content that the session's newest answer not yet in the ledger
@@ -119,19 +136,16 @@ pub fn joined(a: Labels, b: Labels) -> Labels {
     }
 }
 
+/// Marks an answer applied: the ledger holds it now.
+pub fn mark_applied(flag: &AtomicBool) {
+    flag.store(true, Ordering::Release);
+}
+
 #[cfg(test)]
 mod tests {
     use proto::Class;
 
     use super::*;
-
-    fn unapplied() -> Arc<AtomicBool> {
-        Arc::new(AtomicBool::new(false))
-    }
-
-    fn mark_applied(flag: &AtomicBool) {
-        flag.store(true, Ordering::Release);
-    }
 
     fn result(text: &str) -> ToolResponse {
         ToolResponse::Result {
@@ -155,15 +169,12 @@ mod tests {
             untrusted: false,
         };
         memo.answered(
-            Unapplied {
-                call_id: CallId(1),
-                tool: "read_file".to_string(),
-                identity: "h1".to_string(),
-                response: result("k"),
-                seen: None,
-                applied: unapplied(),
-            },
+            CallId(1),
+            "read_file",
+            "h1",
+            &result("k"),
             Some(secret),
+            None,
         );
         // A ledger that has not applied the answer yet still reads public.
         assert_eq!(memo.labels(public).taint, Class::Secret);
@@ -172,15 +183,12 @@ mod tests {
             untrusted: true,
         };
         memo.answered(
-            Unapplied {
-                call_id: CallId(2),
-                tool: "http_fetch".to_string(),
-                identity: "h2".to_string(),
-                response: result("p"),
-                seen: None,
-                applied: unapplied(),
-            },
+            CallId(2),
+            "http_fetch",
+            "h2",
+            &result("p"),
             Some(untrusted),
+            None,
         );
         assert_eq!(
             memo.labels(public),
@@ -217,15 +225,12 @@ mod tests {
             untrusted: true,
         };
         fresh.answered(
-            Unapplied {
-                call_id: CallId(0),
-                tool: "read_file".to_string(),
-                identity: "h".to_string(),
-                response: result("a"),
-                seen: None,
-                applied: unapplied(),
-            },
+            CallId(0),
+            "read_file",
+            "h",
+            &result("a"),
             Some(secret),
+            None,
         );
         assert_eq!(fresh.known_labels(), Some(secret), "raised by the answer");
     }
@@ -233,35 +238,14 @@ mod tests {
     #[test]
     fn an_answer_is_found_until_the_ledger_holds_it() {
         let mut memo = SessionMemo::default();
-        let applied = unapplied();
-        memo.answered(
-            Unapplied {
-                call_id: CallId(7),
-                tool: "read_file".to_string(),
-                identity: "h".to_string(),
-                response: result("a"),
-                seen: None,
-                applied: Arc::clone(&applied),
-            },
-            None,
-        );
+        let applied = memo.answered(CallId(7), "read_file", "h", &result("a"), None, None);
         let found = memo.earlier(CallId(7)).map(|a| a.response.clone());
         assert_eq!(found, Some(result("a")));
         assert!(memo.earlier(CallId(8)).is_none());
         mark_applied(&applied);
         assert!(memo.earlier(CallId(7)).is_none());
         // Applied answers are dropped at the next answer.
-        memo.answered(
-            Unapplied {
-                call_id: CallId(8),
-                tool: "read_file".to_string(),
-                identity: "h".to_string(),
-                response: result("b"),
-                seen: None,
-                applied: unapplied(),
-            },
-            None,
-        );
+        memo.answered(CallId(8), "read_file", "h", &result("b"), None, None);
         assert_eq!(memo.unapplied.len(), 1);
     }
 
@@ -269,31 +253,9 @@ mod tests {
     fn the_newest_unapplied_content_seen_wins_until_the_ledger_holds_it() {
         let mut memo = SessionMemo::default();
         let seen = |sha: &str| Some(("/w/a.txt".to_string(), sha.to_string()));
-        let first = unapplied();
-        memo.answered(
-            Unapplied {
-                call_id: CallId(1),
-                tool: "read_file".to_string(),
-                identity: "h".to_string(),
-                response: result("a"),
-                seen: seen("s1"),
-                applied: Arc::clone(&first),
-            },
-            None,
-        );
+        let first = memo.answered(CallId(1), "read_file", "h", &result("a"), None, seen("s1"));
         assert_eq!(memo.seen("/w/a.txt"), Some("s1"));
-        let second = unapplied();
-        memo.answered(
-            Unapplied {
-                call_id: CallId(2),
-                tool: "write_file".to_string(),
-                identity: "h".to_string(),
-                response: result("b"),
-                seen: seen("s2"),
-                applied: Arc::clone(&second),
-            },
-            None,
-        );
+        let second = memo.answered(CallId(2), "write_file", "h", &result("b"), None, seen("s2"));
         assert_eq!(memo.seen("/w/a.txt"), Some("s2"));
         assert_eq!(memo.seen("/w/other.txt"), None);
         mark_applied(&first);

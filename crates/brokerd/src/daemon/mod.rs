@@ -8,7 +8,6 @@ pub mod calls;
 pub mod config;
 pub mod dirs;
 pub mod fetch;
-mod frames;
 pub mod gateway;
 pub mod grants_watch;
 pub mod jobs;

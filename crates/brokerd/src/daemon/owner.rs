@@ -12,14 +12,13 @@ use std::time::Duration;
 
 use proto::{OwnerErrorCode, OwnerEvent, OwnerReply, OwnerRequest, PROTOCOL_VERSION, StatusView};
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::approvals::{OwnerAnswer, OwnerRefusal};
-use super::frames::FrameReader;
 use super::memory;
-use super::server::{Closed, check_peer, write};
+use super::server::{Closed, check_peer, read, write};
 use super::{Broker, GrantsState};
 
 /// The longest answer an owner may give to a question, in bytes.
@@ -41,9 +40,8 @@ pub async fn serve(broker: Arc<Broker>, listener: UnixListener) -> std::io::Resu
 async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
     check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
-    let (reader, mut writer) = stream.into_split();
-    let mut frames = FrameReader::new(reader);
-    match frames.next::<OwnerRequest>(idle, true).await {
+    let (mut reader, mut writer) = stream.into_split();
+    match read::<OwnerRequest>(&mut reader, idle, true).await {
         Ok(Some(OwnerRequest::OwnerHello { version })) if version == PROTOCOL_VERSION => {
             let welcome = OwnerReply::OwnerWelcome {
                 version: PROTOCOL_VERSION,
@@ -64,7 +62,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
         Err(bad) => return refuse(&mut writer, idle, OwnerErrorCode::BadFrame, bad.message).await,
     }
     loop {
-        let request = match frames.next::<OwnerRequest>(idle, false).await {
+        let request = match read::<OwnerRequest>(&mut reader, idle, false).await {
             Ok(Some(request)) => request,
             Ok(None) => return Ok(()),
             Err(bad) => {
@@ -108,7 +106,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
             OwnerRequest::Status {} => OwnerReply::Status {
                 status: status(&broker),
             },
-            OwnerRequest::Watch {} => return watch(&broker, frames, writer, idle).await,
+            OwnerRequest::Watch {} => return watch(&broker, reader, writer, idle).await,
             OwnerRequest::MemoryList { limit } => memory::owner_list(&broker, limit).await,
             OwnerRequest::MemoryShow { id } => memory::owner_show(&broker, id).await,
             OwnerRequest::MemoryForget { id } => memory::owner_forget(&broker, id).await,
@@ -178,7 +176,7 @@ pub fn status(broker: &Broker) -> StatusView {
 /// closes the connection. The owner may answer on another connection (`bx watch` does).
 async fn watch(
     broker: &Broker,
-    mut frames: FrameReader,
+    mut reader: OwnedReadHalf,
     mut writer: OwnedWriteHalf,
     idle: Duration,
 ) -> Result<(), Closed> {
@@ -197,7 +195,7 @@ async fn watch(
                 };
                 write(&mut writer, &OwnerReply::Event { event }, idle).await?;
             }
-            closed = frames.next::<OwnerRequest>(idle, false) => {
+            closed = read::<OwnerRequest>(&mut reader, idle, false) => {
                 // A watch connection only streams: its end, or any frame, ends it.
                 let _ = closed;
                 return Ok(());

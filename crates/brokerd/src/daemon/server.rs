@@ -6,14 +6,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::{AgentFrame, BrokerFrame, ErrorCode, PROTOCOL_VERSION, ToolSchema, encode_frame};
-use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
+use proto::{
+    AgentFrame, BrokerFrame, ErrorCode, MAX_FRAME, PROTOCOL_VERSION, ToolSchema, encode_frame,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::args::ToolName;
 
-use super::frames::FrameReader;
 use super::sessions::{self, Refusal};
 use super::{Broker, GrantsState, calls};
 
@@ -49,9 +50,8 @@ pub(super) fn check_peer(stream: &UnixStream) -> Result<(), Closed> {
 async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
     check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
-    let (reader, mut writer) = stream.into_split();
-    let mut frames = FrameReader::new(reader);
-    let (session, client) = match frames.next::<AgentFrame>(idle, true).await {
+    let (mut reader, mut writer) = stream.into_split();
+    let (session, client) = match read::<AgentFrame>(&mut reader, idle, true).await {
         Ok(Some(AgentFrame::Hello {
             version,
             resume,
@@ -93,7 +93,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
     let answers_in_client =
         client.filter(|name| broker.config.mcp.approve_in_client.contains(name));
     loop {
-        let frame = match frames.next::<AgentFrame>(idle, false).await {
+        let frame = match read::<AgentFrame>(&mut reader, idle, false).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return Ok(()),
             Err(bad) => return refuse(&mut writer, idle, bad).await,
@@ -129,8 +129,8 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 // While the call waits for the owner, the connection is read: a client that
                 // leaves is noticed (the call is then kept for the grace period), and one that
                 // withdraws the call has it abandoned; otherwise nothing is read until the
-                // answer is written. Only a frame's beginning is awaited beside the answer, so
-                // no frame is ever cut; the frame itself is read whole once it has begun.
+                // answer is written. Only readiness is awaited beside the answer, so no frame
+                // is ever cut; the frame itself is read whole once it has begun.
                 let mut waiting = false;
                 let answered = loop {
                     tokio::select! {
@@ -146,10 +146,14 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                             }
                             None => waiting = false,
                         },
-                        begun = frames.begun(), if waiting => {
-                            let started = match begun {
-                                Ok(true) => frames.rest::<AgentFrame>(idle).await.map(Some),
-                                Ok(false) | Err(_) => Ok(None),
+                        ready = reader.readable(), if waiting => {
+                            let mut first = [0u8; 1];
+                            let started = match ready.and_then(|()| reader.try_read(&mut first)) {
+                                Ok(0) => Ok(None),
+                                Ok(_) => rest_of_frame::<AgentFrame>(&mut reader, idle, first[0]).await,
+                                // Readiness that was not: keep waiting.
+                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                                Err(_) => Ok(None),
                             };
                             match started {
                                 Ok(Some(AgentFrame::Withdraw {})) => {
@@ -263,6 +267,65 @@ async fn refuse(
     Err(reason)
 }
 
+/// Reads one frame: `None` at a clean end. Waiting for a frame to start has no limit (except
+/// for the first, `hello`); once it has started, the rest must come within `idle`.
+pub(super) async fn read<T: serde::de::DeserializeOwned>(
+    reader: &mut OwnedReadHalf,
+    idle: Duration,
+    first: bool,
+) -> Result<Option<T>, Refusal> {
+    let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
+    let mut length = [0u8; 4];
+    let start = reader.read(&mut length[..1]);
+    let got = if first {
+        tokio::time::timeout(idle, start)
+            .await
+            .map_err(|_| bad("no hello within the idle timeout".into()))?
+    } else {
+        start.await
+    };
+    match got {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e) => return Err(bad(format!("cannot read: {e}"))),
+    }
+    rest_of_frame(reader, idle, length[0]).await
+}
+
+/// Reads the rest of a frame whose first byte, `first`, has been read.
+async fn rest_of_frame<T: serde::de::DeserializeOwned>(
+    reader: &mut OwnedReadHalf,
+    idle: Duration,
+    first: u8,
+) -> Result<Option<T>, Refusal> {
+    let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
+    let mut length = [first, 0, 0, 0];
+    tokio::time::timeout(idle, reader.read_exact(&mut length[1..]))
+        .await
+        .map_err(|_| bad("silent in the middle of a frame".into()))?
+        .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
+    let size = u32::from_be_bytes(length) as usize;
+    if size > MAX_FRAME {
+        return Err(bad(format!(
+            "a frame of {size} bytes is larger than the limit of {MAX_FRAME} bytes"
+        )));
+    }
+    let mut body = vec![0u8; size];
+    tokio::time::timeout(idle, reader.read_exact(&mut body))
+        .await
+        .map_err(|_| bad("silent in the middle of a frame".into()))?
+        .map_err(|e| bad(format!("the connection ended inside a frame: {e}")))?;
+    serde_json::from_slice(&body).map(Some).map_err(|e| {
+        bad(format!(
+            "the frame is not a frame of this socket ({}): {e}",
+            std::any::type_name::<T>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("frame")
+        ))
+    })
+}
+
 pub(super) async fn write<T: serde::Serialize>(
     writer: &mut OwnedWriteHalf,
     frame: &T,
@@ -273,4 +336,83 @@ pub(super) async fn write<T: serde::Serialize>(
         .await
         .map_err(|_| "the client did not read its answer within the idle timeout".to_string())?
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::UnixStream;
+
+    use super::read;
+
+    fn frame(value: &serde_json::Value) -> Vec<u8> {
+        proto::encode_frame(value).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn frames_sent_together_split_anywhere_or_large_come_out_whole() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _write) = ours.into_split();
+        let idle = Duration::from_secs(5);
+        let big = serde_json::json!({ "text": "x".repeat(200_000) });
+        let mut bytes = frame(&serde_json::json!({ "n": 1 }));
+        bytes.extend(frame(&serde_json::json!({ "n": 2 })));
+        bytes.extend(frame(&big));
+        bytes.extend(frame(&serde_json::json!({ "n": 3 })));
+        let writer = tokio::spawn(async move {
+            // In pieces that cut lengths and bodies anywhere.
+            for piece in bytes.chunks(7_777) {
+                theirs.write_all(piece).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+            theirs
+        });
+        for expected in [
+            serde_json::json!({ "n": 1 }),
+            serde_json::json!({ "n": 2 }),
+            big,
+            serde_json::json!({ "n": 3 }),
+        ] {
+            let got: Option<serde_json::Value> = read(&mut reader, idle, false).await.unwrap();
+            assert_eq!(got, Some(expected));
+        }
+        drop(writer.await.unwrap());
+        let end: Option<serde_json::Value> = read(&mut reader, idle, false).await.unwrap();
+        assert_eq!(end, None, "a clean end between frames");
+    }
+
+    #[tokio::test]
+    async fn a_frame_cut_short_too_large_or_left_silent_is_refused_with_its_reason() {
+        let idle = Duration::from_secs(5);
+        let whole = frame(&serde_json::json!({ "n": 1 }));
+
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _write) = ours.into_split();
+        theirs.write_all(&whole[..whole.len() - 2]).await.unwrap();
+        drop(theirs);
+        let cut = read::<serde_json::Value>(&mut reader, idle, false).await;
+        let message = cut.err().map(|r| r.message).unwrap_or_default();
+        assert!(
+            message.starts_with("the connection ended inside a frame"),
+            "{message}"
+        );
+
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _write) = ours.into_split();
+        let size = (proto::MAX_FRAME as u32 + 1).to_be_bytes();
+        theirs.write_all(&size).await.unwrap();
+        let large = read::<serde_json::Value>(&mut reader, idle, false).await;
+        let message = large.err().map(|r| r.message).unwrap_or_default();
+        assert!(message.contains("larger than the limit"), "{message}");
+
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _write) = ours.into_split();
+        theirs.write_all(&whole[..3]).await.unwrap();
+        let short = Duration::from_millis(50);
+        let silent = read::<serde_json::Value>(&mut reader, short, false).await;
+        let message = silent.err().map(|r| r.message).unwrap_or_default();
+        assert_eq!(message, "silent in the middle of a frame");
+    }
 }

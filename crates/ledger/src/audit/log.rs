@@ -149,13 +149,16 @@ impl AuditLog {
             batch.push(b'\n');
             written.push((record, hash.clone()));
         }
-        let before = self.check_still_at_path()?.len();
+        self.check_still_at_path()?;
+        let before = self.file.metadata().map(|m| m.len());
         let synced = self
             .file
             .write_all(&batch)
             .and_then(|()| self.file.sync_data());
         if let Err(error) = synced {
-            let _ = self.file.set_len(before);
+            if let Ok(len) = before {
+                let _ = self.file.set_len(len);
+            }
             return Err(io(&self.path, error));
         }
         self.last_seq = seq;
@@ -164,9 +167,8 @@ impl AuditLog {
     }
 
     /// The log must still be the file at its path: a log moved, deleted or replaced (by a
-    /// link to a device, say) is not written behind the owner's back. The open file's
-    /// metadata.
-    fn check_still_at_path(&self) -> Result<std::fs::Metadata, AuditError> {
+    /// link to a device, say) is not written behind the owner's back.
+    fn check_still_at_path(&self) -> Result<(), AuditError> {
         use std::os::unix::fs::MetadataExt;
         let open = self.file.metadata().map_err(|e| io(&self.path, e))?;
         let replaced = match std::fs::metadata(&self.path) {
@@ -179,7 +181,7 @@ impl AuditLog {
                 std::io::Error::other("the log was moved, deleted or replaced since it was opened"),
             ));
         }
-        Ok(open)
+        Ok(())
     }
 
     /// The last record written: what the ledger records once the append returned.

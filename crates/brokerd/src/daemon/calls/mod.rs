@@ -17,7 +17,7 @@ use crate::policy::{AskReason, Decision, Labels};
 
 use super::approvals::{Request, Settled, Waiter};
 use super::journal::Applied;
-use super::memo::{SessionMemo, Unapplied};
+use super::memo::{SessionMemo, mark_applied};
 use super::sessions::Refusal;
 use super::{Broker, GrantsState, SessionSlot};
 
@@ -64,16 +64,20 @@ pub async fn answer(
             taint: l.taint,
             untrusted: l.untrusted,
         });
-        // The ledger's thread sets the flag; its failures are logged there.
-        let answer = Unapplied {
-            call_id: CallId(request.call_id),
-            tool: request.tool.clone(),
-            identity,
-            response: answered.response.clone(),
-            seen: answered.seen,
-            applied: applied.flag(),
-        };
-        memo.answered(answer, labels);
+        let flag = memo.answered(
+            CallId(request.call_id),
+            &request.tool,
+            &identity,
+            &answered.response,
+            labels,
+            answered.seen,
+        );
+        tokio::spawn(async move {
+            match applied.wait().await {
+                Ok(()) => mark_applied(&flag),
+                Err(error) => tracing::error!(%error, "the ledger did not follow an answer"),
+            }
+        });
     }
     Ok(answered.response)
 }
