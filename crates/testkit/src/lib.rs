@@ -4,6 +4,7 @@
 
 mod binaries;
 mod daemon;
+mod plain_server;
 pub mod podman;
 pub mod python;
 mod script_server;
@@ -11,6 +12,7 @@ pub mod tls_server;
 
 pub use binaries::{BinaryError, binary};
 pub use daemon::{AgentClient, BrokerProcess, OwnerClient};
+pub use plain_server::PlainServer;
 pub use script_server::ScriptServer;
 
 /// A fresh temporary folder, removed when the value is dropped.

@@ -1,11 +1,10 @@
 //! `web_search` against fake providers: Serper and Google Custom Search on the testkit's TLS
 //! server, a SearXNG instance over plain http on loopback; retries on transient failures.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use testkit::PlainServer;
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 use tools::web::web_search::{
     Provider, SearchError, SearchHit, SearchOptions, WebSearchArgs, web_search, web_search_schema,
@@ -120,35 +119,16 @@ fn google_custom_search_is_asked_with_key_engine_query_and_count() {
     assert!(none.results.is_empty());
 }
 
-/// A SearXNG instance over plain http on loopback: answers every request with `body`, and
-/// sends back the request lines it read.
-fn searxng(body: &'static str) -> (String, std::sync::mpsc::Receiver<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let (sent, seen) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-                head.push(byte[0]);
-            }
-            let text = String::from_utf8_lossy(&head).into_owned();
-            let _ = sent.send(text.lines().next().unwrap_or_default().to_string());
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes());
-        }
-    });
-    (base, seen)
+/// A SearXNG instance over plain http on loopback that answers every request with `body`: its
+/// base URL, and the server (the request heads it read).
+fn searxng(body: &'static str) -> (String, PlainServer) {
+    let server = PlainServer::start("application/json", body).unwrap();
+    (format!("http://127.0.0.1:{}", server.port()), server)
 }
 
 #[test]
 fn a_searxng_instance_on_loopback_is_asked_over_plain_http() {
-    let (base, seen) = searxng(
+    let (base, server) = searxng(
         r#"{"query":"q","results":[{"url":"https://a.example/","title":"A","content":"about a","engine":"ddg"}]}"#,
     );
     let options = SearchOptions {
@@ -165,9 +145,11 @@ fn a_searxng_instance_on_loopback_is_asked_over_plain_http() {
             snippet: "about a".into(),
         }]
     );
-    assert_eq!(
-        seen.recv().unwrap(),
-        "GET /search?q=what+is+a&format=json HTTP/1.1"
+    let heads = server.heads();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(
+        heads[0].starts_with("GET /search?q=what+is+a&format=json HTTP/1.1\r\n"),
+        "{heads:?}"
     );
 }
 

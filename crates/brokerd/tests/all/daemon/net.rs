@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use proto::ToolResponse;
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
-use testkit::{AgentClient, BrokerProcess};
+use testkit::{AgentClient, BrokerProcess, PlainServer};
 
 use super::{FAST, content};
 
@@ -64,43 +64,6 @@ struct Net {
     _ca: TestCa,
 }
 
-/// A plain HTTP server on the host's loopback that answers every request with one line and
-/// keeps each request's head.
-struct PlainServer {
-    port: u16,
-    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl PlainServer {
-    fn start() -> PlainServer {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let kept = std::sync::Arc::clone(&heads);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-                    head.push(byte[0]);
-                }
-                kept.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&head).into_owned());
-                let body = "hello over plain http\n";
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        PlainServer { port, heads }
-    }
-}
-
 /// A broker whose grants give `probe.py` and curl the hosts `granted.test`, `*.wild.test`,
 /// `meta.test` and `127.0.0.1` on the TLS server's port (and `probe.py offline` none),
 /// with `config` as its `brokerd.toml`.
@@ -112,8 +75,8 @@ fn net(config: &str) -> Net {
         TlsResponse::ok("text/plain", "hello through the proxy\n"),
     );
     let port = server.port();
-    let plain = PlainServer::start();
-    let plain_port = plain.port;
+    let plain = PlainServer::start("text/plain", "hello over plain http\n").unwrap();
+    let plain_port = plain.port();
     let grants = format!(
         r#"
 [[grant]]
@@ -192,7 +155,7 @@ fn curl_reaches_a_granted_host_through_the_proxy_over_tls() {
         header["sandbox"].as_str().unwrap(),
         format!(
             "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock fully enforced over the same paths; network: only granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{}, through the broker's proxy; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited",
-            net.plain.port
+            net.plain.port()
         )
     );
     // A loopback address the grant names itself: the TLS server's certificate names it too.
@@ -210,12 +173,12 @@ fn curl_reaches_a_granted_host_through_the_proxy_over_tls() {
 #[test]
 fn a_plain_http_request_reaches_a_granted_host_and_port_through_http_proxy() {
     let net = net(FAST);
-    let port = net.plain.port;
+    let port = net.plain.port();
     let (header, body) = net.shell(1, &format!("curl -sS 'http://plain.test:{port}/hello?x=1'"));
     assert_eq!(header["exit_code"], 0, "{body}");
     assert_eq!(body, "hello over plain http\n");
     // The server got the request in origin form, with the URL's host, once.
-    let heads = net.plain.heads.lock().unwrap().clone();
+    let heads = net.plain.heads();
     assert_eq!(heads.len(), 1, "{heads:?}");
     assert!(
         heads[0].starts_with("GET /hello?x=1 HTTP/1.1\r\n"),
@@ -237,7 +200,7 @@ fn a_plain_http_request_reaches_a_granted_host_and_port_through_http_proxy() {
         body.contains("plain.test:80 is not a host granted to this box"),
         "{body}"
     );
-    assert_eq!(net.plain.heads.lock().unwrap().len(), 1);
+    assert_eq!(net.plain.heads().len(), 1);
 }
 
 #[test]
@@ -250,7 +213,7 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
             "HTTP/1.1 403 Forbidden",
             format!(
                 "other.test:{port} is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{})",
-                net.plain.port
+                net.plain.port()
             ),
         ),
         (
@@ -258,7 +221,7 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
             "HTTP/1.1 403 Forbidden",
             format!(
                 "granted.test:443 is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{})",
-                net.plain.port
+                net.plain.port()
             ),
         ),
         (
@@ -276,7 +239,7 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
             "HTTP/1.1 403 Forbidden",
             format!(
                 "granted.test:80 is not a host granted to this box (granted: granted.test:{port}, *.wild.test:{port}, meta.test:{port}, 127.0.0.1:{port}, plain.test:{})",
-                net.plain.port
+                net.plain.port()
             ),
         ),
         (
