@@ -90,18 +90,8 @@ fn main() {
     let mut warm_times = Vec::new();
     for turn in 0..20u64 {
         let ids = 51 + turn * 100..51 + (turn + 1) * 100;
-        for id in ids.clone() {
-            let start = Instant::now();
-            let answer = quiet_client.call(id, "read_file", &quiet_args).unwrap();
-            times.push(start.elapsed());
-            assert!(matches!(answer, ToolResponse::Result { .. }));
-        }
-        for id in ids {
-            let start = Instant::now();
-            let answer = warm_client.call(id, "read_file", &warm_args).unwrap();
-            warm_times.push(start.elapsed());
-            assert!(matches!(answer, ToolResponse::Result { .. }), "{answer:?}");
-        }
+        timed_reads(&mut quiet_client, &quiet_args, ids.clone(), &mut times);
+        timed_reads(&mut warm_client, &warm_args, ids, &mut warm_times);
     }
     drop(quiet_client);
     drop(quiet);
@@ -188,6 +178,21 @@ fn main() {
             calls as f64 / elapsed.as_secs_f64(),
             fsyncs as f64 / calls as f64
         );
+    }
+}
+
+/// Calls `read_file` with `args` once per id in `ids`, each answer a result; their times.
+fn timed_reads(
+    client: &mut AgentClient,
+    args: &str,
+    ids: std::ops::Range<u64>,
+    times: &mut Vec<Duration>,
+) {
+    for id in ids {
+        let start = Instant::now();
+        let answer = client.call(id, "read_file", args).unwrap();
+        times.push(start.elapsed());
+        assert!(matches!(answer, ToolResponse::Result { .. }), "{answer:?}");
     }
 }
 

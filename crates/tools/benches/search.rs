@@ -165,29 +165,26 @@ fn main() {
             recursive: true,
             max_depth: Some(64),
         };
-        let (ours, theirs) = time_both(
-            runs,
-            || {
-                list_files(&dir, &listed, &options).unwrap();
-            },
-            program(&fd, &["-j", &j, "."], &tree),
-        );
-        report("list_files recursive", ours, Some(("fd", theirs)));
-        // As an agent's call has it: the first 1,000 entries in path order. The walk is whole
-        // either way; only an entry that may be listed has its size looked up (a `statx`,
-        // which fd never makes), not each of the tree's.
+        // Uncapped, then as an agent's call has it: the first 1,000 entries in path order.
+        // The walk is whole either way; only an entry that may be listed has its size looked
+        // up (a `statx`, which fd never makes), not each of the tree's.
         let capped = SearchOptions {
             threads,
             ..SearchOptions::default()
         };
-        let (ours, theirs) = time_both(
-            runs,
-            || {
-                list_files(&dir, &listed, &capped).unwrap();
-            },
-            program(&fd, &["-j", &j, "."], &tree),
-        );
-        report("list_files recursive, capped", ours, Some(("fd", theirs)));
+        for (name, options) in [
+            ("list_files recursive", &options),
+            ("list_files recursive, capped", &capped),
+        ] {
+            let (ours, theirs) = time_both(
+                runs,
+                || {
+                    list_files(&dir, &listed, options).unwrap();
+                },
+                program(&fd, &["-j", &j, "."], &tree),
+            );
+            report(name, ours, Some(("fd", theirs)));
+        }
     }
     if !runs_group("files") {
         return;
