@@ -1,7 +1,9 @@
 //! What runs in the processes between the broker's `fork` and the command's `exec`.
 //!
-//! `std` forks the intermediate and runs [`Plan::run`] in it as a `pre_exec` hook. The
-//! intermediate never returns from the hook: it forks the process that will `exec` the command
+//! `std` forks the intermediate and runs [`Plan::run`] in it as a `pre_exec` hook (a child
+//! that `exec`s straight after the hook, bubblewrap or a process-group command, is started by
+//! `crate::spawn` instead, sharing the broker's memory until then). The intermediate never
+//! returns from the hook: it forks the process that will `exec` the command
 //! (that one returns `Ok` and `std` execs it), supervises it until it ends, the deadline
 //! passes or the broker lets go of the leash, writes what happened to the status pipe, and
 //! `_exit`s.

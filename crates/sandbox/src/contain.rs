@@ -11,7 +11,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -157,7 +157,7 @@ pub struct Ended {
 pub struct ContainedChild {
     /// The command's standard input, when the caller asked for a pipe (a warm worker).
     stdin: Option<ChildStdin>,
-    child: Option<Child>,
+    child: Option<Proc>,
     containment: Containment,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
@@ -279,26 +279,39 @@ pub(crate) fn spawn_once(
         inherit,
         seccomp,
     };
-    let mut command = spec.command();
-    command
-        .stdin(if piped_stdin {
-            Stdio::piped()
-        } else {
-            Stdio::null()
+    // A child that `exec`s straight after its hook shares the broker's memory until then
+    // (`spawn`); a supervisor, which goes on running, is forked.
+    let shared = matches!(want, Want::Bubblewrap | Want::Launcher | Want::ProcessGroup)
+        && spec.program.is_absolute();
+    let spawned = if shared {
+        crate::spawn::spawn(spec, &plan, piped_stdin)
+            .map(|s| (Proc::Shared(s.pid), s.stdin, Some(s.stdout), Some(s.stderr)))
+    } else {
+        let mut command = spec.command();
+        command
+            .stdin(if piped_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: `Plan::run` is async-signal-safe (see `child`): system calls only, with
+        // buffers on the stack or built above, before the fork.
+        unsafe {
+            command.pre_exec(move || plan.run());
+        }
+        command.spawn().map(|mut child| {
+            let (stdin, stdout, stderr) =
+                (child.stdin.take(), child.stdout.take(), child.stderr.take());
+            (Proc::Forked(child), stdin, stdout, stderr)
         })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: `Plan::run` is async-signal-safe (see `child`): system calls only, with buffers
-    // on the stack or built above, before the fork.
-    unsafe {
-        command.pre_exec(move || plan.run());
-    }
-    let spawned = command.spawn();
+    };
     drop(status_w);
     drop(leash_r);
-    let mut child = match spawned {
-        Ok(child) => child,
+    let (child, stdin, stdout, stderr) = match spawned {
+        Ok(spawned) => spawned,
         Err(e) => {
             // The supervisor has been reaped by `spawn`: whatever it and the init wrote is in
             // the pipe already.
@@ -315,9 +328,6 @@ pub(crate) fn spawn_once(
             });
         }
     };
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
     let mut contained = ContainedChild {
         stdin,
         child: Some(child),
@@ -378,7 +388,7 @@ impl ContainedChild {
     /// The process id of the broker's child: the supervisor, or the command itself for
     /// [`Containment::ProcessGroup`]. It leads the process group of the command.
     pub fn id(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.as_ref().map(Proc::id)
     }
 
     fn pid(&self) -> Option<Pid> {
@@ -423,6 +433,31 @@ impl Drop for ContainedChild {
             }
         }
         let _ = child.wait();
+    }
+}
+
+/// The broker's child: forked by `std` (a supervisor), or started sharing the broker's memory
+/// until its `exec` ([`crate::spawn`]).
+#[derive(Debug)]
+pub(crate) enum Proc {
+    Forked(Child),
+    Shared(Pid),
+}
+
+impl Proc {
+    fn id(&self) -> u32 {
+        match self {
+            Proc::Forked(child) => child.id(),
+            Proc::Shared(pid) => pid.as_raw_nonzero().get().unsigned_abs(),
+        }
+    }
+
+    /// Waits for the child to end and reaps it.
+    pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Proc::Forked(child) => child.wait(),
+            Proc::Shared(pid) => crate::spawn::wait(*pid),
+        }
     }
 }
 

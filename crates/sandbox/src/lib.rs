@@ -62,6 +62,7 @@ mod reap;
 mod record;
 mod seccomp;
 mod served;
+mod spawn;
 mod stop;
 mod warden;
 mod warm;

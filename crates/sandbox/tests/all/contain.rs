@@ -201,6 +201,59 @@ fn exit_codes_and_signals_pass_through_the_supervisor() {
 }
 
 #[test]
+fn every_command_starts_with_no_signal_blocked_and_sigpipe_not_ignored() {
+    // This test binary ignores SIGPIPE (std does, in every Rust program) and the process-group
+    // child is started sharing its memory until `exec`: neither may reach the command, or
+    // `yes | head` would end in EPIPE instead of SIGPIPE.
+    for mode in ALL {
+        let run = run("grep -E '^Sig(Blk|Ign):' /proc/self/status", mode);
+        let mask = |name: &str| {
+            let line = run.stdout.lines().find(|l| l.starts_with(name)).unwrap();
+            u64::from_str_radix(line[name.len()..].trim(), 16).unwrap()
+        };
+        assert_eq!(mask("SigBlk:"), 0, "{mode:?}: {}", run.stdout);
+        let sigpipe = 1 << (13 - 1);
+        assert_eq!(mask("SigIgn:") & sigpipe, 0, "{mode:?}: {}", run.stdout);
+        let piped = run_with(
+            "(yes; echo \"yes ended $?\" >&2) | head -c 1 >/dev/null",
+            mode,
+            Duration::from_secs(5),
+        );
+        assert_eq!(piped.stderr, "yes ended 141\n", "{mode:?}");
+    }
+}
+
+#[test]
+fn a_program_or_folder_that_is_not_there_is_an_error_naming_it() {
+    for mode in ALL {
+        let options = ContainOptions {
+            timeout: Duration::from_secs(5),
+            containment: mode,
+        };
+        let missing = CommandSpec {
+            program: "/nonexistent/boxmaker-test-program".into(),
+            ..spec("true")
+        };
+        let error = spawn_contained(&missing, &options).unwrap_err();
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::NotFound,
+            "{mode:?}: {error}"
+        );
+        let elsewhere = CommandSpec {
+            cwd: "/nonexistent/boxmaker-test-folder".into(),
+            ..spec("true")
+        };
+        let error = spawn_contained(&elsewhere, &options).unwrap_err();
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::NotFound,
+            "{mode:?}: {error}"
+        );
+    }
+}
+
+#[test]
 fn a_command_that_leaves_its_process_group_is_still_waited_for() {
     // The command makes itself a session of its own (setsid(1) calls setsid() in place, the
     // command not leading its group): the init, or the subreaper, must wait for any child,

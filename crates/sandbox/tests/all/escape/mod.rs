@@ -446,6 +446,19 @@ fn the_brokers_environment_is_not_in_the_box() {
 }
 
 #[test]
+fn a_boxed_command_starts_with_no_signal_blocked_and_sigpipe_not_ignored() {
+    // The test ignores SIGPIPE, as every Rust program does, and bubblewrap is started with
+    // every signal blocked until its `exec`: neither may reach the command.
+    let s = scene();
+    let script = "(yes; echo \"yes ended $?\" >&2) | head -c 1 >/dev/null; \
+                  grep '^SigBlk:' /proc/self/status";
+    assert_eq!(s.host(script, &[]).stderr, "yes ended 141\n");
+    let ran = s.boxed(script, &[]);
+    assert_eq!(ran.stderr, "yes ended 141\n");
+    assert_eq!(ran.stdout, "SigBlk:\t0000000000000000\n");
+}
+
+#[test]
 fn remounting_the_root_read_write_is_refused() {
     let s = scene();
     // Unsandboxed, in a mount namespace of its own, so the host's mounts stay as they were.
