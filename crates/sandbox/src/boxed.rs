@@ -113,6 +113,11 @@ pub struct Policy {
     /// each holding these bytes: how a worker in the box receives its request. At most
     /// [`MAX_FILES`].
     pub files: Vec<(PathBuf, Vec<u8>)>,
+    /// Files the box may read and run but never change, even where a read-write path holds
+    /// them: the caller's own binaries, which a box that replaced them would have run in the
+    /// next box, or outside any. Bound read-only over themselves where a read-write path holds
+    /// them; without bubblewrap, left out of the Landlock layer's write rules.
+    pub pinned: Vec<PathBuf>,
     /// The box's limits.
     pub limits: Limits,
     /// A binary whose `main` starts with [`crate::launch_if_asked`]: run in the box through a
@@ -422,6 +427,7 @@ fn box_args(
     };
     a.push(&["--size", &tmp.to_string(), "--tmpfs", "/tmp"]);
     let mut bound = Vec::new();
+    let mut writable = Vec::new();
     // A network's relay is started by the launcher, with Landlock or without.
     let launcher_fd = opened.as_ref().map(|(_, fd)| *fd);
     let launcher = match opened {
@@ -445,6 +451,7 @@ fn box_args(
             a.bind(flag, &resolved);
             if flag == "--bind" {
                 rules.write.push(resolved.clone());
+                writable.push(resolved.clone());
             } else {
                 rules.read.push(resolved.clone());
             }
@@ -474,6 +481,16 @@ fn box_args(
         } else {
             a.push(&["--ro-bind", "/dev/null"]);
             a.path(&resolved);
+        }
+    }
+    for pinned in &policy.pinned {
+        let Ok(resolved) = std::fs::canonicalize(pinned) else {
+            continue;
+        };
+        if writable.iter().any(|rw| resolved.starts_with(rw)) {
+            // After the read-write bind: the file itself read-only, and a mount point, which
+            // cannot be renamed over or removed.
+            a.bind("--ro-bind", &resolved);
         }
     }
     if let Some(network) = &policy.network {

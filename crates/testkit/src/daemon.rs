@@ -30,6 +30,8 @@ pub struct BrokerProcess {
     starts: usize,
     verbose: bool,
     env: Vec<(String, String)>,
+    /// The binary started instead of the build's own (see [`BrokerProcess::start_installed_in_work`]).
+    binary: Option<PathBuf>,
 }
 
 impl BrokerProcess {
@@ -61,11 +63,31 @@ impl BrokerProcess {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            binary: None,
         };
         must(std::fs::create_dir_all(broker.config.join("grants")));
         must(std::fs::create_dir_all(&broker.work));
         must(std::fs::write(broker.config.join("brokerd.toml"), config));
         broker.write_grants("grants.toml", grants);
+        broker.spawn();
+        broker
+    }
+
+    /// [`BrokerProcess::start`] from copies of `brokerd` and its launcher in `work/bin`: the
+    /// broker of an owner whose grant covers the folder brokerd is installed in.
+    pub fn start_installed_in_work(grants: &str, config: &str) -> BrokerProcess {
+        let mut broker = BrokerProcess::start(grants, config);
+        broker.kill();
+        let bin = broker.work.join("bin");
+        must(std::fs::create_dir_all(&bin));
+        for name in ["brokerd", "brokerd-launcher"] {
+            let built = match crate::binary(name) {
+                Ok(built) => built,
+                Err(e) => panic!("{e}"),
+            };
+            must(std::fs::copy(&built, bin.join(name)));
+        }
+        broker.binary = Some(bin.join("brokerd"));
         broker.spawn();
         broker
     }
@@ -126,9 +148,12 @@ impl BrokerProcess {
 
     /// Starts the process (again) and waits for its socket.
     pub fn spawn(&mut self) {
-        let binary = match crate::binary("brokerd") {
-            Ok(binary) => binary,
-            Err(e) => panic!("{e}"),
+        let binary = match &self.binary {
+            Some(binary) => binary.clone(),
+            None => match crate::binary("brokerd") {
+                Ok(binary) => binary,
+                Err(e) => panic!("{e}"),
+            },
         };
         let log = must(
             std::fs::OpenOptions::new()

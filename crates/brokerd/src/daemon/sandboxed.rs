@@ -257,6 +257,16 @@ impl SandboxedRunner {
             launcher: self.launcher.clone(),
             file_walls: self.file_walls,
             network: None,
+            // A grant on their folder must not let a command replace what the next box, or
+            // the next broker, runs.
+            pinned: self
+                .own_binary
+                .as_ref()
+                .ok()
+                .into_iter()
+                .chain(&self.launcher)
+                .cloned()
+                .collect(),
         }
     }
 }

@@ -47,6 +47,7 @@ fn policy(folder: &Folder) -> Policy {
         launcher: Some(launcher()),
         file_walls: FileWalls::Bubblewrap,
         network: None,
+        pinned: Vec::new(),
     }
 }
 

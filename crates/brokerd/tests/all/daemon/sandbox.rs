@@ -263,3 +263,45 @@ fn with_the_box_a_redirection_into_the_grants_folder_runs_and_without_it_is_refu
     assert_eq!(super::denied(&response), proto::DenyReason::NoGrant);
     assert!(!unboxed.work.join("copy.txt").exists());
 }
+
+#[test]
+fn a_command_cannot_replace_the_brokers_binaries_in_a_folder_its_grant_covers() {
+    // The owner's grant covers the folder brokerd is installed in: the box binds brokerd and
+    // its launcher read-only over themselves, or the next box (or the next broker) would run
+    // the command's code.
+    let grants = r#"
+[[grant]]
+id = "work"
+tool = "shell"
+commands = ["echo", "rm", "mv", "cat"]
+paths = ["{work}"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+    let broker = BrokerProcess::start_installed_in_work(grants, FAST);
+    let bin = broker.work.join("bin");
+    let stamp = |name: &str| {
+        let meta = fs::metadata(bin.join(name)).unwrap();
+        (meta.len(), meta.modified().unwrap())
+    };
+    let before = [stamp("brokerd"), stamp("brokerd-launcher")];
+    let attempts = [
+        ("echo evil > bin/brokerd-launcher", "Read-only file system"),
+        ("echo evil > bin/brokerd", "Read-only file system"),
+        ("rm -f bin/brokerd-launcher", "Device or resource busy"),
+        (
+            "echo evil > bin/evil && mv -f bin/evil bin/brokerd",
+            "Device or resource busy",
+        ),
+    ];
+    for (id, (command, refusal)) in (1..).zip(attempts) {
+        let (header, body) = shell(&broker, id, command);
+        assert_ne!(header["exit_code"], 0, "{command}: {body}");
+        assert!(body.contains(refusal), "{command}: {body}");
+    }
+    assert_eq!([stamp("brokerd"), stamp("brokerd-launcher")], before);
+    // The rest of the folder is the grant's as before, and the broker still builds boxes.
+    let (header, body) = shell(&broker, 9, "echo fine > bin/other && cat bin/other");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(body, "fine\n");
+}

@@ -10,6 +10,7 @@
 //! Landlock, seccomp, rlimits and the cgroup alone.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -33,6 +34,7 @@ pub(super) fn launcher() -> PathBuf {
 const SECRET: &str = "outside-secret-7f3a";
 const PROTECTED_SECRET: &str = "protected-secret-91c2";
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+const PINNED_TOOL: &str = "#!/bin/sh\necho tool ran\n";
 
 struct Scene {
     _root: tempfile::TempDir,
@@ -62,16 +64,31 @@ fn scene_with(walls: FileWalls) -> Scene {
     fs::create_dir_all(&outside).unwrap();
     fs::write(outside.join("secret"), SECRET).unwrap();
     fs::write(protected.join("secret"), PROTECTED_SECRET).unwrap();
-    Scene {
+    let scene = Scene {
         _root: root,
         grant,
         outside,
         protected,
         walls,
-    }
+    };
+    fs::create_dir_all(scene.pinned().parent().unwrap()).unwrap();
+    scene.restore_pinned();
+    scene
 }
 
 impl Scene {
+    /// A program in the grant the policy pins, as the broker pins its own binaries.
+    fn pinned(&self) -> PathBuf {
+        self.grant.join("bin/tool")
+    }
+
+    /// Writes the pinned program afresh (after an attempt on the host changed it).
+    fn restore_pinned(&self) {
+        let _ = fs::remove_file(self.pinned());
+        fs::write(self.pinned(), PINNED_TOOL).unwrap();
+        fs::set_permissions(self.pinned(), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     fn env(&self, extra: &[(&str, String)]) -> Vec<(String, String)> {
         let mut env = vec![
             ("PATH".to_string(), PATH.to_string()),
@@ -103,6 +120,7 @@ impl Scene {
             launcher: Some(launcher()),
             file_walls: self.walls,
             network: None,
+            pinned: vec![self.pinned()],
         }
     }
 
@@ -456,6 +474,52 @@ fn a_boxed_command_starts_with_no_signal_blocked_and_sigpipe_not_ignored() {
     let ran = s.boxed(script, &[]);
     assert_eq!(ran.stderr, "yes ended 141\n");
     assert_eq!(ran.stdout, "SigBlk:\t0000000000000000\n");
+}
+
+/// Each attempt on a pinned program: it succeeds on the host (the program is written afresh
+/// after it), and is refused in the box with `refusal`, the program unchanged.
+fn pinned_attempts(s: &Scene, attempts: &[(&str, &str)]) {
+    for (script, refusal) in attempts {
+        s.escapes_on_host(script, &[], "changed");
+        s.restore_pinned();
+        s.refused_in_box(script, &[], "changed", refusal);
+        assert_eq!(fs::read_to_string(s.pinned()).unwrap(), PINNED_TOOL);
+    }
+    // It still runs in the box, and the rest of the grant is still writable.
+    let ran = s.boxed("\"$GRANT/bin/tool\" && echo x > \"$GRANT/sub/beside\"", &[]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.stdout, "tool ran\n");
+    assert_eq!(
+        fs::read_to_string(s.grant.join("sub/beside")).unwrap(),
+        "x\n"
+    );
+}
+
+#[test]
+fn a_pinned_program_in_the_grant_cannot_be_rewritten_replaced_or_removed() {
+    // The broker pins its own binaries, which a grant on their folder would otherwise let a
+    // command replace: the next box, or the next broker, would run the command's code.
+    pinned_attempts(
+        &scene(),
+        &[
+            (
+                "echo 'echo evil' > \"$GRANT/bin/tool\" && echo changed",
+                "Read-only file system",
+            ),
+            (
+                "echo 'echo evil' > \"$GRANT/sub/evil\" && mv -f \"$GRANT/sub/evil\" \"$GRANT/bin/tool\" && echo changed",
+                "Device or resource busy",
+            ),
+            (
+                "rm -f \"$GRANT/bin/tool\" && echo changed",
+                "Device or resource busy",
+            ),
+            (
+                "chmod 777 \"$GRANT/bin/tool\" && echo changed",
+                "Read-only file system",
+            ),
+        ],
+    );
 }
 
 #[test]

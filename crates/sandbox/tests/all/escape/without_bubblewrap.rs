@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sandbox::{Containment, FileWalls, Policy};
 
-use super::{SECRET, Scene, UNIX_CONNECT, kernel, scene_with};
+use super::{SECRET, Scene, UNIX_CONNECT, kernel, pinned_attempts, scene_with};
 
 const DENIED: &str = "Permission denied";
 
@@ -45,6 +45,26 @@ fn without_bubblewrap_a_folder_holding_a_protected_folder_takes_no_new_file_itse
     s.escapes_on_host(script, &[], "wrote");
     fs::remove_file(s.grant.join("new")).unwrap();
     s.refused_in_box(script, &[], "wrote", DENIED);
+}
+
+#[test]
+fn without_bubblewrap_a_pinned_program_in_the_grant_cannot_be_rewritten_replaced_or_removed() {
+    // Landlock's write rules leave the pinned program out (its folder gets no rule itself, as
+    // a folder holding a protected folder does); its read rule keeps it runnable.
+    pinned_attempts(
+        &scene(),
+        &[
+            (
+                "echo 'echo evil' > \"$GRANT/bin/tool\" && echo changed",
+                DENIED,
+            ),
+            (
+                "echo 'echo evil' > \"$GRANT/sub/evil\" && mv -f \"$GRANT/sub/evil\" \"$GRANT/bin/tool\" && echo changed",
+                DENIED,
+            ),
+            ("rm -f \"$GRANT/bin/tool\" && echo changed", DENIED),
+        ],
+    );
 }
 
 #[test]
