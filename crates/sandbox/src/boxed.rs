@@ -466,6 +466,11 @@ fn box_args(
         rules.read.push(path.clone());
     }
     let launcher = launcher.map(|path| (path, rules));
+    // Before the masks, which a bind of a folder holding one would cover.
+    let pinned = crate::pinned::Pinned::under(&policy.pinned, &writable);
+    for folder in &pinned.folders {
+        a.bind("--bind", folder);
+    }
     for masked in &policy.masked {
         let Ok(resolved) = std::fs::canonicalize(masked) else {
             continue;
@@ -483,15 +488,10 @@ fn box_args(
             a.path(&resolved);
         }
     }
-    for pinned in &policy.pinned {
-        let Ok(resolved) = std::fs::canonicalize(pinned) else {
-            continue;
-        };
-        if writable.iter().any(|rw| resolved.starts_with(rw)) {
-            // After the read-write bind: the file itself read-only, and a mount point, which
-            // cannot be renamed over or removed.
-            a.bind("--ro-bind", &resolved);
-        }
+    for file in &pinned.files {
+        // The file itself read-only, and a mount point, which cannot be renamed over or
+        // removed.
+        a.bind("--ro-bind", file);
     }
     if let Some(network) = &policy.network {
         // The one socket by path the box holds: its proxy's.

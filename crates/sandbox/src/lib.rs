@@ -56,6 +56,7 @@ mod launcher;
 mod limits;
 mod mounts;
 mod net;
+mod pinned;
 mod pipes;
 mod probe;
 mod reap;

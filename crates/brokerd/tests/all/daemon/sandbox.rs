@@ -273,7 +273,7 @@ fn a_command_cannot_replace_the_brokers_binaries_in_a_folder_its_grant_covers() 
 [[grant]]
 id = "work"
 tool = "shell"
-commands = ["echo", "rm", "mv", "cat"]
+commands = ["echo", "rm", "mv", "cat", "mkdir"]
 paths = ["{work}"]
 untrusted = false
 on_untrusted = "allow"
@@ -291,6 +291,11 @@ on_untrusted = "allow"
         ("rm -f bin/brokerd-launcher", "Device or resource busy"),
         (
             "echo evil > bin/evil && mv -f bin/evil bin/brokerd",
+            "Device or resource busy",
+        ),
+        // The folder moved aside and another, with a launcher of the command's, in its place.
+        (
+            "mv bin moved && mkdir bin && echo evil > bin/brokerd-launcher",
             "Device or resource busy",
         ),
     ];

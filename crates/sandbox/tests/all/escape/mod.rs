@@ -35,6 +35,8 @@ const SECRET: &str = "outside-secret-7f3a";
 const PROTECTED_SECRET: &str = "protected-secret-91c2";
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
 const PINNED_TOOL: &str = "#!/bin/sh\necho tool ran\n";
+/// Moves the pinned program's folder aside and makes another with a program of its own.
+const MOVE_PINNED_FOLDER: &str = "mv \"$GRANT/bin\" \"$GRANT/moved\" && mkdir \"$GRANT/bin\" && echo 'echo evil' > \"$GRANT/bin/tool\" && echo changed";
 
 struct Scene {
     _root: tempfile::TempDir,
@@ -71,7 +73,6 @@ fn scene_with(walls: FileWalls) -> Scene {
         protected,
         walls,
     };
-    fs::create_dir_all(scene.pinned().parent().unwrap()).unwrap();
     scene.restore_pinned();
     scene
 }
@@ -84,6 +85,7 @@ impl Scene {
 
     /// Writes the pinned program afresh (after an attempt on the host changed it).
     fn restore_pinned(&self) {
+        fs::create_dir_all(self.pinned().parent().unwrap()).unwrap();
         let _ = fs::remove_file(self.pinned());
         fs::write(self.pinned(), PINNED_TOOL).unwrap();
         fs::set_permissions(self.pinned(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -481,6 +483,7 @@ fn a_boxed_command_starts_with_no_signal_blocked_and_sigpipe_not_ignored() {
 fn pinned_attempts(s: &Scene, attempts: &[(&str, &str)]) {
     for (script, refusal) in attempts {
         s.escapes_on_host(script, &[], "changed");
+        let _ = fs::remove_dir_all(s.grant.join("moved"));
         s.restore_pinned();
         s.refused_in_box(script, &[], "changed", refusal);
         assert_eq!(fs::read_to_string(s.pinned()).unwrap(), PINNED_TOOL);
@@ -517,6 +520,12 @@ fn a_pinned_program_in_the_grant_cannot_be_rewritten_replaced_or_removed() {
             (
                 "chmod 777 \"$GRANT/bin/tool\" && echo changed",
                 "Read-only file system",
+            ),
+            // Its folder moved aside and another put in its place.
+            (MOVE_PINNED_FOLDER, "Device or resource busy"),
+            (
+                "rm -rf \"$GRANT/bin\" && echo changed",
+                "Device or resource busy",
             ),
         ],
     );

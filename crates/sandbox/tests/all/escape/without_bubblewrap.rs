@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sandbox::{Containment, FileWalls, Policy};
 
-use super::{SECRET, Scene, UNIX_CONNECT, kernel, pinned_attempts, scene_with};
+use super::{MOVE_PINNED_FOLDER, SECRET, Scene, UNIX_CONNECT, kernel, pinned_attempts, scene_with};
 
 const DENIED: &str = "Permission denied";
 
@@ -63,6 +63,7 @@ fn without_bubblewrap_a_pinned_program_in_the_grant_cannot_be_rewritten_replaced
                 DENIED,
             ),
             ("rm -f \"$GRANT/bin/tool\" && echo changed", DENIED),
+            (MOVE_PINNED_FOLDER, DENIED),
         ],
     );
 }
