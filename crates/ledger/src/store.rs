@@ -209,14 +209,18 @@ impl Ledger {
 
     /// The audit log's last record as the ledger knows it.
     pub fn anchor(&self) -> Result<Option<Anchor>, LedgerError> {
-        let get = |key: &str| -> Result<Option<String>, LedgerError> {
-            self.query_one("SELECT value FROM meta WHERE key = ?1", [key], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(|e| self.sqlite(e))
-        };
-        match (get("audit_seq")?, get("audit_hash")?) {
+        // One statement, so one snapshot: read in two, a reader beside a running broker could
+        // pair one record's number with the next one's hash (and `audit verify` would call the
+        // log changed).
+        let (seq, hash): (Option<String>, Option<String>) = self
+            .query_one(
+                "SELECT (SELECT value FROM meta WHERE key = 'audit_seq'),
+                        (SELECT value FROM meta WHERE key = 'audit_hash')",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(|e| self.sqlite(e))?;
+        match (seq, hash) {
             (Some(seq), Some(hash)) => {
                 let seq = seq.parse().map_err(|_| LedgerError::Damaged {
                     what: "the audit anchor".to_string(),

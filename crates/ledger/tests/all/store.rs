@@ -213,3 +213,43 @@ fn answered(session: &SessionId, id: u64, text: Field, class: Class) -> Event {
         detail: String::new(),
     }
 }
+
+#[test]
+fn a_reader_beside_a_writer_never_pairs_one_records_number_with_anothers_hash() {
+    // `audit verify` reads the anchor while the broker moves it on after every record.
+    let dir = testkit::temp_dir();
+    let path = dir.path().join("ledger.sqlite");
+    let writer = Ledger::open(&path).unwrap();
+    writer
+        .set_anchor(&ledger::Anchor {
+            seq: 0,
+            hash: "0".to_string(),
+        })
+        .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reading = {
+        let done = std::sync::Arc::clone(&done);
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let reader = Ledger::open_read_only(&path).unwrap();
+            let mut reads = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let anchor = reader.anchor().unwrap().unwrap();
+                assert_eq!(anchor.hash, anchor.seq.to_string(), "after {reads} reads");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for seq in 1..=3_000u64 {
+        writer
+            .set_anchor(&ledger::Anchor {
+                seq,
+                hash: seq.to_string(),
+            })
+            .unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reading.join().unwrap();
+    assert!(reads > 0);
+}
