@@ -55,6 +55,59 @@ pub fn global_configs(home: &Path, xdg_config_home: Option<&Path>) -> Vec<PathBu
     places
 }
 
+/// What a box whose read-write folders are `read_write` must keep unchanged so that nothing in
+/// it changes what `git` runs: any program a grant lets run there could write these, which
+/// no decision sees. The owner's global configuration places (`global`) a read-write folder
+/// holds, and for each read-write folder's own repository its `.git` file (a worktree's or a
+/// submodule's pointer to its git directory), or its `.git` folder's `config`,
+/// `config.worktree` and `hooks`. Not a repository whose `.git` a read-write folder names
+/// itself, nor a global place one names: that grant may write there (see [`git_root`]).
+///
+/// Lists what exists, and `hooks` whether it exists or not (the caller makes it, as `git init`
+/// does, so that the box cannot). Objects, refs, the index and `HEAD` stay writable: `git
+/// commit` in the box works as before. A `.git` folder without `HEAD`, `objects` and `refs`
+/// is not a repository to git, and is left as a folder without one is (see the caller's
+/// notes: what a box makes into a repository, it can also give hooks).
+pub fn box_pins(read_write: &[PathBuf], global: &[PathBuf]) -> Vec<PathBuf> {
+    let named = |place: &Path| read_write.iter().any(|rw| rw.starts_with(place));
+    let mut pins: Vec<PathBuf> = global
+        .iter()
+        .filter(|place| read_write.iter().any(|rw| place.starts_with(rw)) && !named(place))
+        .filter(|place| place.symlink_metadata().is_ok())
+        .cloned()
+        .collect();
+    for folder in read_write {
+        let dot_git = folder.join(".git");
+        let Ok(meta) = dot_git.symlink_metadata() else {
+            continue;
+        };
+        if named(&dot_git) {
+            continue;
+        }
+        if !meta.is_dir() {
+            pins.push(dot_git);
+            continue;
+        }
+        // A `.git` folder git would not take for a repository is none yet (as no `.git`).
+        if !["HEAD", "objects", "refs"]
+            .iter()
+            .all(|name| dot_git.join(name).symlink_metadata().is_ok())
+        {
+            continue;
+        }
+        for name in ["config", "config.worktree"] {
+            let file = dot_git.join(name);
+            if file.symlink_metadata().is_ok() {
+                pins.push(file);
+            }
+        }
+        pins.push(dot_git.join("hooks"));
+    }
+    pins.sort();
+    pins.dedup();
+    pins
+}
+
 fn looks_like_git_dir(dir: &Path, target: &Path) -> bool {
     let writes_here = target.parent() == Some(dir);
     let present = GIT_DIR_MARKERS
@@ -95,6 +148,57 @@ mod tests {
         assert_eq!(
             git_root(Path::new("/home/o/.config/git/config"), &global),
             Some(PathBuf::from("/home/o/.config/git"))
+        );
+    }
+
+    #[test]
+    fn a_box_keeps_what_changes_what_git_runs_unless_a_folder_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_path_buf();
+        let app = home.join("src/app");
+        for name in ["objects", "refs"] {
+            std::fs::create_dir_all(app.join(".git").join(name)).unwrap();
+        }
+        std::fs::write(app.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(app.join(".git/config"), "[core]\n").unwrap();
+        let partial = home.join("src/partial");
+        std::fs::create_dir_all(partial.join(".git")).unwrap();
+        std::fs::write(partial.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let worktree = home.join("src/tree");
+        std::fs::create_dir_all(&worktree).unwrap();
+        std::fs::write(worktree.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        std::fs::write(home.join(".gitconfig"), "[user]\n").unwrap();
+        let global = global_configs(&home, None);
+        assert_eq!(
+            box_pins(&[app.clone(), worktree.clone(), partial], &global),
+            vec![
+                app.join(".git/config"),
+                app.join(".git/hooks"),
+                worktree.join(".git")
+            ],
+            "the global configuration lies in no read-write folder"
+        );
+        assert_eq!(
+            box_pins(std::slice::from_ref(&home), &global),
+            vec![home.join(".gitconfig")],
+            "a folder's own repository only"
+        );
+        assert_eq!(
+            box_pins(&[home.clone(), app.clone()], &global),
+            vec![
+                home.join(".gitconfig"),
+                app.join(".git/config"),
+                app.join(".git/hooks")
+            ]
+        );
+        assert_eq!(
+            box_pins(&[app.clone(), app.join(".git")], &global),
+            Vec::<PathBuf>::new(),
+            "a grant naming .git may write there"
+        );
+        assert_eq!(
+            box_pins(&[home.clone(), home.join(".gitconfig")], &global),
+            Vec::<PathBuf>::new()
         );
     }
 

@@ -244,7 +244,6 @@ impl SandboxedRunner {
     ) -> sandbox::Policy {
         sandbox::Policy {
             read_only,
-            read_write,
             files: Vec::new(),
             masked: protected.folders().to_vec(),
             tmp_bytes: self.settings.tmp_mb.saturating_mul(1 << 20),
@@ -257,17 +256,33 @@ impl SandboxedRunner {
             launcher: self.launcher.clone(),
             file_walls: self.file_walls,
             network: None,
-            // A grant on their folder must not let a command replace what the next box, or
-            // the next broker, runs.
-            pinned: self
-                .own_binary
-                .as_ref()
-                .ok()
-                .into_iter()
-                .chain(&self.launcher)
-                .cloned()
-                .collect(),
+            pinned: self.pinned(&read_write, protected),
+            read_write,
         }
+    }
+
+    /// What a box of `read_write` may read and run but never change, where a read-write
+    /// folder holds it: brokerd's own binaries (or the next box, or the next broker, would run
+    /// what a command put there), and what changes what `git` runs
+    /// ([`policy::git::box_pins`]). A repository without `hooks` gets an empty one first, as
+    /// `git init` makes it, so that the box cannot make it.
+    fn pinned(&self, read_write: &[PathBuf], protected: &crate::policy::Protected) -> Vec<PathBuf> {
+        let git = policy::git::box_pins(read_write, protected.git_configs());
+        for hooks in git.iter().filter(|p| p.ends_with(".git/hooks")) {
+            if let Err(e) = std::fs::create_dir(hooks)
+                && e.kind() != std::io::ErrorKind::AlreadyExists
+            {
+                tracing::warn!(hooks = %hooks.display(), error = %e, "cannot make the repository's hooks folder, which a box could then make");
+            }
+        }
+        self.own_binary
+            .as_ref()
+            .ok()
+            .into_iter()
+            .chain(&self.launcher)
+            .cloned()
+            .chain(git)
+            .collect()
     }
 }
 

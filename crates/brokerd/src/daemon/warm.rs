@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -48,9 +48,9 @@ enum Use {
     /// brokerd's file worker, read-only or read-write (`writes`).
     Files { writes: bool },
     /// The sandbox's command worker (`shell`, and git for `git_status` and `git_diff`), with
-    /// this many of its folders read-write (the rest read-only), so a read-only box is never
-    /// the read-write one of the same folders.
-    Commands { read_write: usize },
+    /// this many of its folders read-write and this many read-only (the rest pinned), so a
+    /// read-only box is never the read-write one of the same folders.
+    Commands { read_write: usize, read_only: usize },
     /// brokerd's fetcher (`http_fetch`), its network the proxy it was built with.
     Fetch,
 }
@@ -74,19 +74,22 @@ pub struct Key {
 }
 
 impl Key {
-    /// The key of a file call of `session` in `base` (read-write when `writes`), with
-    /// `ignores` bound beside it and `masked` masked.
+    /// The key of a file call of `session` in `folders` (the granted folder first, then the
+    /// git-controlled places a write's grant names; read-write when `writes`), with `ignores`
+    /// bound beside them and `masked` masked.
     pub fn of(
         session: &SessionId,
         writes: bool,
-        base: &Path,
+        folders: &[PathBuf],
         ignores: &[PathBuf],
         masked: &[PathBuf],
     ) -> Key {
-        let mut bound = Vec::with_capacity(1 + ignores.len());
-        bound.push(base.to_path_buf());
+        let mut bound = Vec::with_capacity(folders.len() + ignores.len());
+        bound.extend(folders.iter().cloned());
         bound.extend(ignores.iter().cloned());
-        let ids = std::iter::once(std::fs::metadata(base).ok())
+        let ids = folders
+            .iter()
+            .map(|p| std::fs::metadata(p).ok())
             .chain(ignores.iter().map(|p| p.symlink_metadata().ok()))
             .chain(masked.iter().map(|p| std::fs::metadata(p).ok()))
             .map(|m| m.map(|m| (m.dev(), m.ino())))
@@ -109,12 +112,15 @@ impl Key {
         }
     }
 
-    /// The key of a command of `session` in a box of `policy`.
+    /// The key of a command of `session` in a box of `policy`. Its pinned places are part of
+    /// it: a repository made since the box was built (`git init` in it) has hooks and a
+    /// configuration the next call's box keeps unchanged, so that call gets a new box.
     pub fn commands(session: &SessionId, policy: &sandbox::Policy) -> Key {
         let bound: Vec<PathBuf> = policy
             .read_write
             .iter()
             .chain(&policy.read_only)
+            .chain(&policy.pinned)
             .cloned()
             .collect();
         let ids = bound
@@ -126,6 +132,7 @@ impl Key {
             session: session.clone(),
             what: Use::Commands {
                 read_write: policy.read_write.len(),
+                read_only: policy.read_only.len(),
             },
             bound,
             ids,

@@ -69,6 +69,11 @@ impl Protected {
         &self.folders
     }
 
+    /// The owner's global git configuration places, resolved (see [`crate::git::box_pins`]).
+    pub fn git_configs(&self) -> &[PathBuf] {
+        &self.git_configs
+    }
+
     /// The protected folder that holds `resolved`, if any.
     pub fn holding(&self, resolved: &Path) -> Option<&Path> {
         self.folders
@@ -131,6 +136,31 @@ pub struct Write {
 /// broker checks): any allow grant, and a deny grant that names no commands or paths (one that
 /// forbids every job).
 pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
+    let scope = covering_scope(grant, call)?;
+    if grant.deny {
+        return Some(scope);
+    }
+    Some(scope.map(|scope| with_git_places(scope, call)))
+}
+
+/// `scope` with the git-controlled places the call writes (each named by the grant, or the call
+/// would not be covered): a box keeps such a place unchanged unless its read-write paths name
+/// it ([`crate::git::box_pins`]), and this call may change it.
+fn with_git_places(scope: Scope, call: &Call) -> Scope {
+    match scope {
+        Scope::Paths(mut paths) => {
+            for root in call.writes.iter().filter_map(|w| w.git_root.as_ref()) {
+                if !paths.contains(root) {
+                    paths.push(root.clone());
+                }
+            }
+            Scope::Paths(paths)
+        }
+        other => other,
+    }
+}
+
+fn covering_scope(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
     if grant.tool != call.args.tool().granted_by() {
         return None;
     }

@@ -46,8 +46,10 @@ impl SandboxedRunner {
             Ok(bytes) => bytes,
             Err(e) => return Outcome::Failed(format!("cannot write the file tool's request: {e}")),
         };
+        // A write's folders are its base and the git-controlled places it changes, which its
+        // grant names (or the decision would not have allowed it): no pin keeps those.
         let (mut read_only, read_write) = if writes {
-            (Vec::new(), vec![base.clone()])
+            (Vec::new(), folders.clone())
         } else {
             (vec![base.clone()], Vec::new())
         };
@@ -74,7 +76,11 @@ impl SandboxedRunner {
             let key = super::super::warm::Key::of(
                 &context.session,
                 writes,
-                &base,
+                if writes {
+                    &folders
+                } else {
+                    std::slice::from_ref(&base)
+                },
                 &parents_ignores,
                 masked,
             );

@@ -310,3 +310,150 @@ on_untrusted = "allow"
     assert_eq!(header["exit_code"], 0, "{body}");
     assert_eq!(body, "fine\n");
 }
+
+/// A grant on a repository's folder for `git` and an interpreter, whose writes no decision
+/// sees; `extra` adds paths to it.
+fn repository_grant(extra: &str) -> String {
+    format!(
+        r#"
+[[grant]]
+id = "repo"
+tool = "shell"
+commands = ["git", "/usr/bin/python3 plant.py"]
+paths = ["{{work}}"{extra}]
+untrusted = false
+on_untrusted = "allow"
+"#
+    )
+}
+
+/// Makes `work` a repository with one file and an author, and `plant.py`, which appends its
+/// second argument to the file its first names (`hook`: the pre-commit hook, `config`: the
+/// repository's configuration, as no decision can see), or moves `.git` aside (`move`).
+fn repository(broker: &BrokerProcess) {
+    super::git(&broker.work, &["init", "-q", "-b", "main"]);
+    super::git(&broker.work, &["config", "user.email", "owner@example.com"]);
+    super::git(&broker.work, &["config", "user.name", "Owner"]);
+    fs::write(broker.work.join("a.txt"), "a\n").unwrap();
+    fs::write(
+        broker.work.join("plant.py"),
+        "import os, sys\nplaces = {'hook': '.git/hooks/pre-commit', 'config': '.git/config'}\nif sys.argv[1] == 'move':\n    os.rename('.git', 'moved')\nelse:\n    open(places.get(sys.argv[1], sys.argv[1]), 'a').write(sys.argv[2])\nprint('planted')\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_command_cannot_change_what_git_runs_but_git_commit_works() {
+    // Any program the grant lets run could write a hook or a fsmonitor into `.git`, which the
+    // owner's own git would run outside every box: the box keeps the repository's hooks and
+    // configuration (and `.git` itself in place) unless a grant names `.git`.
+    let broker = BrokerProcess::start(&repository_grant(""), FAST);
+    repository(&broker);
+    let config_before = fs::read_to_string(broker.work.join(".git/config")).unwrap();
+    let attempts = [
+        (
+            "/usr/bin/python3 plant.py hook 'echo pwned'",
+            "Read-only file system",
+        ),
+        (
+            "/usr/bin/python3 plant.py config '[core]\n\tfsmonitor = echo pwned\n'",
+            "Read-only file system",
+        ),
+        ("/usr/bin/python3 plant.py move", "Device or resource busy"),
+    ];
+    for (id, (command, refusal)) in (1..).zip(attempts) {
+        let (header, body) = shell(&broker, id, command);
+        assert_ne!(header["exit_code"], 0, "{command}: {body}");
+        assert!(body.contains(refusal), "{command}: {body}");
+        assert!(!body.contains("planted"), "{command}: {body}");
+    }
+    assert!(!broker.work.join(".git/hooks/pre-commit").exists());
+    assert!(!broker.work.join("moved").exists());
+    assert_eq!(
+        fs::read_to_string(broker.work.join(".git/config")).unwrap(),
+        config_before
+    );
+    // Objects, refs, the index and HEAD are the repository's as before.
+    let (header, body) = shell(
+        &broker,
+        9,
+        "git add a.txt && git commit -q -m first && git log --format=%s",
+    );
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert_eq!(body, "first\n");
+}
+
+#[test]
+fn a_repository_made_in_a_warm_box_is_kept_from_the_sessions_next_call() {
+    // The session's warm box was built before the repository existed, with nothing of it
+    // pinned: the session's next call gets a box that keeps the new repository's hooks.
+    let broker = BrokerProcess::start(&repository_grant(""), FAST);
+    repository(&broker);
+    fs::remove_dir_all(broker.work.join(".git")).unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let mut call = |id: u64, command: &str| {
+        let args = serde_json::json!({ "command": command, "cwd": broker.work }).to_string();
+        let text = content(&client.call(id, "shell", &args).unwrap()).to_string();
+        let (header, body) = text.split_once('\n').unwrap();
+        let header: serde_json::Value = serde_json::from_str(header).unwrap();
+        (header["exit_code"].clone(), body.to_string())
+    };
+    let (code, body) = call(1, "/usr/bin/python3 plant.py a.txt b");
+    assert_eq!(code, 0, "{body}");
+    let (code, body) = call(2, "git init -q");
+    assert_eq!(code, 0, "{body}");
+    assert!(broker.work.join(".git/config").exists());
+    let (code, body) = call(3, "/usr/bin/python3 plant.py hook 'echo pwned'");
+    assert_ne!(code, 0, "{body}");
+    assert!(body.contains("Read-only file system"), "{body}");
+    assert!(!broker.work.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn a_grant_that_names_dot_git_may_change_its_configuration_in_the_box() {
+    // `git config` writes `.git/config`, which the decision sees: covered only by a grant that
+    // names `.git`, and then the box leaves the configuration writable.
+    let broker = BrokerProcess::start(&repository_grant(", \"{work}/.git\""), FAST);
+    repository(&broker);
+    let (header, body) = shell(&broker, 1, "git config user.name Agent");
+    assert_eq!(header["exit_code"], 0, "{body}");
+    let config = fs::read_to_string(broker.work.join(".git/config")).unwrap();
+    assert!(config.contains("name = Agent"), "{config}");
+    // Without that grant the same call is refused before it runs.
+    let narrow = BrokerProcess::start(&repository_grant(""), FAST);
+    repository(&narrow);
+    let mut client = AgentClient::open(&narrow.socket(), None);
+    let args = serde_json::json!({ "command": "git config user.name Agent", "cwd": narrow.work });
+    let response = client.call(1, "shell", &args.to_string()).unwrap();
+    assert!(
+        matches!(response, proto::ToolResponse::Denied { .. }),
+        "{response:?}"
+    );
+}
+
+#[test]
+fn write_file_into_dot_git_reaches_it_in_the_box_when_the_grant_names_it() {
+    let grants = r#"
+[[grant]]
+id = "repo"
+tool = "write_file"
+paths = ["{work}", "{work}/.git"]
+untrusted = false
+on_untrusted = "allow"
+"#;
+    let broker = BrokerProcess::start(grants, FAST);
+    repository(&broker);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    // In one session: the warm box of the first write keeps the hooks, so the second, which
+    // its grant lets reach them, must not be given that box.
+    for (id, path) in [(1, "b.txt"), (2, ".git/hooks/pre-commit"), (3, "c.txt")] {
+        let target = broker.work.join(path);
+        let args = serde_json::json!({ "path": target, "content": "exit 0\n" });
+        let response = client.call(id, "write_file", &args.to_string()).unwrap();
+        assert!(
+            matches!(response, proto::ToolResponse::Result { .. }),
+            "{path}: {response:?}"
+        );
+        assert_eq!(fs::read_to_string(&target).unwrap(), "exit 0\n", "{path}");
+    }
+}

@@ -211,6 +211,29 @@ fn a_command_that_writes_git_config_needs_a_grant_that_names_dot_git() {
         )),
         Some("tools")
     );
+    // The place it changes is in the call's scope (the box leaves what its scope names
+    // writable); a call that writes no git place has only its folder's.
+    let scope = |decision: &Decision| match decision {
+        Decision::Allow(allowed) => allowed.scope.clone(),
+        other => panic!("not allowed: {other:?}"),
+    };
+    let work = tree.root().join("work");
+    assert_eq!(
+        scope(&shell_call(
+            &tree,
+            &named,
+            "git config user.name me",
+            "work/app"
+        )),
+        Some(policy::decide::Scope::Paths(vec![
+            work.clone(),
+            work.join("app/.git")
+        ]))
+    );
+    assert_eq!(
+        scope(&shell_call(&tree, &named, "git status", "work/app")),
+        Some(policy::decide::Scope::Paths(vec![work]))
+    );
 }
 
 #[test]
