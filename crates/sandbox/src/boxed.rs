@@ -113,10 +113,12 @@ pub struct Policy {
     /// each holding these bytes: how a worker in the box receives its request. At most
     /// [`MAX_FILES`].
     pub files: Vec<(PathBuf, Vec<u8>)>,
-    /// Files the box may read and run but never change, even where a read-write path holds
-    /// them: the caller's own binaries, which a box that replaced them would have run in the
-    /// next box, or outside any. Bound read-only over themselves where a read-write path holds
-    /// them; without bubblewrap, left out of the Landlock layer's write rules.
+    /// Files and folders the box may read and run but never change, even where a read-write
+    /// path holds them: what the caller runs later, in the next box or outside any (its own
+    /// binaries, a repository's hooks). Bound read-only over themselves where a read-write
+    /// path holds them, each folder between bound onto itself so none can be moved aside;
+    /// without bubblewrap, left out of the Landlock layer's write rules (and with them the
+    /// folders that hold them: no new file directly in those).
     pub pinned: Vec<PathBuf>,
     /// The box's limits.
     pub limits: Limits,

@@ -457,3 +457,26 @@ on_untrusted = "allow"
         assert_eq!(fs::read_to_string(&target).unwrap(), "exit 0\n", "{path}");
     }
 }
+
+#[test]
+fn without_bubblewrap_git_in_the_box_still_adds_and_commits() {
+    // Landlock grants a folder whole: keeping `.git/hooks` there would leave the project's top
+    // folder without new files, so the git places are kept only where bubblewrap binds them.
+    let config = format!("{FAST}[sandbox]\nbubblewrap = false\n");
+    let broker = BrokerProcess::start(&repository_grant(""), &config);
+    repository(&broker);
+    let (header, body) = shell(
+        &broker,
+        1,
+        "/usr/bin/python3 plant.py b.txt b && git add b.txt && git commit -q -m second && git log --format=%s",
+    );
+    assert_eq!(header["exit_code"], 0, "{body}");
+    assert!(
+        header["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("landlock only"),
+        "{header}"
+    );
+    assert_eq!(body, "planted\nsecond\n");
+}
