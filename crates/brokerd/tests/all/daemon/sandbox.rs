@@ -19,7 +19,21 @@ on_untrusted = "allow"
 "#;
 
 fn shell(broker: &BrokerProcess, id: u64, command: &str) -> (serde_json::Value, String) {
-    let mut client = AgentClient::open(&broker.socket(), None);
+    shell_in(
+        &mut AgentClient::open(&broker.socket(), None),
+        broker,
+        id,
+        command,
+    )
+}
+
+/// A `shell` call of `client`'s session in the work folder: its header and its body.
+fn shell_in(
+    client: &mut AgentClient,
+    broker: &BrokerProcess,
+    id: u64,
+    command: &str,
+) -> (serde_json::Value, String) {
     let args = serde_json::json!({ "command": command, "cwd": broker.work }).to_string();
     let response = client.call(id, "shell", &args).unwrap();
     let text = content(&response).to_string();
@@ -392,11 +406,8 @@ fn a_repository_made_in_a_warm_box_is_kept_from_the_sessions_next_call() {
     fs::remove_dir_all(broker.work.join(".git")).unwrap();
     let mut client = AgentClient::open(&broker.socket(), None);
     let mut call = |id: u64, command: &str| {
-        let args = serde_json::json!({ "command": command, "cwd": broker.work }).to_string();
-        let text = content(&client.call(id, "shell", &args).unwrap()).to_string();
-        let (header, body) = text.split_once('\n').unwrap();
-        let header: serde_json::Value = serde_json::from_str(header).unwrap();
-        (header["exit_code"].clone(), body.to_string())
+        let (header, body) = shell_in(&mut client, &broker, id, command);
+        (header["exit_code"].clone(), body)
     };
     let (code, body) = call(1, "/usr/bin/python3 plant.py a.txt b");
     assert_eq!(code, 0, "{body}");
