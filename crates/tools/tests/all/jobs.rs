@@ -107,7 +107,13 @@ fn output_larger_than_the_ring_keeps_the_newest_bytes_and_counts_the_rest() {
 #[test]
 fn dropping_a_job_kills_its_processes() {
     let marker = format!("job-drop-{}", std::process::id());
-    let args = ShellArgs::new(format!("exec -a {marker} sleep 100"));
+    // The marker is made by the shell, so that only the `sleep` it becomes carries it: a
+    // script holding it literally matched too, until its `exec`, during which the count could
+    // read 0 (seen once in a loaded full run).
+    let args = ShellArgs::new(format!(
+        "m=job-drop; exec -a \"$m-{}\" sleep 100",
+        std::process::id()
+    ));
     let job = start(&args, &options(Duration::from_secs(60), 4096)).unwrap();
     let until = Instant::now() + Duration::from_secs(10);
     while processes_named(&marker) == 0 && Instant::now() < until {
