@@ -100,7 +100,7 @@ impl PooledCgroup {
     /// kernel's exit, so that nothing of it runs past the call.
     pub(crate) fn settle(&mut self) {
         if let Some(cgroup) = &self.cgroup {
-            self.settled = cgroup.dirs.first().is_none_or(|dir| kill_until_ending(dir));
+            self.settled = cgroup.kill_until_ending();
         }
     }
 }
@@ -207,6 +207,9 @@ pub(crate) struct BoxCgroup {
     dirs: Vec<PathBuf>,
     /// The file of each dir the child writes `0` to, to join: opened for writing.
     procs: Vec<File>,
+    /// The first dir's list of every task it holds: v1's `tasks` lists each thread, v2's
+    /// `cgroup.procs` each process.
+    tasks: Option<PathBuf>,
     /// The files holding its limits, in the order they are written when limits go up.
     limits: Vec<(PathBuf, Limit)>,
     /// The values last written to `limits`: processes, memory.
@@ -238,6 +241,7 @@ impl BoxCgroup {
         let mut made = BoxCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
+            tasks: None,
             limits: Vec::new(),
             written: None,
             passed_over: 0,
@@ -296,6 +300,7 @@ impl BoxCgroup {
         fs::create_dir(&dir).map_err(|e| named(&dir, e))?;
         self.dirs.push(dir.clone());
         let procs = dir.join(join);
+        self.tasks.get_or_insert_with(|| procs.clone());
         let file = OpenOptions::new()
             .write(true)
             .open(&procs)
@@ -368,6 +373,12 @@ impl BoxCgroup {
     fn kill_all(&self) -> bool {
         self.dirs.first().is_none_or(|dir| kill_procs_in(dir))
     }
+
+    /// Kills every process still in the box's cgroups, until each task listed is in the
+    /// kernel's exit (or about 200 ms have passed); whether each is.
+    fn kill_until_ending(&self) -> bool {
+        self.tasks.as_deref().is_none_or(kill_until_ending)
+    }
 }
 
 /// Kills every process in the cgroup `dir`, and waits (up to about 200 ms) until none is
@@ -391,28 +402,22 @@ fn kill_procs_in(dir: &Path) -> bool {
     }
 }
 
-/// Kills every process in the cgroup `dir` until each one it lists was killed at an earlier
-/// look and is in the kernel's exit (out of user space and of every system call: it runs
-/// nothing more), or none is listed; whether that was reached within about 200 ms.
+/// Kills every task the cgroup list `tasks` holds until each was killed at an earlier look and
+/// is in the kernel's exit (out of user space and of every system call: it runs nothing
+/// more), or none is listed; whether that was reached within about 200 ms. A process whose
+/// first thread has ended while others run is not on its way out: where the list holds each
+/// thread (v1's `tasks`), each is looked at.
 ///
 /// A box's init is often still listed for a few hundred microseconds after its command ended,
 /// while the kernel tears its mount namespace down (measured: a median of 0.36 ms waited in
 /// `kill_procs_in` at the end of a fresh box). That wait is not the call's: the cgroup goes
 /// back to the pool, which takes it again only once it lists no process.
-fn kill_until_ending(dir: &Path) -> bool {
+fn kill_until_ending(tasks: &Path) -> bool {
     let mut killed: Vec<i32> = Vec::new();
     let mut pause = std::time::Duration::from_micros(50);
     let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
-    // Every thread, where cgroup v1 lists them (`tasks`): a process whose first thread has
-    // ended while others run is not on its way out. (v2 lists processes only.)
-    let threads = dir.join("tasks");
-    let list = if threads.exists() {
-        threads
-    } else {
-        dir.join("cgroup.procs")
-    };
     loop {
-        let Some(pids) = read_ids(&list) else {
+        let Some(pids) = read_ids(tasks) else {
             return false;
         };
         if pids

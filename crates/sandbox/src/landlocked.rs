@@ -89,16 +89,16 @@ pub(crate) fn spawn_landlocked(
     for path in policy.read_only.iter().chain(std::iter::once(launcher)) {
         read.extend(around_masked(&resolve(path)?, &masked));
     }
+    let writable = policy
+        .read_write
+        .iter()
+        .map(|path| resolve(path))
+        .collect::<Result<Vec<_>, _>>()?;
     // A pinned file is readable where its read-write path is, and left out of what is
     // writable there (as a masked path is left out of both).
-    let pinned: Vec<PathBuf> = policy
-        .pinned
-        .iter()
-        .filter_map(|p| std::fs::canonicalize(p).ok())
-        .collect();
+    let pinned = crate::pinned::Pinned::under(&policy.pinned, &writable).files;
     let kept: Vec<PathBuf> = masked.iter().chain(&pinned).cloned().collect();
-    for path in &policy.read_write {
-        let resolved = resolve(path)?;
+    for resolved in writable {
         if pinned.iter().any(|p| p.starts_with(&resolved)) {
             read.extend(around_masked(&resolved, &masked));
             write.extend(around_masked(&resolved, &kept));

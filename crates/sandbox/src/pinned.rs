@@ -1,5 +1,6 @@
 //! The files a box may read and run but never change ([`crate::Policy::pinned`]), where a
-//! read-write path holds them: what bubblewrap binds to keep them so.
+//! read-write path holds them: what bubblewrap binds to keep them so, and what a box without
+//! it leaves out of Landlock's write rules.
 
 use std::path::{Path, PathBuf};
 

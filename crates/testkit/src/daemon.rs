@@ -44,12 +44,19 @@ impl BrokerProcess {
     /// [`BrokerProcess::start`] with `env` set in the broker's environment at every start
     /// (e.g. `BOXMAKER_EXTRA_ROOTS`, the test CA that `http_fetch` and `git_clone` trust).
     pub fn start_with_env(grants: &str, config: &str, env: &[(&str, &str)]) -> BrokerProcess {
+        let mut broker = BrokerProcess::prepared(grants, config, env);
+        broker.spawn();
+        broker
+    }
+
+    /// Its folders and files, `grants` and `config` written; not started.
+    fn prepared(grants: &str, config: &str, env: &[(&str, &str)]) -> BrokerProcess {
         let root = crate::temp_dir();
         let base = match root.path().canonicalize() {
             Ok(base) => base,
             Err(e) => panic!("cannot resolve the temporary folder: {e}"),
         };
-        let mut broker = BrokerProcess {
+        let broker = BrokerProcess {
             child: None,
             config: base.join("config"),
             state: base.join("state"),
@@ -69,15 +76,13 @@ impl BrokerProcess {
         must(std::fs::create_dir_all(&broker.work));
         must(std::fs::write(broker.config.join("brokerd.toml"), config));
         broker.write_grants("grants.toml", grants);
-        broker.spawn();
         broker
     }
 
     /// [`BrokerProcess::start`] from copies of `brokerd` and its launcher in `work/bin`: the
     /// broker of an owner whose grant covers the folder brokerd is installed in.
     pub fn start_installed_in_work(grants: &str, config: &str) -> BrokerProcess {
-        let mut broker = BrokerProcess::start(grants, config);
-        broker.kill();
+        let mut broker = BrokerProcess::prepared(grants, config, &[]);
         let bin = broker.work.join("bin");
         must(std::fs::create_dir_all(&bin));
         for name in ["brokerd", "brokerd-launcher"] {
