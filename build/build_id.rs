@@ -1,4 +1,4 @@
-//! The build script of `brokerd`, `loopd` and `bx`: sets `BOXMAKER_BUILD_ID`, a hash of every
+//! The build script of `loopd` and `bx` (and part of `brokerd`'s): sets `BOXMAKER_BUILD_ID`, a hash of every
 //! source file of the workspace's crates, `Cargo.lock` and the profile, which each binary
 //! prints in `--version`. Binaries built from the same tree with the same profile print the
 //! same id; `bx demo` refuses to run a `brokerd` or `loopd` whose id is not its own.
@@ -21,7 +21,8 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn main() {
+/// Sets `BOXMAKER_BUILD_ID` for the crate being built.
+pub fn main() {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
     let workspace = manifest
         .as_deref()

@@ -4,6 +4,7 @@
 
 mod binaries;
 mod daemon;
+mod linking;
 mod plain_server;
 pub mod podman;
 pub mod python;
@@ -12,6 +13,7 @@ pub mod tls_server;
 
 pub use binaries::{BinaryError, binary};
 pub use daemon::{AgentClient, BrokerProcess, OwnerClient};
+pub use linking::{c_library_archive, linked_statically};
 pub use plain_server::PlainServer;
 pub use script_server::ScriptServer;
 

@@ -5,6 +5,7 @@
 mod contain;
 mod escape;
 mod harden;
+mod launcher;
 mod net;
 mod pool;
 mod warm;

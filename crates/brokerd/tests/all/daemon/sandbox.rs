@@ -325,6 +325,28 @@ on_untrusted = "allow"
     assert_eq!(body, "fine\n");
 }
 
+/// The launcher installed with brokerd, which every box of another program than brokerd
+/// starts, asks for no dynamic loader where the C library's static archives are installed.
+#[test]
+fn brokerd_launcher_is_static_where_the_c_library_archives_are() {
+    let launcher = testkit::binary("brokerd-launcher").unwrap();
+    let statically = testkit::linked_statically(&launcher).unwrap();
+    if let Some(archive) = testkit::c_library_archive() {
+        assert!(
+            statically,
+            "{} is installed, yet {} needs the dynamic loader",
+            archive.display(),
+            launcher.display()
+        );
+    }
+    let out = std::process::Command::new(&launcher)
+        .arg("--build-id")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout.trim_ascii().len(), 16, "{out:?}");
+}
+
 /// A grant on a repository's folder for `git` and an interpreter, whose writes no decision
 /// sees; `extra` adds paths to it.
 fn repository_grant(extra: &str) -> String {
