@@ -1,10 +1,15 @@
 //! The build script of `brokerd`: its build id (as `bx` and `loopd`), and `brokerd-launcher`
-//! linked statically where it can be.
+//! and `brokerd-files` linked statically where they can be.
 
 mod build_id;
 mod static_launcher;
 
+use static_launcher::Linked;
+
 fn main() {
     build_id::main();
-    static_launcher::link_statically("brokerd-launcher");
+    static_launcher::link_statically(&[
+        Linked::Bin("brokerd-launcher"),
+        Linked::Bin("brokerd-files"),
+    ]);
 }

@@ -1,16 +1,16 @@
-//! Links a box's launcher (`brokerd-launcher`, `sandbox-launcher`) as a static PIE where the C
-//! library's static archives are installed (Debian's `libc6-dev`, which building Rust needs
-//! anyway; Fedora's `glibc-static`). Every fresh box starts its launcher, and a dynamic one
-//! spends most of its start in the dynamic loader: 0.05x of a box against bubblewrap alone
-//! in `box_bench`, three interleaved pairs of runs.
+//! Links the small binaries a box starts (`brokerd-launcher`, `brokerd-files`,
+//! `sandbox-launcher`) as static PIEs where the C library's static archives are installed
+//! (Debian's `libc6-dev`, which building Rust needs anyway; Fedora's `glibc-static`). Every
+//! fresh box starts one, and a dynamic one spends much of its start in the dynamic loader
+//! (on this project's VM, each loaded library's `cpuid` leaves the VM).
 //!
 //! Stable Cargo has no per-binary `-C target-feature=+crt-static` (in `RUSTFLAGS` it reaches
 //! the proc-macros too, which refuse it), so the link is made static from its arguments:
 //! `-static-pie` for the start files and the linker's mode, and a folder of linker scripts
 //! ahead of the system's, named as the shared libraries std asks for (`-lgcc_s`, `-lc`, …),
 //! each naming the static archive instead: the libraries `-C target-feature=+crt-static`
-//! would link. Without those archives (or when building for another machine) the launcher
-//! stays dynamic and the build says so.
+//! would link. Without those archives (or when building for another machine) the binaries
+//! stay dynamic and the build says so.
 //!
 //! Sets `BOXMAKER_LAUNCHER_LINK` (`static` or `dynamic`) for the crate, which its tests check.
 
@@ -28,19 +28,36 @@ const SCRIPTS: &[(&str, &[&str])] = &[
     ("util", &["libutil.a"]),
 ];
 
-/// Links the crate's binary `bin` statically when it can, and says which way it went.
-pub fn link_statically(bin: &str) {
+/// What of a crate to link statically.
+// Each build script including this module names some of the variants.
+#[allow(dead_code)]
+pub enum Linked<'a> {
+    /// One binary.
+    Bin(&'a str),
+    /// Every example (a bench whose own binary is a box's worker, as `brokerd-files` is).
+    Examples,
+}
+
+/// Links `targets` of the crate statically when it can, and says which way it went.
+pub fn link_statically(targets: &[Linked]) {
     println!("cargo:rerun-if-env-changed=CC");
     let link = match static_link_folder() {
         Ok(folder) => {
-            println!("cargo:rustc-link-arg-bin={bin}=-static-pie");
-            println!("cargo:rustc-link-arg-bin={bin}=-L{}", folder.display());
+            let folder = format!("-L{}", folder.display());
+            for target in targets {
+                for arg in ["-static-pie", folder.as_str()] {
+                    match target {
+                        Linked::Bin(bin) => println!("cargo:rustc-link-arg-bin={bin}={arg}"),
+                        Linked::Examples => println!("cargo:rustc-link-arg-examples={arg}"),
+                    }
+                }
+            }
             "static"
         }
         Err(why) => {
             println!(
-                "cargo:warning={bin} is linked dynamically ({why}): each box starts it more \
-                 slowly"
+                "cargo:warning=the binaries boxes start are linked dynamically ({why}): each box \
+                 starts them more slowly"
             );
             "dynamic"
         }

@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The broker and the workers in its boxes (this same binary) allocate with mimalloc: the
-/// walkers of grep, glob and list_files make a few small paths per file, and on the kernel
-/// tree the system allocator cost them 10-15 % (the bench of `tools` uses the same one).
+/// The broker and the workers in its boxes (this binary; `brokerd-files`) allocate with
+/// mimalloc: the walkers of grep, glob and list_files make a few small paths per file, and on
+/// the kernel tree the system allocator cost them 10-15 % (the bench of `tools` uses the same).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -237,18 +237,28 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
 /// gets the default), and a panic caught (it cannot unwind out of a C `main`) and ended with
 /// std's exit code for one, 101.
 pub fn launcher_main() -> i32 {
-    ignore_sigpipe();
-    std::panic::catch_unwind(launcher_body).unwrap_or(101)
+    launcher_main_serving(|_| None)
 }
 
-fn launcher_body() -> i32 {
+/// [`launcher_main`] for a small binary that is also a box's worker (`brokerd-files`): when a
+/// box asks it to run itself, `serve` gets the command's arguments (its own name first) and
+/// returns the exit code, or `None` for arguments it does not serve.
+pub fn launcher_main_serving(serve: impl FnOnce(&[OsString]) -> Option<i32>) -> i32 {
+    ignore_sigpipe();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| launcher_body(serve))).unwrap_or(101)
+}
+
+fn launcher_body(serve: impl FnOnce(&[OsString]) -> Option<i32>) -> i32 {
     let name = std::env::args_os()
         .next()
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if launch_if_asked().is_some() {
+    if let Some(command) = launch_if_asked() {
+        if let Some(code) = serve(&command) {
+            return code;
+        }
         say(&format!(
-            "{name}: a box asked it to run itself, which it does not do"
+            "{name}: a box asked it to run itself with arguments it does not serve"
         ));
         return 2;
     }
@@ -256,6 +266,19 @@ fn launcher_body() -> i32 {
         "{name}: run by a box only (its first argument is {LAUNCH})"
     ));
     2
+}
+
+/// For a launcher binary installed beside its caller (`brokerd-launcher`, `brokerd-files`):
+/// when the first argument is `--build-id`, prints `id`, the build it belongs to (its caller
+/// uses it only when that is its own build), and gives the exit code; otherwise `None`.
+pub fn build_id_if_asked(id: &str) -> Option<i32> {
+    use std::io::Write;
+    if std::env::args_os().nth(1).is_none_or(|a| a != "--build-id") {
+        return None;
+    }
+    let mut out = std::io::stdout().lock();
+    let printed = writeln!(out, "{id}").and_then(|()| out.flush());
+    Some(if printed.is_ok() { 0 } else { 1 })
 }
 
 /// One line on standard error, or nothing when it is closed.

@@ -78,7 +78,8 @@ pub use contain::{
 };
 pub use harden::{Hardening, make_non_dumpable};
 pub use launcher::{
-    Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement, launch_if_asked, launcher_main,
+    Enforcement, LAUNCH, LAUNCH_FAILED, build_id_if_asked, landlock_enforcement, launch_if_asked,
+    launcher_main, launcher_main_serving,
 };
 pub use limits::Limits;
 pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};

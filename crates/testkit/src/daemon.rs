@@ -79,18 +79,15 @@ impl BrokerProcess {
         broker
     }
 
-    /// [`BrokerProcess::start`] from copies of `brokerd` and its launcher in `work/bin`: the
+    /// [`BrokerProcess::start`] from copies of brokerd's binaries in `work/bin`: the
     /// broker of an owner whose grant covers the folder brokerd is installed in.
     pub fn start_installed_in_work(grants: &str, config: &str) -> BrokerProcess {
         let mut broker = BrokerProcess::prepared(grants, config, &[]);
         let bin = broker.work.join("bin");
         must(std::fs::create_dir_all(&bin));
-        for name in ["brokerd", "brokerd-launcher"] {
-            let built = match crate::binary(name) {
-                Ok(built) => built,
-                Err(e) => panic!("{e}"),
-            };
-            must(std::fs::copy(&built, bin.join(name)));
+        let built = built_broker();
+        for name in BROKER_BINARIES {
+            must(std::fs::copy(built.with_file_name(name), bin.join(name)));
         }
         broker.binary = Some(bin.join("brokerd"));
         broker.spawn();
@@ -155,10 +152,7 @@ impl BrokerProcess {
     pub fn spawn(&mut self) {
         let binary = match &self.binary {
             Some(binary) => binary.clone(),
-            None => match crate::binary("brokerd") {
-                Ok(binary) => binary,
-                Err(e) => panic!("{e}"),
-            },
+            None => built_broker(),
         };
         let log = must(
             std::fs::OpenOptions::new()
@@ -420,5 +414,24 @@ impl OwnerClient {
             Some(OwnerReply::Event { event }) => Some(event),
             _ => None,
         }
+    }
+}
+
+/// brokerd's binaries, installed side by side: the broker, the launcher of its boxes and the
+/// file tools' worker (the broker uses the other two only when they are of its own build).
+const BROKER_BINARIES: [&str; 3] = ["brokerd", "brokerd-launcher", "brokerd-files"];
+
+/// The built `brokerd`, with the binaries beside it built from the same tree.
+fn built_broker() -> PathBuf {
+    let mut broker = None;
+    for name in BROKER_BINARIES {
+        match crate::binary(name) {
+            Ok(built) => broker = broker.or(Some(built)),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    match broker {
+        Some(broker) => broker,
+        None => panic!("no brokerd among {BROKER_BINARIES:?}"),
     }
 }

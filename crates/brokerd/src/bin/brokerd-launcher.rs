@@ -26,15 +26,5 @@ fn main() -> std::process::ExitCode {
 
 /// `--build-id`, or the launcher.
 fn run() -> i32 {
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == "--build-id")
-    {
-        use std::io::Write;
-        return match writeln!(std::io::stdout(), "{}", env!("BOXMAKER_BUILD_ID")) {
-            Ok(()) => 0,
-            Err(_) => 1,
-        };
-    }
-    sandbox::launcher_main()
+    sandbox::build_id_if_asked(env!("BOXMAKER_BUILD_ID")).unwrap_or_else(sandbox::launcher_main)
 }

@@ -74,12 +74,15 @@ pub struct SandboxedRunner {
     /// The walls this machine (or `[sandbox] bubblewrap = false`) gives a box.
     file_walls: sandbox::FileWalls,
     /// The launcher of the boxes whose command is another program: `brokerd-launcher` beside
-    /// brokerd when it is of brokerd's own build ([`launcher_beside`]), else brokerd's own
+    /// brokerd when it is of brokerd's own build ([`beside`]), else brokerd's own
     /// binary (`main` starts with `sandbox::launch_if_asked`). Boxes whose worker is brokerd
     /// itself (the file tools, `http_fetch`) are their own launcher, one `exec` in all.
     launcher: Option<PathBuf>,
-    /// brokerd's own binary, found once: the worker of the file tools' and the fetcher's boxes.
+    /// brokerd's own binary, found once: the worker of the fetcher's boxes.
     own_binary: std::io::Result<PathBuf>,
+    /// The worker of the file tools' boxes: `brokerd-files` beside brokerd when it is of
+    /// brokerd's own build ([`beside`]), else brokerd's own binary (`brokerd box-file`).
+    file_worker: Option<PathBuf>,
     /// The sessions' warm boxes for the file tools and `shell`.
     warm: std::sync::Arc<super::warm::WarmPool>,
     /// Whether `shell` commands run through a warm box's command worker here (the pool keeps
@@ -106,7 +109,8 @@ impl SandboxedRunner {
             std::time::Duration::from_millis(settings.warm_idle_ms),
         ));
         let own_binary = std::env::current_exe();
-        let launcher = own_binary.as_ref().ok().map(|exe| launcher_beside(exe));
+        let launcher = own_binary.as_ref().ok().map(|exe| beside(exe, LAUNCHER));
+        let file_worker = own_binary.as_ref().ok().map(|exe| beside(exe, FILE_WORKER));
         let probe = sandbox::Policy {
             launcher: launcher.clone(),
             file_walls,
@@ -120,6 +124,7 @@ impl SandboxedRunner {
             file_walls,
             launcher,
             own_binary,
+            file_worker,
             warm,
             warm_commands,
             proxies: None,
@@ -131,6 +136,14 @@ impl SandboxedRunner {
         self.own_binary.as_ref().cloned().map_err(|e| {
             Outcome::Failed(format!("cannot find brokerd's own binary for {what}: {e}"))
         })
+    }
+
+    /// The file tools' worker, to run in a box.
+    fn file_worker(&self) -> Result<PathBuf, Outcome> {
+        match &self.file_worker {
+            Some(worker) => Ok(worker.clone()),
+            None => self.own_binary("the file tool's box"),
+        }
     }
 
     /// The same runner, giving the boxes of `shell` and `bash_bg` calls whose deciding grant
@@ -283,14 +296,20 @@ impl SandboxedRunner {
                 tracing::warn!(hooks = %hooks.display(), error = %e, "cannot make the repository's hooks folder, which a box could then make");
             }
         }
-        self.own_binary
-            .as_ref()
-            .ok()
+        let mut pinned: Vec<PathBuf> = Vec::new();
+        let binaries = self.own_binary.as_ref().ok();
+        for path in binaries
             .into_iter()
             .chain(&self.launcher)
-            .cloned()
-            .chain(git)
-            .collect()
+            .chain(&self.file_worker)
+        {
+            // Without the small binaries beside it, brokerd stands in for them.
+            if !pinned.contains(path) {
+                pinned.push(path.clone());
+            }
+        }
+        pinned.extend(git);
+        pinned
     }
 }
 
@@ -524,11 +543,15 @@ pub fn box_error(e: sandbox::BoxError) -> String {
 /// The name of the small launcher installed beside brokerd.
 pub const LAUNCHER: &str = "brokerd-launcher";
 
-/// The launcher for the boxes of a broker whose binary is `exe`: [`LAUNCHER`] in the same
-/// folder when it answers `--build-id` with this broker's own build (a box pays for starting
-/// its launcher: measured 0.25 ms for it against 2.2 ms for brokerd), else `exe` itself.
-pub fn launcher_beside(exe: &Path) -> PathBuf {
-    let beside = exe.with_file_name(LAUNCHER);
+/// The name of the file tools' worker installed beside brokerd.
+pub const FILE_WORKER: &str = "brokerd-files";
+
+/// The binary `name` ([`LAUNCHER`], [`FILE_WORKER`]) for the boxes of a broker whose binary is
+/// `exe`: the one in the same folder when it answers `--build-id` with this broker's own build
+/// (a box pays for starting it: measured 0.25 ms for the launcher against 2.2 ms for brokerd),
+/// else `exe` itself, which does the same work.
+pub fn beside(exe: &Path, name: &str) -> PathBuf {
+    let beside = exe.with_file_name(name);
     let build = std::process::Command::new(&beside)
         .arg("--build-id")
         .stdin(std::process::Stdio::null())
@@ -543,8 +566,8 @@ pub fn launcher_beside(exe: &Path) -> PathBuf {
         }
         Ok(_) => {
             tracing::warn!(
-                launcher = %beside.display(),
-                "the launcher beside brokerd is of another build; boxes start through brokerd itself (slower by about 2 ms each); rebuild both"
+                binary = %beside.display(),
+                "this binary beside brokerd is of another build; its boxes start brokerd itself instead (slower by about 2 ms each); rebuild both"
             );
             exe.to_path_buf()
         }
@@ -567,32 +590,34 @@ fn no_bubblewrap() -> String {
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
-    use super::{LAUNCHER, launcher_beside};
+    use super::{FILE_WORKER, LAUNCHER, beside};
 
-    /// Writes an executable script named `LAUNCHER` in `dir` that prints `id`.
-    fn launcher_printing(dir: &std::path::Path, id: &str) {
-        let path = dir.join(LAUNCHER);
+    /// Writes an executable script named `name` in `dir` that prints `id`.
+    fn printing(dir: &std::path::Path, name: &str, id: &str) {
+        let path = dir.join(name);
         std::fs::write(&path, format!("#!/bin/sh\necho {id}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     #[test]
-    fn only_a_launcher_of_this_very_build_is_used_else_brokerd_itself() {
-        let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("brokerd");
-        assert_eq!(launcher_beside(&exe), exe, "no launcher beside");
-        launcher_printing(dir.path(), "0123456789abcdef");
-        assert_eq!(launcher_beside(&exe), exe, "a launcher of another build");
-        launcher_printing(dir.path(), env!("BOXMAKER_BUILD_ID"));
-        // A script just written can be busy for a moment (ETXTBSY) while another test's
-        // fork still holds its descriptor: a few tries.
-        let found = (0..20).find_map(|_| {
-            let found = launcher_beside(&exe);
-            (found != exe).then_some(found).or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                None
-            })
-        });
-        assert_eq!(found, Some(dir.path().join(LAUNCHER)));
+    fn only_a_binary_of_this_very_build_is_used_else_brokerd_itself() {
+        for name in [LAUNCHER, FILE_WORKER] {
+            let dir = tempfile::tempdir().unwrap();
+            let exe = dir.path().join("brokerd");
+            assert_eq!(beside(&exe, name), exe, "no {name} beside");
+            printing(dir.path(), name, "0123456789abcdef");
+            assert_eq!(beside(&exe, name), exe, "a {name} of another build");
+            printing(dir.path(), name, env!("BOXMAKER_BUILD_ID"));
+            // A script just written can be busy for a moment (ETXTBSY) while another test's
+            // fork still holds its descriptor: a few tries.
+            let found = (0..20).find_map(|_| {
+                let found = beside(&exe, name);
+                (found != exe).then_some(found).or_else(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    None
+                })
+            });
+            assert_eq!(found, Some(dir.path().join(name)));
+        }
     }
 }

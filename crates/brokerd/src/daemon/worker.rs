@@ -11,6 +11,7 @@
 //! the descriptor the write uses. The ignore files of the granted folder's parents are bound
 //! read-only beside it, so a walk honours them as it does outside the box.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use proto::DenyReason;
@@ -129,8 +130,11 @@ pub fn serve() -> Result<(), String> {
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let request: Request =
         serde_json::from_str(&text).map_err(|e| format!("{shown} is not a request: {e}"))?;
-    println!("{}", answer(file_outcome(run(&request))));
-    Ok(())
+    // Flushed here: `brokerd-files` starts without std's runtime, whose exit would flush it.
+    let mut output = std::io::stdout().lock();
+    writeln!(output, "{}", answer(file_outcome(run(&request))))
+        .and_then(|()| output.flush())
+        .map_err(|e| format!("cannot write the answer: {e}"))
 }
 
 /// The most bytes of one request line a warm worker reads (a `write_file` of the largest frame,
@@ -152,7 +156,7 @@ pub fn serve_warm() -> Result<(), String> {
 /// line at a time from standard input (at most [`MAX_REQUEST`] bytes), `handle`'s answer
 /// printed on one line for each, until standard input ends.
 pub(super) fn serve_lines(mut handle: impl FnMut(&[u8]) -> Value) -> Result<(), String> {
-    use std::io::{BufRead, Read, Write};
+    use std::io::{BufRead, Read};
     // A worker lives across a session's calls: no other process may read its memory.
     sandbox::make_non_dumpable()
         .map_err(|e| format!("cannot make the worker non-dumpable: {e}"))?;

@@ -1,6 +1,7 @@
 //! The file tools in the box: `read_file`, `write_file`, `edit_file` and the walkers
-//! (`list_files`, `glob`, `grep`) in brokerd's own worker (`brokerd box-file`), in the
-//! session's warm box for that folder and access or a fresh one per call.
+//! (`list_files`, `glob`, `grep`) in brokerd's file worker (`brokerd-files box-file`, or
+//! `brokerd box-file` without it), in the session's warm box for that folder and access or a
+//! fresh one per call.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +13,7 @@ use super::{SandboxedRunner, box_error, cores, granted};
 use crate::policy::Allowed;
 
 impl SandboxedRunner {
-    /// Runs `read_file`, `write_file` or `edit_file` in brokerd's worker in a fresh box.
+    /// Runs a file tool in brokerd's file worker, in the session's warm box or a fresh one.
     pub(super) fn file_in_box(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         let folders = granted(allowed);
         let Some(base) = folders.first().cloned() else {
@@ -31,7 +32,7 @@ impl SandboxedRunner {
             (parents_ignores, limits.git_repo_above) = worker::above_the_grant(&base);
             walk = Some(limits);
         }
-        let exe = match self.own_binary("the file tool's box") {
+        let exe = match self.file_worker() {
             Ok(exe) => exe,
             Err(failed) => return failed,
         };
@@ -56,9 +57,9 @@ impl SandboxedRunner {
         read_only.push(exe.clone());
         read_only.extend(parents_ignores.iter().cloned());
         let mut policy = self.policy_with(read_only, read_write, context);
-        // brokerd is the worker: as its own launcher it goes on in the launcher's process,
-        // one `exec` in all (a box with a network, `http_fetch`'s, keeps the small launcher,
-        // which also runs its relay).
+        // The worker (brokerd-files, or brokerd) is its own launcher: it goes on in the
+        // launcher's process, one `exec` in all (a box with a network, `http_fetch`'s, keeps
+        // the small launcher, which also runs its relay).
         policy.launcher = Some(exe.clone());
         let mut spec = sandbox::CommandSpec {
             program: exe,

@@ -325,26 +325,43 @@ on_untrusted = "allow"
     assert_eq!(body, "fine\n");
 }
 
-/// The launcher installed with brokerd, which every box of another program than brokerd
-/// starts, asks for no dynamic loader where the C library's static archives are installed.
+/// The small binaries installed with brokerd, which its boxes start (the launcher of every box
+/// of another program than brokerd, the file tools' worker), ask for no dynamic loader where
+/// the C library's static archives are installed, and answer `--build-id` with brokerd's.
 #[test]
-fn brokerd_launcher_is_static_where_the_c_library_archives_are() {
-    let launcher = testkit::binary("brokerd-launcher").unwrap();
-    let statically = testkit::linked_statically(&launcher).unwrap();
-    if let Some(archive) = testkit::c_library_archive() {
-        assert!(
-            statically,
-            "{} is installed, yet {} needs the dynamic loader",
-            archive.display(),
-            launcher.display()
-        );
-    }
-    let out = std::process::Command::new(&launcher)
-        .arg("--build-id")
+fn brokerds_small_binaries_are_static_where_the_c_library_archives_are() {
+    let build_id = |binary: &std::path::Path| {
+        let out = std::process::Command::new(binary)
+            .arg("--build-id")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let broker = testkit::binary("brokerd").unwrap();
+    let version = std::process::Command::new(&broker)
+        .arg("--version")
         .output()
         .unwrap();
-    assert!(out.status.success());
-    assert_eq!(out.stdout.trim_ascii().len(), 16, "{out:?}");
+    let version = String::from_utf8(version.stdout).unwrap();
+    for name in ["brokerd-launcher", "brokerd-files"] {
+        let binary = testkit::binary(name).unwrap();
+        let statically = testkit::linked_statically(&binary).unwrap();
+        if let Some(archive) = testkit::c_library_archive() {
+            assert!(
+                statically,
+                "{} is installed, yet {} needs the dynamic loader",
+                archive.display(),
+                binary.display()
+            );
+        }
+        let id = build_id(&binary);
+        assert_eq!(id.trim().len(), 16, "{id}");
+        assert!(
+            version.contains(&format!("(build {})", id.trim())),
+            "{version} {id}"
+        );
+    }
 }
 
 /// A grant on a repository's folder for `git` and an interpreter, whose writes no decision

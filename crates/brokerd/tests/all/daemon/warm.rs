@@ -37,7 +37,7 @@ untrusted = false
 on_untrusted = "allow"
 "#;
 
-/// The pids of the file tools' warm workers (`brokerd box-file --warm`, not the bubblewrap
+/// The pids of the file tools' warm workers (`brokerd-files box-file --warm`, not the bubblewrap
 /// around them) below the broker's process.
 fn warm_workers(broker: &BrokerProcess) -> Vec<u32> {
     workers(broker, &[b"box-file", b"--warm"])
@@ -67,10 +67,10 @@ pub(super) fn workers(broker: &BrokerProcess, marks: &[&[u8]]) -> Vec<u32> {
         };
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
         let is_worker = marks.iter().all(|mark| args.contains(mark));
-        // brokerd itself (a file tool's worker) or its launcher (a command worker).
+        // brokerd's file worker or its launcher (a command worker), or brokerd standing in.
         let is_brokerd = fs::read_link(entry.path().join("exe")).is_ok_and(|exe| {
             exe.file_name()
-                .is_some_and(|n| n == "brokerd" || n == "brokerd-launcher")
+                .is_some_and(|n| n == "brokerd" || n == "brokerd-launcher" || n == "brokerd-files")
         });
         if is_worker && is_brokerd && pid != root && descends_from(pid, root) {
             found.push(pid);
@@ -163,6 +163,10 @@ fn a_sessions_next_file_calls_are_answered_by_the_box_its_first_call_built() {
     );
     let workers = warm_workers(&broker);
     assert_eq!(workers.len(), 1, "one warm box after the first call");
+    // The worker is brokerd's small file worker, not brokerd: a box starts it in a fraction of
+    // the time.
+    let exe = fs::read_link(format!("/proc/{}/exe", workers[0])).unwrap();
+    assert_eq!(exe.file_name().unwrap(), "brokerd-files", "{exe:?}");
     let second = read(&mut client, 2, broker.work.join("b.txt"));
     assert!(body(&second).contains("beta"), "{second:?}");
     let args = serde_json::json!({ "pattern": "alpha", "path": broker.work }).to_string();
