@@ -75,8 +75,9 @@ pub struct SandboxedRunner {
     file_walls: sandbox::FileWalls,
     /// The launcher of the boxes whose command is another program: `brokerd-launcher` beside
     /// brokerd when it is of brokerd's own build ([`beside`]), else brokerd's own
-    /// binary (`main` starts with `sandbox::launch_if_asked`). Boxes whose worker is brokerd
-    /// itself (the file tools, `http_fetch`) are their own launcher, one `exec` in all.
+    /// binary (`main` starts with `sandbox::launch_if_asked`). Boxes whose worker is one of
+    /// brokerd's binaries (the file tools' `brokerd-files`, `http_fetch`'s brokerd) are their
+    /// own launcher, one `exec` in all.
     launcher: Option<PathBuf>,
     /// brokerd's own binary, found once: the worker of the fetcher's boxes.
     own_binary: std::io::Result<PathBuf>,

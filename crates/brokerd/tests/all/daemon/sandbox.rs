@@ -280,9 +280,9 @@ fn with_the_box_a_redirection_into_the_grants_folder_runs_and_without_it_is_refu
 
 #[test]
 fn a_command_cannot_replace_the_brokers_binaries_in_a_folder_its_grant_covers() {
-    // The owner's grant covers the folder brokerd is installed in: the box binds brokerd and
-    // its launcher read-only over themselves, or the next box (or the next broker) would run
-    // the command's code.
+    // The owner's grant covers the folder brokerd is installed in: the box binds brokerd, its
+    // launcher and its file worker read-only over themselves, or the next box (or the next
+    // broker) would run the command's code.
     let grants = r#"
 [[grant]]
 id = "work"
@@ -298,10 +298,15 @@ on_untrusted = "allow"
         let meta = fs::metadata(bin.join(name)).unwrap();
         (meta.len(), meta.modified().unwrap())
     };
-    let before = [stamp("brokerd"), stamp("brokerd-launcher")];
+    let before = [
+        stamp("brokerd"),
+        stamp("brokerd-launcher"),
+        stamp("brokerd-files"),
+    ];
     let attempts = [
         ("echo evil > bin/brokerd-launcher", "Read-only file system"),
         ("echo evil > bin/brokerd", "Read-only file system"),
+        ("echo evil > bin/brokerd-files", "Read-only file system"),
         ("rm -f bin/brokerd-launcher", "Device or resource busy"),
         (
             "echo evil > bin/evil && mv -f bin/evil bin/brokerd",
@@ -318,7 +323,14 @@ on_untrusted = "allow"
         assert_ne!(header["exit_code"], 0, "{command}: {body}");
         assert!(body.contains(refusal), "{command}: {body}");
     }
-    assert_eq!([stamp("brokerd"), stamp("brokerd-launcher")], before);
+    assert_eq!(
+        [
+            stamp("brokerd"),
+            stamp("brokerd-launcher"),
+            stamp("brokerd-files")
+        ],
+        before
+    );
     // The rest of the folder is the grant's as before, and the broker still builds boxes.
     let (header, body) = shell(&broker, 9, "echo fine > bin/other && cat bin/other");
     assert_eq!(header["exit_code"], 0, "{body}");
