@@ -89,7 +89,9 @@
 //!   groups. brush's parser backtracks exponentially on nested parentheses and `case`, and
 //!   recurses on the stack, so these limits are checked on the tokens before it runs; a `<<`
 //!   anywhere is refused before the tokenizer runs (it can loop without end on some heredocs).
-//!   Any panic inside brush is caught and reported as [`NotCovered::Unparsable`].
+//!   A file descriptor number that does not fit an `i32` (`99999999999>out`), on which brush
+//!   panics, is refused on the tokens too. Any other panic inside brush is caught and reported
+//!   as [`NotCovered::Unparsable`].
 
 mod archives;
 mod builtins;

@@ -79,6 +79,12 @@ pub(super) fn parse(
         }
     };
     screen_tokens(&tokens, dialect, walls)?;
+    if let Some(number) = io_number_out_of_range(&tokens) {
+        return Err(NotCovered::Unparsable(format!(
+            "the file descriptor number {} is out of range",
+            show(number)
+        )));
+    }
     let parsed = catch_unwind(AssertUnwindSafe(|| {
         brush_parser::parse_tokens(&tokens, &options, &SourceInfo::default())
     }));
@@ -89,6 +95,22 @@ pub(super) fn parse(
             "the shell parser failed on it".into(),
         )),
     }
+}
+
+/// A word of digits before a redirection that brush would read as a file descriptor number
+/// and that does not fit one (brush panics on it; caught, but a panic is not an answer).
+pub(super) fn io_number_out_of_range(tokens: &[Token]) -> Option<&str> {
+    tokens.windows(2).find_map(|pair| match pair {
+        [Token::Word(word, _), Token::Operator(op, _)]
+            if op.starts_with(['<', '>'])
+                && !word.is_empty()
+                && word.bytes().all(|b| b.is_ascii_digit())
+                && word.parse::<i32>().is_err() =>
+        {
+            Some(word.as_str())
+        }
+        _ => None,
+    })
 }
 
 /// Reserved words that start control flow.
@@ -156,6 +178,7 @@ fn screen_tokens(tokens: &[Token], dialect: Dialect, walls: PathWalls) -> Result
                     if let Some(Token::Word(word, before)) =
                         index.checked_sub(1).and_then(|i| tokens.get(i))
                         && before.end.index == location.start.index
+                        && !word.is_empty()
                         && word.bytes().all(|b| b.is_ascii_digit())
                     {
                         shown.push_str(word);

@@ -58,6 +58,72 @@ fn verdict(script: &str) -> V {
     verdict_with(script, &grants())
 }
 
+thread_local! {
+    /// Whether this thread panicked since the flag was last cleared, caught or not.
+    static PANICKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` and says whether it panicked on the way, even where the panic was caught: brush's
+/// panics are caught and reported as unparsable, but under a fuzzer's panic hook a caught panic
+/// is still a crash, so the screens must keep brush from panicking at all.
+fn panicked_in<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.with(|p| p.set(true));
+            previous(info);
+        }));
+    });
+    PANICKED.with(|p| p.set(false));
+    let value = f();
+    (value, PANICKED.with(std::cell::Cell::get))
+}
+
+/// A word of digits before a redirection is a file descriptor number to brush, which panics on
+/// one that does not fit (found by the fuzzer through the guard rails' reading); both screens
+/// refuse it first.
+#[test]
+fn a_file_descriptor_number_out_of_range_is_refused_before_brush_reads_it() {
+    let place = policy::shell::Place {
+        cwd: std::path::Path::new("/work/proj"),
+        home: None,
+        granted: &[],
+    };
+    for script in [
+        "echo hi 99999999999>out",
+        "ls 2147483648<in",
+        "<>2;6666666666666<>\u{12}<",
+    ] {
+        let (verdict, panicked) = panicked_in(|| covers_script(script, &grants()));
+        assert!(!panicked, "brush panicked on {script:?}");
+        assert!(verdict.is_err(), "{script:?}");
+        let (rail, panicked) = panicked_in(|| policy::shell::catastrophic(script, &place));
+        assert!(!panicked, "brush panicked on {script:?} in the rails");
+        assert_eq!(rail, None, "{script:?}");
+    }
+    // Where the box enforces paths a redirection can be covered, and the refusal names the
+    // number; a number that fits is a redirection as before.
+    let enforced = |script: &str| {
+        policy::shell::covers_script_in(
+            script,
+            &grants(),
+            policy::shell::Dialect::Bash,
+            policy::shell::PathWalls::Enforced,
+        )
+    };
+    match enforced("echo hi 99999999999>out") {
+        Err(NotCovered::Unparsable(detail)) => {
+            assert!(
+                detail.contains("99999999999") && detail.contains("out of range"),
+                "{detail}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(enforced("echo hi 2147483647>out"), Ok(()));
+}
+
 /// Checks every row and reports all the rows that differ at once.
 fn check_table(rows: &[(&str, V)]) {
     let wrong: Vec<String> = rows
@@ -703,7 +769,8 @@ proptest! {
         )
     ) {
         let script: String = script.concat();
-        let _ = covers_script(&script, &grants());
+        let (_, panicked) = panicked_in(|| covers_script(&script, &grants()));
+        prop_assert!(!panicked, "brush panicked on {:?}", script);
         // Any reason will do (the pieces make every refusal likely); the property is only that
         // nothing is covered without a grant.
         prop_assert!(covers_script(&script, &[]).is_err(), "covered without grants: {:?}", script);

@@ -8,7 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use brush_parser::ast;
 use brush_parser::{SourceInfo, Token};
 
-use super::super::screen::{CONTROL_KEYWORDS, parser_options};
+use super::super::screen::{CONTROL_KEYWORDS, io_number_out_of_range, parser_options};
 use super::super::{MAX_NESTING, MAX_SCRIPT_BYTES};
 
 /// At most this many `$(` and `${` in one script: brush's tokenizer recurses on each.
@@ -34,7 +34,7 @@ pub(super) fn tokens(script: &str) -> Option<Vec<Token>> {
 /// screen refuses at least what this one does).
 pub(super) fn parse(script: &str) -> Option<ast::Program> {
     let tokens = tokens(script)?;
-    if !bounded(&tokens) {
+    if !bounded(&tokens) || io_number_out_of_range(&tokens).is_some() {
         return None;
     }
     let options = parser_options();
