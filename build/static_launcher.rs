@@ -89,6 +89,8 @@ fn static_link_folder() -> Result<PathBuf, String> {
         let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         // The compiler prints the bare name back when it has no such file.
         if path.is_absolute() && path.is_file() {
+            // The scripts name it: a compiler upgrade that moves it makes them anew.
+            println!("cargo:rerun-if-changed={}", path.display());
             Ok(path)
         } else {
             Err(format!("no {name}"))
