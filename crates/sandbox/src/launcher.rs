@@ -230,14 +230,42 @@ pub fn launch_if_asked() -> Option<Vec<OsString>> {
 /// pays for starting its launcher (measured: 0.25 ms for a small launcher, 2.2 ms for brokerd's
 /// own binary, most of it its relocations). Run by a box only. Returns the exit code.
 ///
-/// Such a binary starts without std's runtime (`#![no_main]`, a C `main` calling this:
-/// measured 0.18 ms less a start), so this does the two things of that start-up the launcher
-/// relies on: `SIGPIPE` ignored (a relay or a command worker writing to a closed pipe gets an
-/// error, not death; std's `Command` puts the default back for what it starts, so the command
-/// gets the default), and a panic caught (it cannot unwind out of a C `main`) and ended with
-/// std's exit code for one, 101.
+/// Such a binary starts without std's runtime (`#![no_main]`, a C `main` calling this, made by
+/// [`launcher_entry!`]: measured 0.18 ms less a start), so this does the two things of that
+/// start-up the launcher relies on: `SIGPIPE` ignored (a relay or a command worker writing to a
+/// closed pipe gets an error, not death; std's `Command` puts the default back for what it
+/// starts, so the command gets the default), and a panic caught (it cannot unwind out of a C
+/// `main`) and ended with std's exit code for one, 101.
 pub fn launcher_main() -> i32 {
     launcher_main_serving(|_| None)
+}
+
+/// The process entry of a binary that is only a box's launcher (or a launcher and a worker):
+/// `launcher_entry!(run)` where `run` returns the exit code, in a binary that declares
+/// `#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]` and allows
+/// `unsafe_code` for the C `main` symbol this defines. With glibc that symbol is the entry,
+/// without std's runtime start-up (see [`launcher_main`]; std still reads the arguments, which
+/// glibc hands it at load); elsewhere (musl does not) `run` is called from std's `main`.
+#[macro_export]
+macro_rules! launcher_entry {
+    ($run:path) => {
+        /// The process's entry, called by the C library with the arguments, which std reads
+        /// itself.
+        // SAFETY: the binary's only `main` symbol, with the C signature the C library calls.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        #[unsafe(no_mangle)]
+        extern "C" fn main(
+            _argc: ::std::ffi::c_int,
+            _argv: *const *const ::std::ffi::c_char,
+        ) -> ::std::ffi::c_int {
+            $run()
+        }
+
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        fn main() -> ::std::process::ExitCode {
+            ::std::process::ExitCode::from(u8::try_from($run()).unwrap_or(1))
+        }
+    };
 }
 
 /// [`launcher_main`] for a small binary that is also a box's worker (`brokerd-files`): when a

@@ -9,18 +9,4 @@
 // The C `main` symbol is the one thing here that needs it.
 #![allow(unsafe_code)]
 
-/// The process's entry, called by the C library with the arguments, which std reads itself.
-// SAFETY: the binary's only `main` symbol, with the C signature the C library calls.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[unsafe(no_mangle)]
-extern "C" fn main(
-    _argc: std::ffi::c_int,
-    _argv: *const *const std::ffi::c_char,
-) -> std::ffi::c_int {
-    sandbox::launcher_main()
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(u8::try_from(sandbox::launcher_main()).unwrap_or(1))
-}
+sandbox::launcher_entry!(sandbox::launcher_main);
