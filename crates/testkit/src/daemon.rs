@@ -423,15 +423,13 @@ const BROKER_BINARIES: [&str; 3] = ["brokerd", "brokerd-launcher", "brokerd-file
 
 /// The built `brokerd`, with the binaries beside it built from the same tree.
 fn built_broker() -> PathBuf {
-    let mut broker = None;
-    for name in BROKER_BINARIES {
-        match crate::binary(name) {
-            Ok(built) => broker = broker.or(Some(built)),
-            Err(e) => panic!("{e}"),
-        }
+    let built = |name: &str| match crate::binary(name) {
+        Ok(built) => built,
+        Err(e) => panic!("{e}"),
+    };
+    let [broker, beside @ ..] = BROKER_BINARIES;
+    for name in beside {
+        built(name);
     }
-    match broker {
-        Some(broker) => broker,
-        None => panic!("no brokerd among {BROKER_BINARIES:?}"),
-    }
+    built(broker)
 }

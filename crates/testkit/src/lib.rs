@@ -13,7 +13,7 @@ pub mod tls_server;
 
 pub use binaries::{BinaryError, binary};
 pub use daemon::{AgentClient, BrokerProcess, OwnerClient};
-pub use linking::{c_library_archive, linked_statically};
+pub use linking::{linked_statically, linked_statically_where_it_can_be};
 pub use plain_server::PlainServer;
 pub use script_server::ScriptServer;
 

@@ -32,8 +32,26 @@ pub fn linked_statically(path: &Path) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Whether the binary at `path` is linked statically, panicking when it is not although the C
+/// library's static archive is installed (`build/static_launcher.rs` links it so there).
+pub fn linked_statically_where_it_can_be(path: &Path) -> bool {
+    let statically = match linked_statically(path) {
+        Ok(statically) => statically,
+        Err(e) => panic!("{e}"),
+    };
+    if let Some(archive) = c_library_archive() {
+        assert!(
+            statically,
+            "{} is installed, yet {} needs the dynamic loader",
+            archive.display(),
+            path.display()
+        );
+    }
+    statically
+}
+
 /// Where the C compiler finds the C library's static archive, when it is installed.
-pub fn c_library_archive() -> Option<PathBuf> {
+fn c_library_archive() -> Option<PathBuf> {
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(compiler)
         .arg("-print-file-name=libc.a")

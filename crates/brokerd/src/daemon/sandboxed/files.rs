@@ -48,11 +48,17 @@ impl SandboxedRunner {
             Err(e) => return Outcome::Failed(format!("cannot write the file tool's request: {e}")),
         };
         // A write's folders are its base and the git-controlled places it changes, which its
-        // grant names (or the decision would not have allowed it): no pin keeps those.
-        let (mut read_only, read_write) = if writes {
-            (Vec::new(), folders.clone())
+        // grant names (or the decision would not have allowed it): no pin keeps those. A read's
+        // is its base, read-only.
+        let bound: &[PathBuf] = if writes {
+            &folders
         } else {
-            (vec![base.clone()], Vec::new())
+            std::slice::from_ref(&base)
+        };
+        let (mut read_only, read_write) = if writes {
+            (Vec::new(), bound.to_vec())
+        } else {
+            (bound.to_vec(), Vec::new())
         };
         read_only.push(exe.clone());
         read_only.extend(parents_ignores.iter().cloned());
@@ -77,11 +83,7 @@ impl SandboxedRunner {
             let key = super::super::warm::Key::of(
                 &context.session,
                 writes,
-                if writes {
-                    &folders
-                } else {
-                    std::slice::from_ref(&base)
-                },
+                bound,
                 &parents_ignores,
                 masked,
             );
