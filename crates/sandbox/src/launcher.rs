@@ -81,13 +81,15 @@ impl fmt::Display for Enforcement {
     }
 }
 
-/// How much of the Landlock layer this kernel enforces (from its Landlock ABI version).
+/// How much of the Landlock layer this kernel enforces (from its Landlock ABI version, which
+/// a running kernel never changes: asked once a process, as every boxed call's header says it).
 pub fn landlock_enforcement() -> Enforcement {
-    match crate::probe::landlock_abi() {
+    static ENFORCEMENT: std::sync::OnceLock<Enforcement> = std::sync::OnceLock::new();
+    *ENFORCEMENT.get_or_init(|| match crate::probe::landlock_abi() {
         Ok(abi) if abi >= WANTED as i64 => Enforcement::Full,
         Ok(abi) if abi > 0 => Enforcement::Partial,
         _ => Enforcement::NotEnforced,
-    }
+    })
 }
 
 /// What the parent tells the launcher.

@@ -60,10 +60,11 @@ pub enum WarmError {
 }
 
 impl WarmError {
-    /// Whether the box took none of the request and gave no answer: it was gone before the
-    /// request reached it, so the request had no effect and may be sent to another box.
+    /// Whether the box took none of the request: it was gone, or had written something
+    /// unasked, before the request reached it, so the request had no effect and may be sent to
+    /// another box.
     pub fn before_request(&self, sent: &Sent) -> bool {
-        matches!(self, WarmError::Ended(_)) && sent.0 == 0
+        matches!(self, WarmError::Ended(_) | WarmError::Extra) && sent.0 == 0
     }
 }
 

@@ -207,12 +207,11 @@ impl SandboxedRunner {
         }
     }
 
-    /// Why no box can be built here, if none can.
+    /// Why no box can be built here, if none can. Bubblewrap was found when the runner was
+    /// made (it is not looked for again on every call, which decides with this): one removed
+    /// since fails each box it would have built with [`no_bubblewrap`]'s sentence.
     fn unboxable(&self) -> Option<String> {
         match self.file_walls {
-            sandbox::FileWalls::Bubblewrap if sandbox::find_bwrap().is_none() => {
-                Some(no_bubblewrap())
-            }
             sandbox::FileWalls::LandlockOnly
                 if self.landlock() == sandbox::Enforcement::NotEnforced =>
             {

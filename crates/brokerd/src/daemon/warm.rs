@@ -366,10 +366,14 @@ impl WarmPool {
         ended.len()
     }
 
-    /// The waiting box for `key`, if it may still serve.
+    /// The waiting box for `key`, if it may still serve. Whether it is still there and
+    /// quiet is the exchange's first question (`WarmError::before_request` when not), not
+    /// asked twice.
     fn take(&self, key: &Key) -> Option<Parked> {
         let parked = self.parked.lock().ok()?.remove(key)?;
-        (parked.usable(Instant::now(), self.idle_for) && parked.warm.is_idle()).then_some(parked)
+        parked
+            .usable(Instant::now(), self.idle_for)
+            .then_some(parked)
     }
 
     /// Keeps `warm` for the next call with `key`, unless it has served its share; the oldest

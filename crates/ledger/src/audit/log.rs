@@ -16,6 +16,11 @@ use super::{AuditError, Event, Record, sha256_hex};
 pub struct AuditLog {
     file: File,
     path: PathBuf,
+    /// Device and inode of `file`: what `path` must still name before each append.
+    identity: (u64, u64),
+    /// The file's length, which only this log changes (the broker holds its lock): where a
+    /// failed append cuts back to.
+    len: u64,
     last_seq: u64,
     last_hash: String,
 }
@@ -45,23 +50,25 @@ impl AuditLog {
             path: path.display().to_string(),
             broken,
         })?;
-        let mut log = AuditLog {
-            file: file.try_clone().map_err(|e| io(path, e))?,
-            path: path.to_path_buf(),
-            last_seq: scan.summary.last_seq,
-            last_hash: scan.summary.last_hash.clone(),
-        };
         let mut opened = Opened {
             records: scan.summary.records,
             cut: None,
             previous_segment: None,
         };
-        if let Some((offset, length)) = scan.summary.partial {
-            let torn = bytes.get(offset as usize..).unwrap_or_default();
-            let digest = sha256_hex(torn);
+        if scan.summary.partial.is_some() {
             file.set_len(scan.complete_len)
                 .and_then(|()| file.sync_data())
                 .map_err(|e| io(path, e))?;
+        }
+        let mut log = AuditLog::of(
+            file,
+            path,
+            scan.summary.last_seq,
+            scan.summary.last_hash.clone(),
+        )?;
+        if let Some((offset, length)) = scan.summary.partial {
+            let torn = bytes.get(offset as usize..).unwrap_or_default();
+            let digest = sha256_hex(torn);
             log.append(
                 &[Event::Cut {
                     offset,
@@ -92,12 +99,12 @@ impl AuditLog {
         let aside = PathBuf::from(format!("{}.broken-{}", path.display(), now.as_millis()));
         std::fs::rename(path, &aside).map_err(|e| io(path, e))?;
         let (file, _) = open_file(path)?;
-        let mut log = AuditLog {
+        let mut log = AuditLog::of(
             file,
-            path: path.to_path_buf(),
-            last_seq: stopped.last_good_seq,
-            last_hash: stopped.last_good_hash.clone(),
-        };
+            path,
+            stopped.last_good_seq,
+            stopped.last_good_hash.clone(),
+        )?;
         log.append(
             &[Event::Segment {
                 previous_file: aside.display().to_string(),
@@ -114,6 +121,25 @@ impl AuditLog {
                 previous_segment: Some(aside),
             },
         ))
+    }
+
+    /// The log of the open `file` at `path`, its chain ending at `last_seq` and `last_hash`.
+    fn of(
+        file: File,
+        path: &Path,
+        last_seq: u64,
+        last_hash: String,
+    ) -> Result<AuditLog, AuditError> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().map_err(|e| io(path, e))?;
+        Ok(AuditLog {
+            file,
+            path: path.to_path_buf(),
+            identity: (meta.dev(), meta.ino()),
+            len: meta.len(),
+            last_seq,
+            last_hash,
+        })
     }
 
     /// Appends `events` as consecutive records with one write and one fsync, and returns the
@@ -150,17 +176,15 @@ impl AuditLog {
             written.push((record, hash.clone()));
         }
         self.check_still_at_path()?;
-        let before = self.file.metadata().map(|m| m.len());
         let synced = self
             .file
             .write_all(&batch)
             .and_then(|()| self.file.sync_data());
         if let Err(error) = synced {
-            if let Ok(len) = before {
-                let _ = self.file.set_len(len);
-            }
+            let _ = self.file.set_len(self.len);
             return Err(io(&self.path, error));
         }
+        self.len += batch.len() as u64;
         self.last_seq = seq;
         self.last_hash = hash;
         Ok(written)
@@ -170,9 +194,8 @@ impl AuditLog {
     /// link to a device, say) is not written behind the owner's back.
     fn check_still_at_path(&self) -> Result<(), AuditError> {
         use std::os::unix::fs::MetadataExt;
-        let open = self.file.metadata().map_err(|e| io(&self.path, e))?;
         let replaced = match std::fs::metadata(&self.path) {
-            Ok(now) => now.dev() != open.dev() || now.ino() != open.ino(),
+            Ok(now) => (now.dev(), now.ino()) != self.identity,
             Err(_) => true,
         };
         if replaced {

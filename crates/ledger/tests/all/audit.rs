@@ -227,4 +227,9 @@ fn a_log_replaced_after_opening_is_not_written() {
     fs::rename(&kept, &path).unwrap();
     assert_eq!(log.append(&opened_one(), now()).unwrap().seq, 3);
     assert_eq!(verify(&path, None).unwrap().records, 3);
+    // Deleted: nothing is written, and no file is made where it was.
+    fs::remove_file(&path).unwrap();
+    let error = log.append(&opened_one(), now()).unwrap_err();
+    assert!(error.to_string().contains("deleted"), "{error}");
+    assert!(!path.exists());
 }

@@ -163,10 +163,8 @@ fn two_lines_a_long_line_or_a_request_with_a_newline_are_refused() {
             assert_eq!(first, b"a");
             std::thread::sleep(Duration::from_millis(100));
             let error = two.exchange(b"y", soon(), 4096, &mut sent).unwrap_err();
-            assert!(
-                error.before_request(&sent) || sent == Sent::default(),
-                "{error}"
-            );
+            // Unasked output found before the request went: it may go to another box.
+            assert!(error.before_request(&sent), "{error} after {sent:?}");
             error
         }
         Err(error) => error,
