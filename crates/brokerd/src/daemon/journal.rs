@@ -6,7 +6,7 @@
 //! on disk; the next batch is written while the ledger follows the last one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -48,7 +48,31 @@ struct Job {
     ticket: u64,
     events: Vec<Event>,
     whole: Option<WholeAnswer>,
-    applied: oneshot::Sender<Result<(), JournalError>>,
+    follower: Follower,
+}
+
+/// Who hears that the ledger followed a job's records (or could not).
+enum Follower {
+    /// A caller waiting in [`Applied::wait`].
+    Waiting(oneshot::Sender<Result<(), JournalError>>),
+    /// A flag set once the ledger holds the records (a session's memo reads it): no thread to
+    /// wake, so the ledger's thread wakes none after each answer.
+    Flag(Arc<AtomicBool>),
+}
+
+impl Follower {
+    fn tell(self, outcome: Result<(), JournalError>) {
+        match self {
+            Follower::Waiting(waiting) => {
+                let _ = waiting.send(outcome);
+            }
+            Follower::Flag(flag) => {
+                if outcome.is_ok() {
+                    flag.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
 }
 
 /// Resolves once the ledger follows the records of one [`Journal::record_with`].
@@ -158,8 +182,44 @@ impl Journal {
         events: Vec<Event>,
         whole: Option<WholeAnswer>,
     ) -> Result<Applied, JournalError> {
-        let inner = &self.inner;
         let (applied, in_ledger) = oneshot::channel();
+        self.write_blocking(events, whole, Follower::Waiting(applied))
+            .map(|()| Applied(in_ledger))
+    }
+
+    /// [`Journal::record_blocking`] for a call's answer: `applied` is set once the ledger
+    /// holds it (never, if the ledger cannot follow: the failure is logged here).
+    pub fn record_answer_blocking(
+        &self,
+        events: Vec<Event>,
+        whole: Option<WholeAnswer>,
+        applied: Arc<AtomicBool>,
+    ) -> Result<(), JournalError> {
+        self.write_blocking(events, whole, Follower::Flag(applied))
+    }
+
+    /// [`Journal::record_answer_blocking`] from the async threads.
+    pub async fn record_answer(
+        &self,
+        events: Vec<Event>,
+        whole: Option<WholeAnswer>,
+        applied: Arc<AtomicBool>,
+    ) -> Result<(), JournalError> {
+        let journal = self.clone();
+        tokio::task::spawn_blocking(move || journal.record_answer_blocking(events, whole, applied))
+            .await
+            .map_err(|_| JournalError::Stopped)?
+    }
+
+    /// Queues `events` and returns once they are on disk, written by this thread when no
+    /// batch is being written.
+    fn write_blocking(
+        &self,
+        events: Vec<Event>,
+        whole: Option<WholeAnswer>,
+        follower: Follower,
+    ) -> Result<(), JournalError> {
+        let inner = &self.inner;
         let mut queue = lock(&inner.queue);
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
@@ -167,12 +227,12 @@ impl Journal {
             ticket,
             events,
             whole,
-            applied,
+            follower,
         });
         inner.arrived.notify_one();
         loop {
             if let Some(outcome) = queue.outcomes.remove(&ticket) {
-                return outcome.map(|()| Applied(in_ledger));
+                return outcome;
             }
             if queue.writing {
                 queue = inner
@@ -228,7 +288,7 @@ impl Journal {
                 return jobs
                     .into_iter()
                     .map(|job| {
-                        let _ = job.applied.send(failed.clone());
+                        job.follower.tell(failed.clone());
                         (job.ticket, failed.clone())
                     })
                     .collect();
@@ -241,23 +301,23 @@ impl Journal {
             .records
             .fetch_add(records.len() as u64, Ordering::Relaxed);
         tracing::debug!(records = records.len(), "audit batch written");
-        let mut appliers = Vec::with_capacity(jobs.len());
+        let mut followers = Vec::with_capacity(jobs.len());
         let mut wholes = Vec::new();
         let mut outcomes = Vec::with_capacity(jobs.len());
         for job in jobs {
             outcomes.push((job.ticket, Ok(())));
             wholes.extend(job.whole);
-            appliers.push(job.applied);
+            followers.push(job.follower);
         }
         let batch = Written {
             records,
             wholes,
-            appliers,
+            followers,
         };
         // Sent while the batch's writer holds the log, so the ledger applies batches in order.
         if let Err(mpsc::SendError(batch)) = writer.to_apply.send(batch) {
-            for applier in batch.appliers {
-                let _ = applier.send(Err(JournalError::Stopped));
+            for follower in batch.followers {
+                follower.tell(Err(JournalError::Stopped));
             }
         }
         outcomes
@@ -273,7 +333,7 @@ impl Journal {
 struct Written {
     records: Vec<(ledger::Record, String)>,
     wholes: Vec<WholeAnswer>,
-    appliers: Vec<oneshot::Sender<Result<(), JournalError>>>,
+    followers: Vec<Follower>,
 }
 
 /// Applies the written batches to the ledger, in the order written: every batch waiting when
@@ -327,8 +387,8 @@ fn apply_loop(ledger: Arc<Mutex<Ledger>>, batches: mpsc::Receiver<Written>) {
         };
         drop(ledger);
         for (batch, applied) in waiting.into_iter().zip(outcomes) {
-            for applier in batch.appliers {
-                let _ = applier.send(applied.clone());
+            for follower in batch.followers {
+                follower.tell(applied.clone());
             }
         }
     }

@@ -44,7 +44,8 @@ pub struct Unapplied {
     pub response: ToolResponse,
     /// The file content the call saw or left: its path and SHA-256 (read before write).
     pub seen: Option<(String, String)>,
-    applied: Arc<AtomicBool>,
+    /// Set (by the ledger's thread) once the ledger holds the answer.
+    pub applied: Arc<AtomicBool>,
 }
 
 impl SessionMemo {
@@ -79,32 +80,14 @@ impl SessionMemo {
         self.highest_call = self.highest_call.max(Some(call_id.0));
     }
 
-    /// Records an answer, the labels it left the session with and the file content it saw;
-    /// the returned flag is set once the ledger holds it.
-    pub fn answered(
-        &mut self,
-        call_id: CallId,
-        tool: &str,
-        identity: &str,
-        response: &ToolResponse,
-        labels: Option<Labels>,
-        seen: Option<(String, String)>,
-    ) -> Arc<AtomicBool> {
+    /// Records an answer and the labels it left the session with, until the ledger holds it.
+    pub fn answered(&mut self, answer: Unapplied, labels: Option<Labels>) {
         if let Some(labels) = labels {
             self.labels = Some(self.labels(labels));
         }
         self.unapplied
             .retain(|answer| !answer.applied.load(Ordering::Acquire));
-        let applied = Arc::new(AtomicBool::new(false));
-        self.unapplied.push(Unapplied {
-            call_id,
-            tool: tool.to_string(),
-            identity: identity.to_string(),
-            response: response.clone(),
-            seen,
-            applied: Arc::clone(&applied),
-        });
-        applied
+        self.unapplied.push(answer);
     }
 
     /// The SHA-256 of `path`'s content that the session's newest answer not yet in the ledger
@@ -136,16 +119,37 @@ pub fn joined(a: Labels, b: Labels) -> Labels {
     }
 }
 
-/// Marks an answer applied: the ledger holds it now.
-pub fn mark_applied(flag: &AtomicBool) {
-    flag.store(true, Ordering::Release);
-}
-
 #[cfg(test)]
 mod tests {
     use proto::Class;
 
     use super::*;
+
+    /// A flag as the ledger's thread sets it.
+    fn flag() -> Arc<AtomicBool> {
+        Arc::new(AtomicBool::new(false))
+    }
+
+    fn mark_applied(flag: &AtomicBool) {
+        flag.store(true, Ordering::Release);
+    }
+
+    /// An answer to `call_id` whose content `seen` saw, `applied` once the ledger holds it.
+    fn unapplied(
+        call_id: u64,
+        text: &str,
+        seen: Option<(String, String)>,
+        applied: &Arc<AtomicBool>,
+    ) -> Unapplied {
+        Unapplied {
+            call_id: CallId(call_id),
+            tool: "read_file".to_string(),
+            identity: "h".to_string(),
+            response: result(text),
+            seen,
+            applied: Arc::clone(applied),
+        }
+    }
 
     fn result(text: &str) -> ToolResponse {
         ToolResponse::Result {
@@ -168,28 +172,14 @@ mod tests {
             taint: Class::Secret,
             untrusted: false,
         };
-        memo.answered(
-            CallId(1),
-            "read_file",
-            "h1",
-            &result("k"),
-            Some(secret),
-            None,
-        );
+        memo.answered(unapplied(1, "k", None, &flag()), Some(secret));
         // A ledger that has not applied the answer yet still reads public.
         assert_eq!(memo.labels(public).taint, Class::Secret);
         let untrusted = Labels {
             taint: Class::Public,
             untrusted: true,
         };
-        memo.answered(
-            CallId(2),
-            "http_fetch",
-            "h2",
-            &result("p"),
-            Some(untrusted),
-            None,
-        );
+        memo.answered(unapplied(2, "p", None, &flag()), Some(untrusted));
         assert_eq!(
             memo.labels(public),
             Labels {
@@ -224,28 +214,22 @@ mod tests {
             taint: Class::Secret,
             untrusted: true,
         };
-        fresh.answered(
-            CallId(0),
-            "read_file",
-            "h",
-            &result("a"),
-            Some(secret),
-            None,
-        );
+        fresh.answered(unapplied(0, "a", None, &flag()), Some(secret));
         assert_eq!(fresh.known_labels(), Some(secret), "raised by the answer");
     }
 
     #[test]
     fn an_answer_is_found_until_the_ledger_holds_it() {
         let mut memo = SessionMemo::default();
-        let applied = memo.answered(CallId(7), "read_file", "h", &result("a"), None, None);
+        let applied = flag();
+        memo.answered(unapplied(7, "a", None, &applied), None);
         let found = memo.earlier(CallId(7)).map(|a| a.response.clone());
         assert_eq!(found, Some(result("a")));
         assert!(memo.earlier(CallId(8)).is_none());
         mark_applied(&applied);
         assert!(memo.earlier(CallId(7)).is_none());
         // Applied answers are dropped at the next answer.
-        memo.answered(CallId(8), "read_file", "h", &result("b"), None, None);
+        memo.answered(unapplied(8, "b", None, &flag()), None);
         assert_eq!(memo.unapplied.len(), 1);
     }
 
@@ -253,9 +237,10 @@ mod tests {
     fn the_newest_unapplied_content_seen_wins_until_the_ledger_holds_it() {
         let mut memo = SessionMemo::default();
         let seen = |sha: &str| Some(("/w/a.txt".to_string(), sha.to_string()));
-        let first = memo.answered(CallId(1), "read_file", "h", &result("a"), None, seen("s1"));
+        let (first, second) = (flag(), flag());
+        memo.answered(unapplied(1, "a", seen("s1"), &first), None);
         assert_eq!(memo.seen("/w/a.txt"), Some("s1"));
-        let second = memo.answered(CallId(2), "write_file", "h", &result("b"), None, seen("s2"));
+        memo.answered(unapplied(2, "b", seen("s2"), &second), None);
         assert_eq!(memo.seen("/w/a.txt"), Some("s2"));
         assert_eq!(memo.seen("/w/other.txt"), None);
         mark_applied(&first);

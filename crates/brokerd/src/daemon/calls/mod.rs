@@ -5,6 +5,7 @@
 //! never runs twice.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use ledger::{Answer, CallState, sha256_hex};
 use proto::{
@@ -16,8 +17,7 @@ use crate::args::{ToolArgs, ToolName, parse};
 use crate::policy::{AskReason, Decision, Labels};
 
 use super::approvals::{Request, Settled, Waiter};
-use super::journal::Applied;
-use super::memo::{SessionMemo, mark_applied};
+use super::memo::{SessionMemo, Unapplied};
 use super::sessions::Refusal;
 use super::{Broker, GrantsState, SessionSlot};
 
@@ -64,20 +64,15 @@ pub async fn answer(
             taint: l.taint,
             untrusted: l.untrusted,
         });
-        let flag = memo.answered(
-            CallId(request.call_id),
-            &request.tool,
-            &identity,
-            &answered.response,
-            labels,
-            answered.seen,
-        );
-        tokio::spawn(async move {
-            match applied.wait().await {
-                Ok(()) => mark_applied(&flag),
-                Err(error) => tracing::error!(%error, "the ledger did not follow an answer"),
-            }
-        });
+        let answer = Unapplied {
+            call_id: CallId(request.call_id),
+            tool: request.tool.clone(),
+            identity,
+            response: answered.response.clone(),
+            seen: answered.seen,
+            applied,
+        };
+        memo.answered(answer, labels);
     }
     Ok(answered.response)
 }
@@ -85,8 +80,8 @@ pub async fn answer(
 /// An answer, with what the session's memo needs until the ledger follows it.
 pub(super) struct Answered {
     response: ToolResponse,
-    /// Resolves once the ledger holds the answer; `None` when nothing new was recorded.
-    applied: Option<Applied>,
+    /// Set once the ledger holds the answer; `None` when nothing new was recorded.
+    applied: Option<Arc<AtomicBool>>,
     /// The session's labels after the answer, when it raised them.
     labels: Option<ledger::Labels>,
     /// The file content the call saw or left (path, SHA-256), recorded with the answer.

@@ -1,12 +1,15 @@
 //! A call's answer written down: the records of its outcome, written from an async task or
 //! from the thread that ran the tool, and what the client gets once they are on disk.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use ledger::{Answer, Event, Field};
 use proto::{DenyReason, GrantId, OwnerEvent, ToolResponse};
 
 use super::{Answered, Pending};
 use crate::daemon::Broker;
-use crate::daemon::journal::{Applied, JournalError, WholeAnswer};
+use crate::daemon::journal::{JournalError, WholeAnswer};
 use crate::daemon::render::render;
 use crate::daemon::runner::Outcome;
 use crate::daemon::sessions::Refusal;
@@ -55,8 +58,12 @@ pub(super) async fn finish_with(
     let mut record = Record::of(call, grant, finished, detail);
     let events = std::mem::take(&mut record.events);
     let whole = record.whole.take();
-    let written = broker.journal.record_with(events, whole).await;
-    Ok(record.written(broker, call, written))
+    let applied = Arc::new(AtomicBool::new(false));
+    let written = broker
+        .journal
+        .record_answer(events, whole, Arc::clone(&applied))
+        .await;
+    Ok(record.written(broker, call, written.map(|()| applied)))
 }
 
 /// [`finish_with`] on a thread that may block: the records are written from this thread.
@@ -70,8 +77,11 @@ pub(super) fn finish_blocking(
     let mut record = Record::of(call, grant, finished, detail);
     let events = std::mem::take(&mut record.events);
     let whole = record.whole.take();
-    let written = broker.journal.record_blocking(events, whole);
-    record.written(broker, call, written)
+    let applied = Arc::new(AtomicBool::new(false));
+    let written = broker
+        .journal
+        .record_answer_blocking(events, whole, Arc::clone(&applied));
+    record.written(broker, call, written.map(|()| applied))
 }
 
 /// A call's outcome as the records to write, and what follows once they are written.
@@ -141,7 +151,7 @@ impl Record {
         self,
         broker: &Broker,
         call: &Pending,
-        written: Result<Applied, JournalError>,
+        written: Result<Arc<AtomicBool>, JournalError>,
     ) -> Answered {
         match written {
             Ok(applied) => {
