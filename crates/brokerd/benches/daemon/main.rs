@@ -10,8 +10,12 @@
 //! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
 //! and audit fsyncs per call (read back from the audit log's batches); and, for a call whose
 //! grant asks, the time from the owner's answer (`approve` on the owner socket) to the
-//! client's result, beside the plain round trip measured in the same run.
+//! client's result, beside the plain round trip measured in the same run. Beside the broker,
+//! in turns with it, a bare server of its shape (`floor.rs`): the least any broker of this
+//! design costs here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod floor;
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -19,8 +23,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proto::ToolResponse;
-use proto::{ApprovalId, OwnerReply};
+use proto::{AgentFrame, ApprovalId, BrokerFrame, CallId, OwnerReply, ToolRequest, ToolResponse};
 use testkit::{AgentClient, BrokerProcess, OwnerClient};
 
 const GRANTS: &str = "[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{work}\"]\nuntrusted = false\n\n[[grant]]\nid = \"asked\"\ntool = \"read_file\"\npaths = [\"{work}/asked\"]\nuntrusted = false\napproval = \"ask\"\n";
@@ -86,13 +89,43 @@ fn main() {
         let _ = quiet_client.call(id, "read_file", &quiet_args);
         let _ = warm_client.call(id, "read_file", &warm_args);
     }
+    // The bare server writes what the broker writes for this call, and sends what it sends.
+    let audit = quiet.state.join("audit.jsonl");
+    let audit_len = || std::fs::metadata(&audit).unwrap().len();
+    let before = audit_len();
+    let request = ToolRequest {
+        session: quiet_client.session_id().to_string(),
+        call_id: 51,
+        tool: "read_file".to_string(),
+        arguments: quiet_args.clone(),
+    };
+    let response = quiet_client.call(51, "read_file", &quiet_args).unwrap();
+    let record = usize::try_from(audit_len() - before).unwrap();
+    let request = proto::encode_frame(&AgentFrame::Call { request }).unwrap();
+    let answer = BrokerFrame::Response {
+        call_id: CallId(51),
+        response,
+    };
+    let bare_dir = testkit::temp_dir();
+    let bare = floor::BareServer::start(
+        bare_dir.path(),
+        record,
+        proto::encode_frame(&answer).unwrap(),
+    );
+    let mut bare_client = bare.client();
+    for _ in 0..50 {
+        bare_client.call(&request);
+    }
     let mut times = Vec::new();
     let mut warm_times = Vec::new();
+    let mut bare_times = Vec::new();
     for turn in 0..20u64 {
-        let ids = 51 + turn * 100..51 + (turn + 1) * 100;
+        let ids = 52 + turn * 100..52 + (turn + 1) * 100;
         timed_reads(&mut quiet_client, &quiet_args, ids.clone(), &mut times);
         timed_reads(&mut warm_client, &warm_args, ids, &mut warm_times);
+        bare_times.extend((0..100).map(|_| bare_client.call(&request)));
     }
+    drop(bare_client);
     drop(quiet_client);
     drop(quiet);
     drop(warm_client);
@@ -105,6 +138,15 @@ fn main() {
         "1 client read_file round trip: median {median:?}, p99 {:?} ({:.2}x one fsync)",
         percentile(&times, 0.99),
         median.as_secs_f64() / fsync_median.as_secs_f64()
+    );
+
+    bare_times.sort();
+    let bare_median = percentile(&bare_times, 0.5);
+    println!(
+        "1 client, a bare server of the broker's shape (its {record}-byte record appended and fsynced on a blocking thread, its frames; in turns with the above): median {bare_median:?}, p99 {:?} ({:.2}x one fsync; the broker's round trip is {:.2}x it)",
+        percentile(&bare_times, 0.99),
+        bare_median.as_secs_f64() / fsync_median.as_secs_f64(),
+        median.as_secs_f64() / bare_median.as_secs_f64()
     );
 
     let warm_median = percentile(&warm_times, 0.5);
