@@ -188,7 +188,7 @@ impl Journal {
     }
 
     /// [`Journal::record_blocking`] for a call's answer: `applied` is set once the ledger
-    /// holds it (never, if the ledger cannot follow: the failure is logged here).
+    /// holds it (never, if the ledger cannot follow: the ledger's thread logs why, once).
     pub fn record_answer_blocking(
         &self,
         events: Vec<Event>,
@@ -316,6 +316,10 @@ impl Journal {
         };
         // Sent while the batch's writer holds the log, so the ledger applies batches in order.
         if let Err(mpsc::SendError(batch)) = writer.to_apply.send(batch) {
+            tracing::error!(
+                records = batch.records.len(),
+                "the ledger's thread is gone: written records are not applied until a restart"
+            );
             for follower in batch.followers {
                 follower.tell(Err(JournalError::Stopped));
             }
