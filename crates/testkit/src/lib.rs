@@ -25,6 +25,19 @@ pub fn temp_dir() -> tempfile::TempDir {
     }
 }
 
+/// A fresh temporary folder outside `/tmp` (in `/var/tmp`; where none can be made there, as
+/// [`temp_dir`]), removed when the value is dropped.
+///
+/// A box has a `/tmp` of its own that it may read and write throughout, so a test whose files
+/// are below `/tmp` cannot see what the box refuses everywhere else: a broker's folders, and
+/// the files its tests grant, are made here, where an owner's files are.
+pub fn temp_dir_outside_tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("boxmaker-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap_or_else(|_| temp_dir())
+}
+
 /// How many processes of this machine have a command line (its arguments joined by spaces)
 /// that holds `marker`: for tests that a box, a job or a command left nothing behind.
 pub fn processes_named(marker: &str) -> usize {

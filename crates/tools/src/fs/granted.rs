@@ -52,16 +52,26 @@ impl GrantedDir {
     }
 
     /// The folder to hold for a call on `target` granted through `base`: `base` itself, or
-    /// the folder that holds it when the grant names the target file itself.
+    /// the folder that holds it when the grant names the target file itself. A call on the
+    /// granted folder itself holds that folder, never its parent: the folders above a grant
+    /// may be out of reach (in a box, they are).
     pub fn for_target(base: &Path, target: &Path) -> Result<GrantedDir, FileError> {
-        if base == target {
-            let parent = target.parent().ok_or_else(|| FileError::NotAFile {
-                path: target.display().to_string(),
-                kind: "a directory",
-            })?;
-            return GrantedDir::open(parent);
+        if base != target {
+            return GrantedDir::open(base);
         }
-        GrantedDir::open(base)
+        // Not a folder (a file, a link the tool refuses by name, or a file a write is to
+        // make): held through its folder.
+        match GrantedDir::open(base) {
+            Err(FileError::NotFound(_) | FileError::Moved(_)) => {}
+            Err(FileError::Io { source, .. })
+                if source.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => {}
+            held => return held,
+        }
+        let parent = target.parent().ok_or_else(|| FileError::NotAFile {
+            path: target.display().to_string(),
+            kind: "a directory",
+        })?;
+        GrantedDir::open(parent)
     }
 
     /// The folder's path, as it was checked.
@@ -74,11 +84,17 @@ impl GrantedDir {
         self.fd.as_fd()
     }
 
-    /// `target` relative to this folder, or [`FileError::Outside`] when it is not below it.
+    /// `target` relative to this folder: [`FileError::Outside`] when it is not below it,
+    /// [`FileError::NotAFile`] when it is the folder itself.
     pub fn relative<'a>(&self, target: &'a Path) -> Result<&'a Path, FileError> {
         match target.strip_prefix(&self.path) {
             Ok(rest) if !rest.as_os_str().is_empty() => Ok(rest),
-            _ => Err(FileError::Outside {
+            // The folder itself, as a file tool's target.
+            Ok(_) => Err(FileError::NotAFile {
+                path: target.display().to_string(),
+                kind: "a directory",
+            }),
+            Err(_) => Err(FileError::Outside {
                 path: target.display().to_string(),
                 folder: self.path.display().to_string(),
             }),

@@ -24,6 +24,9 @@ impl SandboxedRunner {
         let Some((tool, writes)) = FileCall::of(&allowed.args) else {
             return self.direct.run(allowed, context);
         };
+        if !is_folder(&base) {
+            return self.one_file(allowed, context);
+        }
         let walks = tool.walks();
         let (mut parents_ignores, mut walk) = (Vec::new(), None);
         if walks {
@@ -111,6 +114,20 @@ impl SandboxedRunner {
         }
     }
 
+    /// A call under a grant that names one file (not a folder), in the broker's process: a box
+    /// holds folders, and one holding only the file could not replace it whole (a write is a
+    /// temporary file renamed over it, in its folder, which the grant does not name). The tool
+    /// reaches the file through its folder opened without links, and nothing else of it.
+    fn one_file(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        match self.direct.run(allowed, context) {
+            Outcome::Ran { mut fields, body } => {
+                fields.insert("sandbox".to_string(), Value::from(ONE_FILE_UNBOXED));
+                Outcome::Ran { fields, body }
+            }
+            other => other,
+        }
+    }
+
     /// Whether a file call in `base` may use a warm box: kept warm, and (without bubblewrap)
     /// no protected folder below `base`, whose siblings Landlock's rules list as they were.
     fn warm_fits(&self, base: &Path, masked: &[PathBuf]) -> bool {
@@ -143,6 +160,15 @@ pub(super) fn finish(child: sandbox::ContainedChild) -> Outcome {
     };
     worker::outcome(&out, &err, ended.exit)
 }
+
+/// Whether `path` is a folder (a grant's base: a file, or one not made yet, is not), without
+/// following a link.
+fn is_folder(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// What the header of a file tool's result says when its grant names the file itself.
+pub const ONE_FILE_UNBOXED: &str = "none: the grant names this one file and a box holds folders, so the tool ran in the broker's process, reaching the file through its folder opened without links";
 
 /// What the header of a file tool's result says when the owner switched the file walls off.
 pub const FILE_UNBOXED: &str =

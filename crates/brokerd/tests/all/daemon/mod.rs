@@ -11,6 +11,7 @@ mod fetch;
 mod frames;
 mod gateway;
 mod git;
+mod grant_roots;
 mod jobs;
 mod memory;
 mod net;
