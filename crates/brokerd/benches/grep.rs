@@ -7,7 +7,9 @@
 //! cargo bench -p brokerd --bench grep` (`scripts/bench-corpus` sets the tree and `rg` 15 up).
 //! `BOXMAKER_BENCH_RUNS` sets the runs (default 20), `RG` the program (default `rg`),
 //! `BOXMAKER_BENCH_PATTERN` the pattern (default a literal with fewer matching lines than the
-//! broker's cap of 1,000, so that both sides do the whole search). Both sides use every core.
+//! broker's cap of 1,000, so that both sides do the whole search), `BOXMAKER_BENCH_CONFIG`
+//! lines added to the broker's `brokerd.toml` (`[sandbox]\nfile_walls = false` runs the tool in
+//! the broker's process). Both sides use every core.
 //! Never part of CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -45,7 +47,11 @@ fn main() {
     let grants = format!(
         "[[grant]]\nid = \"tree\"\ntool = \"read\"\npaths = [\"{path}\"]\nuntrusted = false\n\n[[grant]]\nid = \"w\"\ntool = \"read_file\"\npaths = [\"{{work}}\"]\nuntrusted = false\n"
     );
-    let broker = BrokerProcess::start(&grants, "idle_timeout_ms = 600000\nread_file_ms = 60000\n");
+    let extra = std::env::var("BOXMAKER_BENCH_CONFIG").unwrap_or_default();
+    let broker = BrokerProcess::start(
+        &grants,
+        &format!("idle_timeout_ms = 600000\nread_file_ms = 60000\n{extra}"),
+    );
     let args = serde_json::json!({
         "pattern": pattern, "path": path, "output_mode": "content",
     });
