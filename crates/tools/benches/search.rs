@@ -147,6 +147,44 @@ fn main() {
         );
         report(name, ours, Some(("rg", theirs)));
     }
+    if runs_group("grep") {
+        // The broker's walks prune its own folders (config, state, runtime, loopd's sessions),
+        // mostly outside the walk: against the same grep without them, interleaved.
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+        let pruned = SearchOptions {
+            prune: [
+                ".config/boxmaker",
+                ".local/state/boxmaker",
+                ".local/state/boxmaker/sessions",
+                ".cache/boxmaker",
+            ]
+            .iter()
+            .map(|p| Path::new(&home).join(p))
+            .chain([PathBuf::from("/run/user/0/boxmaker")])
+            .collect(),
+            ..options.clone()
+        };
+        let args = GrepArgs {
+            pattern: "EXPORT_SYMBOL".into(),
+            path: path.clone(),
+            output_mode: OutputMode::Content,
+            ..GrepArgs::default()
+        };
+        let (with, without) = time_both(
+            runs,
+            || {
+                grep(&dir, &args, &pruned).unwrap();
+            },
+            || {
+                grep(&dir, &args, &options).unwrap();
+            },
+        );
+        report(
+            "grep literal, 5 folders pruned",
+            with,
+            Some(("unpruned", without)),
+        );
+    }
     if runs_group("walk") {
         let globbed = GlobArgs {
             pattern: "**/*.c".into(),

@@ -93,6 +93,17 @@ impl SearchOptions {
         self.prune.iter().any(|p| path.starts_with(p))
             || self.skip.as_ref().is_some_and(|skip| skip(path))
     }
+
+    /// These options for a walk from `root`, keeping only the pruned folders that can hold one
+    /// of its paths (below `root`, or `root` itself or above it): the others cannot, and each
+    /// entry of the walk is checked against every one kept.
+    pub(crate) fn for_walk_from(&self, root: &Path) -> SearchOptions {
+        let mut options = self.clone();
+        options
+            .prune
+            .retain(|p| p.starts_with(root) || root.starts_with(p));
+        options
+    }
 }
 
 /// A path rule a walk leaves out, as data (what a walker in a box is handed of the broker's

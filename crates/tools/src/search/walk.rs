@@ -50,7 +50,7 @@ pub(crate) fn walker(root: &Path, options: &SearchOptions) -> WalkBuilder {
         .git_global(false)
         .require_git(!options.git_repo_above)
         .same_file_system(false);
-    let options = options.clone();
+    let options = options.for_walk_from(root);
     builder.filter_entry(move |entry| !options.excludes(entry.path()));
     builder
 }
@@ -108,8 +108,9 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> (String, bool) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
+    use super::super::SearchOptions;
     use super::{cut_chars, key_path, order_key, relative_bytes};
 
     #[test]
@@ -128,6 +129,36 @@ mod tests {
         assert_eq!(relative_bytes(b"/r/s", Path::new("/r/s/a/b")), b"a/b");
         assert_eq!(relative_bytes(b"/", Path::new("/a")), b"a");
         assert_eq!(key_path(&order_key(b"a/\xff".to_vec())), "a/\u{fffd}");
+    }
+
+    #[test]
+    fn a_walk_keeps_the_pruned_folders_that_can_hold_its_paths_and_leaves_out_the_same() {
+        let options = SearchOptions {
+            prune: ["/a/b/c", "/a", "/a/b", "/x/y", "/a/bc", "/a/b/c/d"]
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            ..SearchOptions::default()
+        };
+        let kept = options.for_walk_from(Path::new("/a/b")).prune;
+        let kept: Vec<&str> = kept.iter().filter_map(|p| p.to_str()).collect();
+        assert_eq!(kept, ["/a/b/c", "/a", "/a/b", "/a/b/c/d"]);
+        // Below a start that no pruned folder holds, each path is judged as with all of them.
+        let below = SearchOptions {
+            prune: vec![PathBuf::from("/w/p/q"), PathBuf::from("/other")],
+            ..SearchOptions::default()
+        };
+        let walk = below.for_walk_from(Path::new("/w/p"));
+        assert_eq!(walk.prune, [PathBuf::from("/w/p/q")]);
+        for path in ["/w/p", "/w/p/q", "/w/p/q/r", "/w/p/qr", "/w/p/s/q"] {
+            let path = Path::new(path);
+            assert_eq!(
+                walk.excludes(path),
+                below.excludes(path),
+                "{}",
+                path.display()
+            );
+        }
     }
 
     #[test]
