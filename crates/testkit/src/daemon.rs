@@ -51,7 +51,7 @@ impl BrokerProcess {
 
     /// Its folders and files, `grants` and `config` written; not started.
     fn prepared(grants: &str, config: &str, env: &[(&str, &str)]) -> BrokerProcess {
-        let root = crate::temp_dir_outside_tmp();
+        let root = crate::temp_dir();
         let base = match root.path().canonicalize() {
             Ok(base) => base,
             Err(e) => panic!("cannot resolve the temporary folder: {e}"),

@@ -17,25 +17,26 @@ pub use linking::{linked_statically, linked_statically_where_it_can_be};
 pub use plain_server::PlainServer;
 pub use script_server::ScriptServer;
 
-/// A fresh temporary folder, removed when the value is dropped.
+/// A fresh temporary folder, removed when the value is dropped: in `/var/tmp` (where none can
+/// be made there, in the system's temporary folder).
+///
+/// Not below `/tmp`: a box has a `/tmp` of its own that it may read and write throughout, so a
+/// test whose files are below `/tmp` cannot see what a box refuses everywhere else (a walk of a
+/// granted folder that opened the folder above it passed every test that way). Tests' files
+/// are made where an owner's are.
 pub fn temp_dir() -> tempfile::TempDir {
-    match tempfile::Builder::new().prefix("boxmaker-test-").tempdir() {
+    let builder = || {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("boxmaker-test-");
+        builder
+    };
+    if let Ok(dir) = builder().tempdir_in("/var/tmp") {
+        return dir;
+    }
+    match builder().tempdir() {
         Ok(dir) => dir,
         Err(error) => panic!("cannot create a temporary folder: {error}"),
     }
-}
-
-/// A fresh temporary folder outside `/tmp` (in `/var/tmp`; where none can be made there, as
-/// [`temp_dir`]), removed when the value is dropped.
-///
-/// A box has a `/tmp` of its own that it may read and write throughout, so a test whose files
-/// are below `/tmp` cannot see what the box refuses everywhere else: a broker's folders, and
-/// the files its tests grant, are made here, where an owner's files are.
-pub fn temp_dir_outside_tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("boxmaker-test-")
-        .tempdir_in("/var/tmp")
-        .unwrap_or_else(|_| temp_dir())
 }
 
 /// How many processes of this machine have a command line (its arguments joined by spaces)

@@ -1,8 +1,9 @@
 //! A call on what a grant names itself: the granted folder walked in the box, whose folders
 //! above the grant are out of its reach; a file granted by name read, edited and written in
-//! the broker's process (a box holds folders), its header saying so. testkit makes a broker's folders in `/var/tmp`, outside the box's own `/tmp`, where
-//! an owner's files are; below `/tmp` every folder is within the box's reach and a call that
-//! opened the grant's parent passed unnoticed.
+//! the broker's process (a box holds folders), its header saying so. testkit makes a broker's
+//! folders in `/var/tmp`, outside the box's own `/tmp`, where an owner's files are; below
+//! `/tmp` every folder is within the box's reach, and a call that opened the grant's parent
+//! passed unnoticed.
 
 use std::fs;
 
