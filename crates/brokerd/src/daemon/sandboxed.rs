@@ -28,7 +28,7 @@ mod walls;
 
 use beside::{FILE_WORKER, LAUNCHER, beside};
 pub use fetch::fetch_boxed;
-pub use files::{FILE_UNBOXED, ONE_FILE_UNBOXED, file_boxed};
+pub use files::{FILE_UNBOXED, file_boxed};
 pub use git::{GIT_UNBOXED, clone_boxed, git_boxed};
 
 /// What the header of a boxed `shell` result says of its walls, for the box's file walls and

@@ -24,7 +24,14 @@ impl SandboxedRunner {
         let Some((tool, writes)) = FileCall::of(&allowed.args) else {
             return self.direct.run(allowed, context);
         };
-        if !is_folder(&base) {
+        // Only a call on the grant's base itself can be under a grant on one file: a target
+        // below the base makes it a folder, with no look on the call's path.
+        if allowed
+            .args
+            .path()
+            .is_some_and(|path| Path::new(path) == base)
+            && !is_folder(&base)
+        {
             return self.one_file(allowed, context);
         }
         let walks = tool.walks();
@@ -168,7 +175,7 @@ fn is_folder(path: &Path) -> bool {
 }
 
 /// What the header of a file tool's result says when its grant names the file itself.
-pub const ONE_FILE_UNBOXED: &str = "none: the grant names this one file and a box holds folders, so the tool ran in the broker's process, reaching the file through its folder opened without links";
+const ONE_FILE_UNBOXED: &str = "none: the grant names this one file and a box holds folders, so the tool ran in the broker's process, reaching the file through its folder opened without links";
 
 /// What the header of a file tool's result says when the owner switched the file walls off.
 pub const FILE_UNBOXED: &str =
