@@ -21,6 +21,12 @@
 //! as they are read); tool calls past [`ChatRequest::keep_calls`] are counted, not kept; a
 //! stream that ends without `finish_reason` or `[DONE]` is an error, never an answer; and no
 //! redirect is followed.
+//!
+//! What it refuses, as it refuses a cut stream (the turn fails and stores nothing): an answer
+//! or event that is not a JSON object or is nested deeper than 128 levels, a tool call piece
+//! whose `index` skips past the next call's, a part of the wrong type (`finish_reason` that is
+//! not a string included), and an answer in which nothing could be read (no text, no tool call
+//! and no `finish_reason`).
 
 mod client;
 mod message;

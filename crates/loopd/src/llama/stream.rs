@@ -9,13 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 
 use super::wire::{
-    Delta, Envelope, Piece, StreamChoice, WholeChoice, arguments_text, choice_zero, excerpt,
-    for_each_element, parse, server_error, string_of,
+    Delta, Envelope, Piece, StreamChoice, WholeChoice, arguments_text, check_shape, choice_zero,
+    excerpt, for_each_element, optional_string, parse, server_error,
 };
 use super::{LlamaError, Reply, ToolCall};
 
 /// Reads a whole (non-streamed) chat completion body, keeping at most `keep` tool calls.
 pub(crate) fn parse_completion(body: &str, keep: usize) -> Result<Reply, LlamaError> {
+    check_shape("the answer", body)?;
     let envelope: Envelope<'_> = serde_json::from_str(body)
         .map_err(|e| LlamaError::Malformed(format!("{e}; body starts {:?}", excerpt(body))))?;
     if let Some(error) = envelope.error {
@@ -42,12 +43,29 @@ pub(crate) fn parse_completion(body: &str, keep: usize) -> Result<Reply, LlamaEr
             Ok(())
         })?;
     }
-    Ok(Reply {
+    read_something(Reply {
         content: message.content.unwrap_or_default(),
         tool_calls,
-        finish_reason: choice.finish_reason.and_then(string_of),
+        finish_reason: optional_string("choices[0].finish_reason", choice.finish_reason)?,
         calls_left_out,
     })
+}
+
+/// `reply`, unless nothing in it could be read: no text, no tool call and no `finish_reason`
+/// is an answer made of parts loopd could not read (or of none), never an empty answer to
+/// store. An empty text the server closed with a `finish_reason` is the model's own.
+fn read_something(reply: Reply) -> Result<Reply, LlamaError> {
+    if reply.content.is_empty()
+        && reply.tool_calls.is_empty()
+        && reply.calls_left_out == 0
+        && reply.finish_reason.is_none()
+    {
+        return Err(LlamaError::Malformed(
+            "it has no text, no tool call and no finish_reason: nothing in it could be read"
+                .to_string(),
+        ));
+    }
+    Ok(reply)
 }
 
 /// Reads a streamed chat completion, calling `on_text` with each piece of content and keeping
@@ -121,6 +139,8 @@ struct Assembly {
     calls: BTreeMap<u64, ToolCall>,
     /// The indexes of calls past `keep`.
     left_out: BTreeSet<u64>,
+    /// The index the next new call must have: one past the highest so far.
+    next_index: u64,
     keep: usize,
     finish_reason: Option<String>,
     events: usize,
@@ -132,6 +152,7 @@ impl Assembly {
             content: String::new(),
             calls: BTreeMap::new(),
             left_out: BTreeSet::new(),
+            next_index: 0,
             keep,
             finish_reason: None,
             events: 0,
@@ -139,6 +160,7 @@ impl Assembly {
     }
 
     fn add(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), LlamaError> {
+        check_shape("a stream event", data)?;
         let envelope: Envelope<'_> = serde_json::from_str(data).map_err(|e| {
             LlamaError::Malformed(format!(
                 "stream event is not JSON ({e}): {:?}",
@@ -154,7 +176,10 @@ impl Assembly {
             return Ok(());
         };
         let choice: StreamChoice<'_> = parse("stream event choices[0]", choice.get())?;
-        if let Some(reason) = choice.finish_reason.and_then(string_of) {
+        if let Some(reason) = optional_string(
+            "stream event choices[0].finish_reason",
+            choice.finish_reason,
+        )? {
             self.finish_reason = Some(reason);
         }
         let Some(Delta {
@@ -180,6 +205,14 @@ impl Assembly {
 
     fn add_call_piece(&mut self, position: usize, piece: Piece<'_>) -> Result<(), LlamaError> {
         let index = piece.index.unwrap_or(position as u64);
+        // Calls are numbered from 0 as they begin: a piece further on cannot be read as any.
+        if index > self.next_index {
+            return Err(LlamaError::Malformed(format!(
+                "a tool call piece has index {index}, past the next call's index {}",
+                self.next_index
+            )));
+        }
+        self.next_index = self.next_index.max(index.saturating_add(1));
         let id = piece.id.filter(|id| !id.is_empty());
         let (name, arguments) = match piece.function {
             Some(function) => {
@@ -220,7 +253,7 @@ impl Assembly {
                 "streamed tool call {index} has no name"
             )));
         }
-        Ok(Reply {
+        read_something(Reply {
             content: self.content,
             tool_calls: self.calls.into_values().collect(),
             finish_reason: self.finish_reason,
@@ -370,27 +403,109 @@ mod tests {
     }
 
     #[test]
-    fn index_jumps_make_no_calls_ahead_of_the_data() {
-        let pieces: Vec<String> = (0..1000)
-            .map(|n| format!(r#"{{"index":{}}}"#, n * 64))
-            .collect();
+    fn a_piece_whose_index_jumps_ahead_is_an_error_even_when_it_adds_nothing() {
+        for pieces in [
+            // Pieces that add nothing, 64 apart.
+            (0..1000)
+                .map(|n| format!(r#"{{"index":{}}}"#, n * 64))
+                .collect::<Vec<_>>(),
+            // A whole call far ahead.
+            vec![r#"{"index":9999999,"id":"a","function":{"name":"clock"}}"#.to_string()],
+            // A second call that skips one.
+            vec![
+                r#"{"index":0,"id":"a","function":{"name":"clock"}}"#.to_string(),
+                r#"{"index":2,"id":"b","function":{"name":"clock"}}"#.to_string(),
+            ],
+        ] {
+            let text = format!(
+                "{}{}data: [DONE]\n",
+                event(&format!(
+                    r#"[{{"delta":{{"tool_calls":[{}]}}}}]"#,
+                    pieces.join(",")
+                )),
+                event(r#"[{"delta":{},"finish_reason":"tool_calls"}]"#),
+            );
+            let error = stream(&text).unwrap_err();
+            assert!(error.contains("past the next call's index"), "{error}");
+        }
+        // Pieces of calls already begun, in any order, and pieces that add nothing, are fine.
         let text = format!(
             "{}{}data: [DONE]\n",
-            event(&format!(
-                r#"[{{"delta":{{"tool_calls":[{}]}}}}]"#,
-                pieces.join(",")
-            )),
             event(
-                r#"[{"delta":{"tool_calls":[{"index":9999999,"id":"a","function":{"name":"clock"}}]}}]"#
+                r#"[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"clock"}},{"index":1},{"index":1,"id":"b","function":{"name":"echo"}},{"index":0,"function":{"arguments":"{}"}}]}}]"#
             ),
+            event(r#"[{"delta":{},"finish_reason":"tool_calls"}]"#),
         );
         let reply = stream(&text).unwrap();
-        assert_eq!(
-            reply.tool_calls.len(),
-            1,
-            "pieces that add nothing make no call"
+        let names: Vec<&str> = reply.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["clock", "echo"]);
+    }
+
+    #[test]
+    fn an_answer_with_nothing_readable_is_an_error_streamed_or_whole() {
+        let deep = format!(r#"{{"x":{}1{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
+        let events = [
+            deep.clone(),
+            "{}".to_string(),
+            r#"{"choices":[]}"#.to_string(),
+            r#"{"choices":[{"index":3,"delta":{"content":"other"},"finish_reason":"stop"}]}"#
+                .to_string(),
+            r#"{"choices":[{"delta":{}}]}"#.to_string(),
+        ];
+        for data in &events {
+            let error = stream(&format!("data: {data}\n\ndata: [DONE]\n")).unwrap_err();
+            assert!(
+                error.contains("nested deeper") || error.contains("nothing in it could be read"),
+                "{error}"
+            );
+        }
+        for body in [
+            deep.as_str(),
+            r#"{"choices":[{"message":{}}]}"#,
+            r#"{"choices":[{"message":{"content":null,"tool_calls":[]}}]}"#,
+        ] {
+            let error = parse_completion(body, 9).unwrap_err().to_string();
+            assert!(
+                error.contains("nested deeper") || error.contains("nothing in it could be read"),
+                "{error}"
+            );
+        }
+        // Said empty, with a finish_reason: the model's own empty answer.
+        let empty = stream(
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n",
         );
-        assert_eq!(reply.tool_calls[0].name, "clock");
+        assert_eq!(empty.map(|r| r.content), Ok(String::new()));
+    }
+
+    #[test]
+    fn parts_of_the_wrong_type_are_errors_streamed_or_whole() {
+        for choice in [
+            r#"{"delta":{"content":"a"},"finish_reason":5}"#,
+            r#"{"delta":{"content":7},"finish_reason":"stop"}"#,
+            r#"{"delta":"text","finish_reason":"stop"}"#,
+            r#"{"delta":{"tool_calls":{"index":0}},"finish_reason":"stop"}"#,
+            r#"{"delta":{"tool_calls":[{"index":"0","id":"a","function":{"name":"x"}}]}}"#,
+            r#"{"delta":{"tool_calls":[{"index":-1}]}}"#,
+            r#"{"delta":{"tool_calls":[{"index":0,"function":{"name":["x"]}}]}}"#,
+        ] {
+            let text = format!("{}data: [DONE]\n", event(&format!("[{choice}]")));
+            assert!(stream(&text).is_err(), "{choice}");
+        }
+        for event in ["not json", "[1,2]", "5", "{\"choices\":", "\"text\""] {
+            let error = stream(&format!("data: {event}\n\ndata: [DONE]\n")).unwrap_err();
+            assert!(
+                error.contains("not JSON") || error.contains("not a JSON object"),
+                "{error}"
+            );
+        }
+        for body in [
+            r#"{"choices":[{"message":{"content":"a"},"finish_reason":["stop"]}]}"#,
+            r#"{"choices":[{"message":{"content":{"text":"a"}},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"message":{"tool_calls":[{"id":"a","function":{}}]}}]}"#,
+            "[]",
+        ] {
+            assert!(parse_completion(body, 9).is_err(), "{body}");
+        }
     }
 
     #[test]

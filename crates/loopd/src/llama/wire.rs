@@ -81,6 +81,67 @@ struct IndexOnly {
     index: Option<u64>,
 }
 
+/// The deepest nesting of arrays and objects loopd reads in an answer or a stream event, as
+/// deep as serde_json goes when it builds a value; no chat completion comes near it.
+pub(crate) const MAX_DEPTH: usize = 128;
+
+/// Refuses `text` (an answer or a stream event, named `what`) unless it is a JSON object nested
+/// at most [`MAX_DEPTH`] levels. serde_json skips unknown fields, and takes raw values, at any
+/// depth without a word, so an answer nested 100,000 levels deep would otherwise read as one
+/// that says nothing. One pass over the bytes, strings skipped.
+pub(crate) fn check_shape(what: &str, text: &str) -> Result<(), LlamaError> {
+    let bytes = text.as_bytes();
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(LlamaError::Malformed(format!(
+            "{what} is not a JSON object: {:?}",
+            excerpt(text)
+        )));
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(LlamaError::Malformed(format!(
+                        "{what} is nested deeper than {MAX_DEPTH} levels"
+                    )));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A member that must be a string when present (`finish_reason`): its text, `None` for `null`,
+/// and an error naming `what` for any other JSON.
+pub(crate) fn optional_string(
+    what: &str,
+    raw: Option<&RawValue>,
+) -> Result<Option<String>, LlamaError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    serde_json::from_str::<Option<String>>(raw.get()).map_err(|_| {
+        LlamaError::Malformed(format!(
+            "{what} must be a string or null, not {:?}",
+            excerpt(raw.get())
+        ))
+    })
+}
+
 /// Reads `text` as `T`, or says what is wrong with `what`.
 pub(crate) fn parse<'a, T: Deserialize<'a>>(what: &str, text: &'a str) -> Result<T, LlamaError> {
     serde_json::from_str(text).map_err(|e| LlamaError::Malformed(format!("{what}: {e}")))
@@ -210,6 +271,48 @@ mod tests {
             matches!(&error, LlamaError::Malformed(m) if m.starts_with("expected an array")),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn only_json_objects_within_the_depth_limit_pass_the_shape_check() {
+        let nested = |depth: usize| {
+            format!(
+                r#"{{"a":{}"x\"[[["{}}}"#,
+                "[".repeat(depth - 1),
+                "]".repeat(depth - 1)
+            )
+        };
+        assert_eq!(check_shape("it", &nested(MAX_DEPTH)), Ok(()));
+        let deep = check_shape("it", &nested(MAX_DEPTH + 1)).unwrap_err();
+        assert_eq!(
+            deep.to_string(),
+            "the model server's answer is not a chat completion: it is nested deeper than 128 levels"
+        );
+        assert!(check_shape("it", &nested(100_000)).is_err());
+        // Brackets inside strings, escaped quotes included, do not count.
+        let text = format!(r#"{{"a":"{}\"{}"}}"#, "[".repeat(500), "{".repeat(500));
+        assert_eq!(check_shape("it", &text), Ok(()));
+        for not_object in ["[]", "5", "\"x\"", "null", "", "hello"] {
+            let error = check_shape("it", not_object).unwrap_err().to_string();
+            assert!(error.contains("it is not a JSON object"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_finish_reason_of_another_type_is_an_error_not_nothing() {
+        assert_eq!(optional_string("f", None), Ok(None));
+        assert_eq!(optional_string("f", Some(&raw("null"))), Ok(None));
+        assert_eq!(
+            optional_string("f", Some(&raw(r#""stop""#))),
+            Ok(Some("stop".into()))
+        );
+        for other in ["5", "{}", "[\"stop\"]", "true"] {
+            let error = optional_string("f", Some(&raw(other))).unwrap_err();
+            assert!(
+                error.to_string().contains("f must be a string or null"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

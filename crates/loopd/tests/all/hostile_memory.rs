@@ -23,23 +23,24 @@ fn allowed_kib(baseline: i64) -> i64 {
 }
 
 #[test]
-fn streamed_tool_call_index_jumps_cost_memory_only_for_what_arrived() {
+fn streamed_tool_call_pieces_by_the_hundred_thousand_cost_memory_only_for_what_arrived() {
     let dir = testkit::temp_dir();
     let baseline = baseline_peak_kib(&dir.path().join("baseline"));
-    // 15 MB of pieces whose index jumps 64 ahead each time; every other piece starts a call.
+    // 15 MB of pieces, each at the next index; every other piece starts a call, the others
+    // add nothing. (An index that jumps ahead fails the turn: see `unreadable_output`.)
     let mut body = String::new();
     let mut calls = 0usize;
     let mut index = 0u64;
     while body.len() < 15 * MIB {
         let mut pieces = Vec::new();
         for _ in 0..500 {
-            index += 64;
             pieces.push(format!(r#"{{"index":{index}}}"#));
-            index += 64;
+            index += 1;
             calls += 1;
             pieces.push(format!(
                 r#"{{"index":{index},"id":"c{index}","function":{{"name":"x","arguments":"{{}}"}}}}"#
             ));
+            index += 1;
         }
         body.push_str(&event(&format!(
             r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{}]}}}}]}}"#,
@@ -74,7 +75,7 @@ fn streamed_tool_call_index_jumps_cost_memory_only_for_what_arrived() {
         "{last_result}"
     );
     eprintln!(
-        "index jumps: {calls} calls in 15 MB, peak {:.1} MiB (plain answer {:.1} MiB)",
+        "pieces at every index: {calls} calls in 15 MB, peak {:.1} MiB (plain answer {:.1} MiB)",
         run.peak_mib(),
         baseline as f64 / 1024.0
     );
