@@ -182,14 +182,16 @@ fn serve(args: ServeArgs) -> ExitCode {
             broker,
             listener,
             owner_listener,
+            agent_cap,
+            owner_cap,
             locks,
             watcher,
         } = running;
         let owner = std::sync::Arc::clone(&broker);
         let jobs = std::sync::Arc::clone(&broker.jobs);
         let served = tokio::select! {
-            served = brokerd::daemon::server::serve(broker, listener) => served,
-            served = brokerd::daemon::owner::serve(owner, owner_listener) => served,
+            served = brokerd::daemon::server::serve(broker, listener, agent_cap) => served,
+            served = brokerd::daemon::owner::serve(owner, owner_listener, owner_cap) => served,
             _ = shutdown() => Ok(()),
         };
         // No job outlives the broker: each is killed and its box gone before the exit.

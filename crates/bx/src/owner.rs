@@ -54,10 +54,17 @@ impl Owner {
         }
     }
 
-    /// Sends `request` and reads its reply.
+    /// Sends `request` and reads its reply. A broker that refused the connection (its cap of
+    /// open connections) wrote its error and closed without reading: when the request cannot
+    /// be written, that error is still read and returned.
     pub fn request(&mut self, request: &OwnerRequest) -> Result<OwnerReply, OwnerError> {
-        write_frame(&mut self.stream, request).map_err(|e| self.broken(e.to_string()))?;
-        self.next()
+        match write_frame(&mut self.stream, request) {
+            Ok(()) => self.next(),
+            Err(e) => match read_frame::<OwnerReply, _>(&mut self.stream) {
+                Ok(Some(reply @ OwnerReply::Error { .. })) => Ok(reply),
+                _ => Err(self.broken(e.to_string())),
+            },
+        }
     }
 
     /// Reads the next frame (a watch stream's next event).

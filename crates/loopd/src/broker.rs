@@ -1,7 +1,9 @@
 //! [`BrokerPort`]: the [`ToolPort`] that sends every call to `brokerd` over its agent socket.
 //!
 //! One broker session per conversation, for its whole life: the port opens a session (or
-//! resumes the one the conversation holds) with `hello`. On a lost connection it reconnects,
+//! resumes the one the conversation holds) with `hello`. A connection the broker closed as idle
+//! (`brokerd.toml`'s `connection_idle_ms`) is made again and the session resumed at once, on
+//! the next call, without the user noticing. On a lost connection it reconnects,
 //! resumes, and sends the same call id again for a bounded time (the broker answers a call id it
 //! has seen with the answer it gave, so nothing runs twice); past that the call is `Failed`
 //! with a clear message, never a denial. A resume the broker refuses (`resume_refused`,
@@ -150,7 +152,11 @@ impl BrokerPort {
         let mut pause = Duration::from_millis(50);
         let mut last_problem = String::new();
         loop {
+            // A connection made before this attempt that is found lost (closed as idle, or the
+            // broker restarted) is made again at once; other failures wait before the next try.
+            let mut again_at_once = false;
             let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
+            let made_before = link.is_some();
             if link.is_none() {
                 match hello(
                     &self.socket,
@@ -176,6 +182,7 @@ impl BrokerPort {
                     Ok(value) => return Ok(value),
                     Err(Talk::Lost(problem)) => {
                         last_problem = problem;
+                        again_at_once = made_before;
                         *link = None;
                     }
                     Err(Talk::Refused(error)) => {
@@ -191,6 +198,9 @@ impl BrokerPort {
                 }
             }
             drop(link);
+            if again_at_once {
+                continue;
+            }
             if Instant::now() >= deadline {
                 return Err(PortError::Protocol {
                     socket: self.socket.display().to_string(),
@@ -236,8 +246,17 @@ fn talk<T>(
             Err(FrameError::Io(e)) => return Err(Talk::Lost(e.to_string())),
             Err(e) => return Err(Talk::Lost(e.to_string())),
         };
-        if let BrokerFrame::Error { code, message } = answer {
-            return Err(Talk::Refused(refusal(code, message, "")));
+        match answer {
+            // The broker closed the connection as idle before it read this frame: the frame
+            // was not taken, and is sent again on a new connection.
+            BrokerFrame::Error {
+                code: ErrorCode::Idle,
+                message,
+            } => return Err(Talk::Lost(message)),
+            BrokerFrame::Error { code, message } => {
+                return Err(Talk::Refused(refusal(code, message, "")));
+            }
+            _ => {}
         }
         match done(answer) {
             Step::Done(value) => return Ok(value),
@@ -298,8 +317,14 @@ fn hello(
         socket: shown.clone(),
         message,
     };
-    write_frame(&mut stream, &frame).map_err(|e| protocol(e.to_string()))?;
-    match read_frame::<BrokerFrame, _>(&mut stream) {
+    // A broker that refuses the connection (its cap of open connections) writes its error
+    // and closes without reading: the hello then fails to be written, and the error is read.
+    let written = write_frame(&mut stream, &frame);
+    let answer = read_frame::<BrokerFrame, _>(&mut stream);
+    if let (Err(e), Err(_) | Ok(None)) = (&written, &answer) {
+        return Err(protocol(e.to_string()));
+    }
+    match answer {
         Ok(Some(BrokerFrame::Welcome {
             session,
             resume_token,

@@ -123,6 +123,12 @@ pub enum ErrorCode {
     CallIdReused,
     /// The broker failed inside (its state could not be read or written).
     Internal,
+    /// The socket already holds as many connections as `brokerd.toml` allows; this one is
+    /// closed. Close some, or raise the cap.
+    TooManyConnections,
+    /// The connection stayed idle after `hello`, with no call waiting, past `brokerd.toml`'s
+    /// `connection_idle_ms`; it is closed. The session lives on: connect again and resume it.
+    Idle,
 }
 
 /// Why a frame could not be written or read.

@@ -152,6 +152,12 @@ pub enum OwnerErrorCode {
     UnknownEntry,
     /// The memory store cannot be opened or read.
     MemoryUnavailable,
+    /// `owner.sock` already holds as many connections as `brokerd.toml` allows; this one is
+    /// closed.
+    TooManyConnections,
+    /// The connection stayed idle between requests past `brokerd.toml`'s
+    /// `connection_idle_ms`; it is closed (connect again).
+    Idle,
 }
 
 /// One memory entry as the owner sees it, and as `bx memory export` writes it (one JSON line

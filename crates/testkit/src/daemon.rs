@@ -32,6 +32,8 @@ pub struct BrokerProcess {
     env: Vec<(String, String)>,
     /// The binary started instead of the build's own (see [`BrokerProcess::start_installed_in_work`]).
     binary: Option<PathBuf>,
+    /// A command the broker is started under (see [`BrokerProcess::start_under`]).
+    wrapper: Vec<String>,
 }
 
 impl BrokerProcess {
@@ -71,6 +73,7 @@ impl BrokerProcess {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             binary: None,
+            wrapper: Vec::new(),
         };
         must(std::fs::create_dir_all(broker.config.join("grants")));
         must(std::fs::create_dir_all(&broker.work));
@@ -90,6 +93,15 @@ impl BrokerProcess {
             must(std::fs::copy(built.with_file_name(name), bin.join(name)));
         }
         broker.binary = Some(bin.join("brokerd"));
+        broker.spawn();
+        broker
+    }
+
+    /// [`BrokerProcess::start`] under `wrapper`, a command that runs the rest of its arguments
+    /// (e.g. `["prlimit", "--nofile=1024:4096", "--"]`), at every start.
+    pub fn start_under(grants: &str, config: &str, wrapper: &[&str]) -> BrokerProcess {
+        let mut broker = BrokerProcess::prepared(grants, config, &[]);
+        broker.wrapper = wrapper.iter().map(|w| w.to_string()).collect();
         broker.spawn();
         broker
     }
@@ -148,6 +160,26 @@ impl BrokerProcess {
         false
     }
 
+    /// Waits until the broker has closed, as idle, every agent connection that said hello so
+    /// far (`connection_idle_ms`); false after `timeout`. The broker must log at debug level
+    /// ([`BrokerProcess::start_verbose`]).
+    pub fn wait_until_every_hello_closed_as_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let log = self.log();
+            let hellos =
+                log.matches("session opened").count() + log.matches("session resumed").count();
+            let closed = log
+                .matches("server: connection closed reason=the connection was idle")
+                .count();
+            if hellos > 0 && closed >= hellos {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// Starts the process (again) and waits for its socket.
     pub fn spawn(&mut self) {
         let binary = match &self.binary {
@@ -161,8 +193,16 @@ impl BrokerProcess {
                 .open(&self.log),
         );
         let _ = std::fs::remove_file(self.socket());
+        let mut command = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
         let child = must(
-            Command::new(binary)
+            command
                 .arg("serve")
                 .arg("--config-dir")
                 .arg(&self.config)

@@ -17,6 +17,11 @@
 //! job_ring_bytes = 1048576    # the newest bytes of output a job keeps
 //! result_cap = 32768          # bytes of a rendered answer
 //! idle_timeout_ms = 60000     # a client silent mid-frame or never reading is closed
+//! connection_idle_ms = 600000 # a connection idle after hello, no call waiting, is closed
+//!                             #   (its client reconnects and resumes the session)
+//! agent_connections = 2048    # open connections agent.sock takes; the next gets an error
+//! owner_connections = 2048    # the same for owner.sock (both are held under the open-file
+//!                             #   limit, which brokerd raises to its hard limit at start)
 //! session_idle_days = 30      # a session unused this long ends (or session_idle_ms)
 //! approval_ms = 300000        # a pending approval or question lapses after this long
 //! pending_grace_ms = 60000    # a waiting call whose client left is abandoned after this long
@@ -100,6 +105,15 @@ pub struct Config {
     pub session_idle_days: u64,
     /// The same in milliseconds; when set it wins over `session_idle_days` (for tests).
     pub session_idle_ms: Option<u64>,
+    /// How long a connection may stay idle after its hello (agent socket: no call waiting;
+    /// owner socket: between requests, a watch stream aside) before the broker closes it. The
+    /// session is not ended: loopd and `bx mcp` reconnect and resume it on their next call.
+    pub connection_idle_ms: u64,
+    /// The most connections `agent.sock` holds open at once; the next is sent a
+    /// `too_many_connections` error and closed.
+    pub agent_connections: usize,
+    /// The most connections `owner.sock` holds open at once.
+    pub owner_connections: usize,
     /// How long a pending approval or `ask` question waits for the owner.
     pub approval_ms: u64,
     /// How long a waiting call whose client has left is kept for the client to resume before
@@ -242,6 +256,9 @@ impl Default for Config {
             job_ring_bytes: 1 << 20,
             result_cap: 32 * 1024,
             idle_timeout_ms: 60_000,
+            connection_idle_ms: 600_000,
+            agent_connections: 2048,
+            owner_connections: 2048,
             session_idle_days: 30,
             session_idle_ms: None,
             approval_ms: 300_000,
@@ -278,6 +295,18 @@ impl Config {
                 path.display(),
                 config.jobs_per_session,
                 config.job_ring_bytes
+            ));
+        }
+        if config.connection_idle_ms == 0
+            || config.agent_connections == 0
+            || config.owner_connections == 0
+        {
+            return Err(format!(
+                "{}: connection_idle_ms, agent_connections and owner_connections must be more than 0 (they are {}, {} and {})",
+                path.display(),
+                config.connection_idle_ms,
+                config.agent_connections,
+                config.owner_connections
             ));
         }
         if let Some(bad) = config.protected.iter().find(|p| !p.is_absolute()) {
@@ -352,6 +381,11 @@ impl Config {
     /// The idle timeout of a connection.
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    /// How long a connection may wait idle for its next frame after its hello.
+    pub fn connection_idle(&self) -> Duration {
+        Duration::from_millis(self.connection_idle_ms)
     }
 }
 

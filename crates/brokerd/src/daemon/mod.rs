@@ -2,6 +2,7 @@
 //! the call pipeline, approvals, the runner, the agent socket and the owner socket. [`start`] brings it up; `brokerd serve`
 //! calls it.
 
+pub mod accept;
 pub mod approvals;
 pub mod audit;
 pub mod calls;

@@ -1,7 +1,8 @@
 //! The owner socket (`owner.sock`, mode 0600, the same peer-uid check as the agent socket):
 //! pending approvals, the owner's answers, status, and the live event stream. Its frames
 //! ([`proto::OwnerRequest`], [`proto::OwnerReply`]) share no `type` with the agent socket's,
-//! so neither socket can even decode the other's requests.
+//! so neither socket can even decode the other's requests. A connection idle between requests
+//! past `connection_idle_ms` (a watch stream aside) is closed with an `idle` error.
 //!
 //! Owner power rests on the uid: any program of the same user that can reach this socket can
 //! answer approvals. That is why `shell` waits for the sandbox, which will keep the socket out
@@ -10,38 +11,67 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::{OwnerErrorCode, OwnerEvent, OwnerReply, OwnerRequest, PROTOCOL_VERSION, StatusView};
+use proto::{
+    ErrorCode, OwnerErrorCode, OwnerEvent, OwnerReply, OwnerRequest, PROTOCOL_VERSION, StatusView,
+    encode_frame,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::accept::{Admission, accept_loop};
 use super::approvals::{OwnerAnswer, OwnerRefusal};
 use super::memory;
-use super::server::{Closed, check_peer, read, write};
+use super::server::{Closed, Wait, check_peer, read, write};
 use super::{Broker, GrantsState};
 
 /// The longest answer an owner may give to a question, in bytes.
 pub const ANSWER_CAP: usize = 16_384;
 
-/// Accepts owner connections until the listener fails.
-pub async fn serve(broker: Arc<Broker>, listener: UnixListener) -> std::io::Result<()> {
-    loop {
-        let (stream, _) = listener.accept().await?;
+/// Takes owner connections until the listener fails in a way that is not transient, at most
+/// `cap` open at once (see [`super::accept`]).
+pub async fn serve(broker: Arc<Broker>, listener: UnixListener, cap: usize) -> std::io::Result<()> {
+    let message = format!(
+        "owner.sock holds {cap} open connections, its cap (brokerd.toml's owner_connections), and closed this one; close some connections or raise the cap"
+    );
+    let refusal = encode_frame(&OwnerReply::Error {
+        code: OwnerErrorCode::TooManyConnections,
+        message,
+    })
+    .unwrap_or_default();
+    let admission = Admission {
+        socket: "owner.sock",
+        cap,
+        refusal,
+    };
+    accept_loop(listener, admission, |stream, slot| {
         let broker = Arc::clone(&broker);
         tokio::spawn(async move {
             if let Err(reason) = connection(broker, stream).await {
                 tracing::debug!(%reason, "owner connection closed");
             }
+            drop(slot);
         });
+    })
+    .await
+}
+
+/// The owner code of a frame that could not be read: `idle` for a connection left idle, else
+/// `bad_frame`.
+fn unread(code: ErrorCode) -> OwnerErrorCode {
+    match code {
+        ErrorCode::Idle => OwnerErrorCode::Idle,
+        _ => OwnerErrorCode::BadFrame,
     }
 }
 
 async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
     check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
+    let between = Wait::Next(broker.config.connection_idle());
     let (mut reader, mut writer) = stream.into_split();
-    match read::<OwnerRequest>(&mut reader, idle, true).await {
+    match read::<OwnerRequest>(&mut reader, idle, Wait::Hello).await {
         Ok(Some(OwnerRequest::OwnerHello { version })) if version == PROTOCOL_VERSION => {
             let welcome = OwnerReply::OwnerWelcome {
                 version: PROTOCOL_VERSION,
@@ -62,11 +92,11 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
         Err(bad) => return refuse(&mut writer, idle, OwnerErrorCode::BadFrame, bad.message).await,
     }
     loop {
-        let request = match read::<OwnerRequest>(&mut reader, idle, false).await {
+        let request = match read::<OwnerRequest>(&mut reader, idle, between).await {
             Ok(Some(request)) => request,
             Ok(None) => return Ok(()),
             Err(bad) => {
-                return refuse(&mut writer, idle, OwnerErrorCode::BadFrame, bad.message).await;
+                return refuse(&mut writer, idle, unread(bad.code), bad.message).await;
             }
         };
         let reply = match request {
@@ -195,7 +225,7 @@ async fn watch(
                 };
                 write(&mut writer, &OwnerReply::Event { event }, idle).await?;
             }
-            closed = read::<OwnerRequest>(&mut reader, idle, false) => {
+            closed = read::<OwnerRequest>(&mut reader, idle, Wait::Forever) => {
                 // A watch connection only streams: its end, or any frame, ends it.
                 let _ = closed;
                 return Ok(());

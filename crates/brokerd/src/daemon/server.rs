@@ -1,7 +1,8 @@
 //! The agent socket: `hello` (open or resume a session), `list_tools`, `call`, `close`. Each
 //! connection is a task; a bad frame closes only its own connection; a client silent in the
-//! middle of a frame, or that never reads its answers, is closed after `idle_timeout`. The
-//! peer's uid must be the broker's.
+//! middle of a frame, or that never reads its answers, is closed after `idle_timeout`; one idle
+//! after `hello` with no call waiting is closed after `connection_idle_ms` with an `idle` error
+//! frame (its session lives on, for the client to resume). The peer's uid must be the broker's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,20 +16,36 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::args::ToolName;
 
+use super::accept::{Admission, accept_loop};
 use super::sessions::{self, Refusal};
 use super::{Broker, GrantsState, calls};
 
-/// Accepts connections until the listener fails.
-pub async fn serve(broker: Arc<Broker>, listener: UnixListener) -> std::io::Result<()> {
-    loop {
-        let (stream, _) = listener.accept().await?;
+/// Takes connections until the listener fails in a way that is not transient, at most `cap`
+/// open at once (see [`super::accept`]).
+pub async fn serve(broker: Arc<Broker>, listener: UnixListener, cap: usize) -> std::io::Result<()> {
+    let message = format!(
+        "agent.sock holds {cap} open connections, its cap (brokerd.toml's agent_connections), and closed this one; close some connections or raise the cap"
+    );
+    let refusal = encode_frame(&BrokerFrame::Error {
+        code: ErrorCode::TooManyConnections,
+        message,
+    })
+    .unwrap_or_default();
+    let admission = Admission {
+        socket: "agent.sock",
+        cap,
+        refusal,
+    };
+    accept_loop(listener, admission, |stream, slot| {
         let broker = Arc::clone(&broker);
         tokio::spawn(async move {
             if let Err(reason) = connection(broker, stream).await {
                 tracing::debug!(%reason, "connection closed");
             }
+            drop(slot);
         });
-    }
+    })
+    .await
 }
 
 /// Why a connection ended early (for the log).
@@ -50,8 +67,9 @@ pub(super) fn check_peer(stream: &UnixStream) -> Result<(), Closed> {
 async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Closed> {
     check_peer(&stream)?;
     let idle = broker.config.idle_timeout();
+    let between = Wait::Next(broker.config.connection_idle());
     let (mut reader, mut writer) = stream.into_split();
-    let (session, client) = match read::<AgentFrame>(&mut reader, idle, true).await {
+    let (session, client) = match read::<AgentFrame>(&mut reader, idle, Wait::Hello).await {
         Ok(Some(AgentFrame::Hello {
             version,
             resume,
@@ -93,7 +111,7 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
     let answers_in_client =
         client.filter(|name| broker.config.mcp.approve_in_client.contains(name));
     loop {
-        let frame = match read::<AgentFrame>(&mut reader, idle, false).await {
+        let frame = match read::<AgentFrame>(&mut reader, idle, between).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return Ok(()),
             Err(bad) => return refuse(&mut writer, idle, bad).await,
@@ -267,22 +285,42 @@ async fn refuse(
     Err(reason)
 }
 
-/// Reads one frame: `None` at a clean end. Waiting for a frame to start has no limit (except
-/// for the first, `hello`); once it has started, the rest must come within `idle`.
+/// How long [`read`] waits for a frame to begin; once it has begun, the rest must come within
+/// `idle_timeout`.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Wait {
+    /// The first frame (`hello`): within `idle_timeout`.
+    Hello,
+    /// A frame after hello: within this time (`connection_idle_ms`), else the connection is
+    /// closed as idle.
+    Next(Duration),
+    /// As long as it takes (while a call waits, and on a watch stream).
+    Forever,
+}
+
+/// Reads one frame: `None` at a clean end.
 pub(super) async fn read<T: serde::de::DeserializeOwned>(
     reader: &mut OwnedReadHalf,
     idle: Duration,
-    first: bool,
+    wait: Wait,
 ) -> Result<Option<T>, Refusal> {
     let bad = |message: String| Refusal::new(ErrorCode::BadFrame, message);
     let mut length = [0u8; 4];
     let start = reader.read(&mut length[..1]);
-    let got = if first {
-        tokio::time::timeout(idle, start)
+    let got = match wait {
+        Wait::Hello => tokio::time::timeout(idle, start)
             .await
-            .map_err(|_| bad("no hello within the idle timeout".into()))?
-    } else {
-        start.await
+            .map_err(|_| bad("no hello within the idle timeout".into()))?,
+        Wait::Next(limit) => tokio::time::timeout(limit, start).await.map_err(|_| {
+            Refusal::new(
+                ErrorCode::Idle,
+                format!(
+                    "the connection was idle for {} ms with no call waiting and is closed; connect again and resume the session",
+                    limit.as_millis()
+                ),
+            )
+        })?,
+        Wait::Forever => start.await,
     };
     match got {
         Ok(0) => return Ok(None),
@@ -345,7 +383,7 @@ mod tests {
     use tokio::io::AsyncWriteExt;
     use tokio::net::UnixStream;
 
-    use super::read;
+    use super::{Wait, read};
 
     fn frame(value: &serde_json::Value) -> Vec<u8> {
         proto::encode_frame(value).unwrap_or_default()
@@ -375,11 +413,12 @@ mod tests {
             big,
             serde_json::json!({ "n": 3 }),
         ] {
-            let got: Option<serde_json::Value> = read(&mut reader, idle, false).await.unwrap();
+            let got: Option<serde_json::Value> =
+                read(&mut reader, idle, Wait::Forever).await.unwrap();
             assert_eq!(got, Some(expected));
         }
         drop(writer.await.unwrap());
-        let end: Option<serde_json::Value> = read(&mut reader, idle, false).await.unwrap();
+        let end: Option<serde_json::Value> = read(&mut reader, idle, Wait::Forever).await.unwrap();
         assert_eq!(end, None, "a clean end between frames");
     }
 
@@ -392,7 +431,7 @@ mod tests {
         let (mut reader, _write) = ours.into_split();
         theirs.write_all(&whole[..whole.len() - 2]).await.unwrap();
         drop(theirs);
-        let cut = read::<serde_json::Value>(&mut reader, idle, false).await;
+        let cut = read::<serde_json::Value>(&mut reader, idle, Wait::Forever).await;
         let message = cut.err().map(|r| r.message).unwrap_or_default();
         assert!(
             message.starts_with("the connection ended inside a frame"),
@@ -403,7 +442,7 @@ mod tests {
         let (mut reader, _write) = ours.into_split();
         let size = (proto::MAX_FRAME as u32 + 1).to_be_bytes();
         theirs.write_all(&size).await.unwrap();
-        let large = read::<serde_json::Value>(&mut reader, idle, false).await;
+        let large = read::<serde_json::Value>(&mut reader, idle, Wait::Forever).await;
         let message = large.err().map(|r| r.message).unwrap_or_default();
         assert!(message.contains("larger than the limit"), "{message}");
 
@@ -411,7 +450,7 @@ mod tests {
         let (mut reader, _write) = ours.into_split();
         theirs.write_all(&whole[..3]).await.unwrap();
         let short = Duration::from_millis(50);
-        let silent = read::<serde_json::Value>(&mut reader, short, false).await;
+        let silent = read::<serde_json::Value>(&mut reader, short, Wait::Forever).await;
         let message = silent.err().map(|r| r.message).unwrap_or_default();
         assert_eq!(message, "silent in the middle of a frame");
     }

@@ -1,7 +1,8 @@
 //! Bringing the broker up: folders checked and locked, the process made non-dumpable, the
 //! settings and grants read, the ledger caught up from the audit log, calls the last broker
 //! left running marked as such, calls waiting for the owner loaded, the folder of the boxes'
-//! proxy sockets made (`<runtime>/proxy/`), and the agent and owner sockets bound (mode 0600).
+//! proxy sockets made (`<runtime>/proxy/`), the open-file limit raised and each socket's cap
+//! on open connections set under it, and the agent and owner sockets bound (mode 0600).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -69,6 +70,10 @@ pub struct Running {
     pub listener: UnixListener,
     /// The bound owner socket.
     pub owner_listener: UnixListener,
+    /// The most connections the agent socket holds open (see [`super::accept::caps`]).
+    pub agent_cap: usize,
+    /// The most connections the owner socket holds open.
+    pub owner_cap: usize,
     /// Held for the broker's life.
     pub locks: Locks,
     /// Held for the broker's life.
@@ -90,6 +95,19 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     check_runtime(&dirs)?;
     let locks = lock(&dirs)?;
     let config = Config::load(&dirs.config_file()).map_err(StartError::Config)?;
+    let open_files = super::accept::raise_open_files();
+    let (agent_cap, owner_cap) = super::accept::caps(
+        open_files.now,
+        config.agent_connections,
+        config.owner_connections,
+    );
+    tracing::info!(
+        open_files = open_files.now,
+        was = open_files.before,
+        agent_cap,
+        owner_cap,
+        "open-file limit and connection caps"
+    );
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|h| h.is_absolute())
@@ -249,6 +267,8 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         broker,
         listener,
         owner_listener,
+        agent_cap,
+        owner_cap,
         locks,
         watcher,
     })

@@ -8,8 +8,9 @@ MODE is `modern` (protocol 2026-07-28: no initialize, versions in each request's
 `legacy` (the initialize handshake of the SDK's newest earlier revision) or `v1` (an SDK 1.x
 client, which only has the handshake); `http-` before it speaks streamable HTTP to URL with
 `Authorization: Bearer TOKEN` instead of starting COMMAND on stdio. PLAN_JSON is a list of steps, each
-{"op": "list"} or {"op": "call", "name": ..., "arguments": {...}}; one JSON line is printed
-for each step, and a final {"done": true, "protocol": ...}.
+{"op": "list"} or {"op": "call", "name": ..., "arguments": {...}} (or "cancel", "sleep", and
+"wait_file" until a file exists); one JSON line is printed for each list or call step, and a
+final {"done": true, "protocol": ...}.
 """
 
 import asyncio
@@ -66,6 +67,15 @@ async def run_steps(call_list, call_tool, plan, progress):
             print(json.dumps({"cancelled": True}), flush=True)
         elif step["op"] == "sleep":
             await asyncio.sleep(step["seconds"])
+        elif step["op"] == "wait_file":
+            # The test creates the file when what it waits for has happened (the broker has
+            # closed the idle connection); at most a minute.
+            for _ in range(3000):
+                if os.path.exists(step["path"]):
+                    break
+                await asyncio.sleep(0.02)
+            else:
+                raise SystemExit(f"{step['path']} never appeared")
         else:
             raise SystemExit(f"unknown step {step!r}")
 

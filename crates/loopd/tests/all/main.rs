@@ -4,6 +4,7 @@
 
 mod broker;
 mod broker_approvals;
+mod broker_idle;
 mod chat;
 mod cli;
 mod flags;

@@ -7,6 +7,7 @@ mod ask;
 mod audit;
 mod calls;
 mod coding;
+mod connections;
 mod fetch;
 mod frames;
 mod gateway;

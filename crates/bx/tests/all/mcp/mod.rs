@@ -7,6 +7,7 @@ mod elicit;
 mod garbage;
 mod gateway;
 mod http;
+mod idle;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
