@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 
 use super::wire::{
-    Delta, Envelope, Piece, StreamChoice, WholeChoice, arguments_text, check_shape, choice_zero,
-    excerpt, for_each_element, optional_string, parse, server_error,
+    Delta, Envelope, Piece, PieceFunction, StreamChoice, WholeChoice, WholeMessage, arguments_text,
+    check_shape, choice_zero, excerpt, for_each_element, optional_string, parse, server_error,
 };
 use super::{LlamaError, Reply, ToolCall};
 
@@ -31,6 +31,7 @@ pub(crate) fn parse_completion(body: &str, keep: usize) -> Result<Reply, LlamaEr
     let message = choice
         .message
         .ok_or_else(|| LlamaError::Malformed("choices[0] has no message".to_string()))?;
+    let message: WholeMessage<'_> = parse("choices[0].message", message.get())?;
     let mut tool_calls = Vec::new();
     let mut calls_left_out = 0usize;
     if let Some(calls) = message.tool_calls {
@@ -182,13 +183,13 @@ impl Assembly {
         )? {
             self.finish_reason = Some(reason);
         }
-        let Some(Delta {
-            content,
-            tool_calls,
-        }) = choice.delta
-        else {
+        let Some(delta) = choice.delta else {
             return Ok(());
         };
+        let Delta {
+            content,
+            tool_calls,
+        } = parse("stream event choices[0].delta", delta.get())?;
         if let Some(text) = content
             && !text.is_empty()
         {
@@ -216,6 +217,8 @@ impl Assembly {
         let id = piece.id.filter(|id| !id.is_empty());
         let (name, arguments) = match piece.function {
             Some(function) => {
+                let function: PieceFunction<'_> =
+                    parse("delta.tool_calls[].function", function.get())?;
                 let arguments = match function.arguments {
                     Some(raw) => arguments_text(raw).map_err(|e| {
                         LlamaError::Malformed(format!("tool call {index} arguments: {e}"))
@@ -487,6 +490,11 @@ mod tests {
             r#"{"delta":{"tool_calls":[{"index":"0","id":"a","function":{"name":"x"}}]}}"#,
             r#"{"delta":{"tool_calls":[{"index":-1}]}}"#,
             r#"{"delta":{"tool_calls":[{"index":0,"function":{"name":["x"]}}]}}"#,
+            // Arrays where objects belong (serde reads a struct from an array by position).
+            r#"{"delta":[],"finish_reason":"stop"}"#,
+            r#"{"delta":["text"],"finish_reason":"stop"}"#,
+            r#"{"delta":{"tool_calls":[["a",{"name":"x"}]]},"finish_reason":"stop"}"#,
+            r#"{"delta":{"tool_calls":[{"index":0,"id":"a","function":["x","{}"]}]}}"#,
         ] {
             let text = format!("{}data: [DONE]\n", event(&format!("[{choice}]")));
             assert!(stream(&text).is_err(), "{choice}");
@@ -502,6 +510,9 @@ mod tests {
             r#"{"choices":[{"message":{"content":"a"},"finish_reason":["stop"]}]}"#,
             r#"{"choices":[{"message":{"content":{"text":"a"}},"finish_reason":"stop"}]}"#,
             r#"{"choices":[{"message":{"tool_calls":[{"id":"a","function":{}}]}}]}"#,
+            r#"{"choices":[{"message":[""],"finish_reason":"stop"}]}"#,
+            r#"{"choices":[[{"content":"a"},"stop"]]}"#,
+            r#"{"choices":[{"message":{"tool_calls":[["a",{"name":"x"}]]},"finish_reason":"stop"}]}"#,
             "[]",
         ] {
             assert!(parse_completion(body, 9).is_err(), "{body}");

@@ -19,11 +19,11 @@ pub(crate) struct Envelope<'a> {
     pub choices: Option<&'a RawValue>,
 }
 
-/// Choice 0 of a whole completion.
+/// Choice 0 of a whole completion; its message is read with [`parse`], as an object.
 #[derive(Deserialize)]
 pub(crate) struct WholeChoice<'a> {
     #[serde(default, borrow)]
-    pub message: Option<WholeMessage<'a>>,
+    pub message: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub finish_reason: Option<&'a RawValue>,
 }
@@ -37,11 +37,11 @@ pub(crate) struct WholeMessage<'a> {
     pub tool_calls: Option<&'a RawValue>,
 }
 
-/// Choice 0 of a stream event.
+/// Choice 0 of a stream event; its delta is read with [`parse`], as an object.
 #[derive(Deserialize)]
 pub(crate) struct StreamChoice<'a> {
     #[serde(default, borrow)]
-    pub delta: Option<Delta<'a>>,
+    pub delta: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub finish_reason: Option<&'a RawValue>,
 }
@@ -55,7 +55,7 @@ pub(crate) struct Delta<'a> {
     pub tool_calls: Option<&'a RawValue>,
 }
 
-/// One piece of a streamed tool call.
+/// One piece of a streamed tool call; its function is read with [`parse`], as an object.
 #[derive(Deserialize)]
 pub(crate) struct Piece<'a> {
     #[serde(default)]
@@ -63,7 +63,7 @@ pub(crate) struct Piece<'a> {
     #[serde(default)]
     pub id: Option<String>,
     #[serde(default, borrow)]
-    pub function: Option<PieceFunction<'a>>,
+    pub function: Option<&'a RawValue>,
 }
 
 /// The function part of a streamed tool call piece.
@@ -142,8 +142,16 @@ pub(crate) fn optional_string(
     })
 }
 
-/// Reads `text` as `T`, or says what is wrong with `what`.
+/// Reads the JSON object `text` as `T`, or says what is wrong with `what`. Only an object is
+/// read: serde would also read a struct from an array, by position, so `"delta": []` would
+/// pass for a delta that says nothing.
 pub(crate) fn parse<'a, T: Deserialize<'a>>(what: &str, text: &'a str) -> Result<T, LlamaError> {
+    if text.trim_start().as_bytes().first() != Some(&b'{') {
+        return Err(LlamaError::Malformed(format!(
+            "{what} is not a JSON object: {:?}",
+            excerpt(text)
+        )));
+    }
     serde_json::from_str(text).map_err(|e| LlamaError::Malformed(format!("{what}: {e}")))
 }
 

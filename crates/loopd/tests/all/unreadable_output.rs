@@ -119,6 +119,11 @@ fn a_streamed_answer_that_cannot_be_read_fails_the_turn_and_stores_no_answer() {
             "a stream event is not a JSON object",
         ),
         (
+            "a delta that is an array",
+            vec![r#"{"choices":[{"index":0,"delta":[],"finish_reason":"stop"}]}"#.into()],
+            "stream event choices[0].delta is not a JSON object",
+        ),
+        (
             "an event that is not JSON",
             vec!["{\"choices\": oops".into(), STOP.into()],
             "stream event is not JSON",
@@ -168,6 +173,11 @@ fn a_whole_answer_that_cannot_be_read_fails_the_turn_and_stores_no_answer() {
             "a tool call without a name",
             r#"{"choices":[{"index":0,"message":{"tool_calls":[{"id":"a","function":{}}]},"finish_reason":"tool_calls"}]}"#.into(),
             "missing field `name`",
+        ),
+        (
+            "a message that is an array",
+            r#"{"choices":[{"index":0,"message":[],"finish_reason":"stop"}]}"#.into(),
+            "choices[0].message is not a JSON object",
         ),
         (
             "an answer that is an array",
