@@ -38,9 +38,17 @@ impl RunnableCopy {
         open(folder.path(), 0o755);
         let name = program.file_name().unwrap_or(program.as_os_str());
         let copy = folder.path().join(name);
-        if let Err(error) = std::fs::copy(program, &copy) {
+        // Copied by `cp`, not in this process: a thread of this test that forks while the copy
+        // is open for writing here would hold it open until its child's `exec`, and running the
+        // copy then fails with ETXTBSY ("Text file busy").
+        let copied = Command::new("cp")
+            .arg("--")
+            .arg(program)
+            .arg(&copy)
+            .status();
+        if !copied.as_ref().is_ok_and(|s| s.success()) {
             panic!(
-                "cannot copy {} to {}: {error}",
+                "cannot copy {} to {}: {copied:?}",
                 program.display(),
                 copy.display()
             );
