@@ -38,21 +38,7 @@ impl RunnableCopy {
         open(folder.path(), 0o755);
         let name = program.file_name().unwrap_or(program.as_os_str());
         let copy = folder.path().join(name);
-        // Copied by `cp`, not in this process: a thread of this test that forks while the copy
-        // is open for writing here would hold it open until its child's `exec`, and running the
-        // copy then fails with ETXTBSY ("Text file busy").
-        let copied = Command::new("cp")
-            .arg("--")
-            .arg(program)
-            .arg(&copy)
-            .status();
-        if !copied.as_ref().is_ok_and(|s| s.success()) {
-            panic!(
-                "cannot copy {} to {}: {copied:?}",
-                program.display(),
-                copy.display()
-            );
-        }
+        copy_out_of_process(program, &copy);
         open(&copy, 0o755);
         RunnableCopy {
             folder,
@@ -84,5 +70,19 @@ impl RunnableCopy {
         let mut command = Command::new(&self.program);
         command.current_dir(self.folder.path()).uid(uid).gid(uid);
         command
+    }
+}
+
+/// Copies the program `from` to `to` with `cp`, not in this process: a thread of the test that
+/// forks while the copy is open for writing here would hold it open until its child's `exec`,
+/// and running the copy then fails with ETXTBSY ("Text file busy"). Panics with a sentence.
+pub(crate) fn copy_out_of_process(from: &Path, to: &Path) {
+    let copied = Command::new("cp").arg("--").arg(from).arg(to).status();
+    if !copied.as_ref().is_ok_and(|s| s.success()) {
+        panic!(
+            "cannot copy {} to {}: {copied:?}",
+            from.display(),
+            to.display()
+        );
     }
 }
