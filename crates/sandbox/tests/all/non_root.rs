@@ -5,8 +5,9 @@
 //! `testkit::RunnableCopy`), so it works from any checkout.
 //!
 //! Twice: as `nobody`, who has no cgroup of its own, so the box is built without one and
-//! says so; and, on cgroup v1, as a user whose boxmaker cgroup folders root delegated as
-//! `bx doctor` says, whose box has its process and memory limits.
+//! says so (and a box without bubblewrap, which only a cgroup holds together, is refused); and,
+//! on cgroup v1, as a user whose boxmaker cgroup folders root delegated as `bx doctor` says,
+//! whose box has its process and memory limits.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -35,6 +36,18 @@ fn report(name: &str, value: &str) {
 /// Runs `script` in a box granting `grant` read-write, for at most `timeout`; reports its exit
 /// code, whether it timed out, and its output under `name`.
 fn boxed(name: &str, script: &str, grant: &Path, outside: &Path, timeout: Duration) {
+    boxed_in(FileWalls::Bubblewrap, name, script, grant, outside, timeout);
+}
+
+/// [`boxed`] in a box of `walls`.
+fn boxed_in(
+    walls: FileWalls,
+    name: &str,
+    script: &str,
+    grant: &Path,
+    outside: &Path,
+    timeout: Duration,
+) {
     let launcher = std::env::var("BOXMAKER_TEST_LAUNCHER").unwrap();
     let policy = Policy {
         read_write: vec![grant.to_path_buf()],
@@ -45,7 +58,7 @@ fn boxed(name: &str, script: &str, grant: &Path, outside: &Path, timeout: Durati
             ..Limits::default()
         },
         launcher: Some(PathBuf::from(launcher)),
-        file_walls: FileWalls::Bubblewrap,
+        file_walls: walls,
         ..Policy::default()
     };
     let spec = CommandSpec {
@@ -116,6 +129,15 @@ fn child_entry() {
         &grant,
         &outside,
         Duration::from_secs(2),
+    );
+    // Without bubblewrap only a cgroup holds the box's processes together.
+    boxed_in(
+        FileWalls::LandlockOnly,
+        "landlock_only",
+        "echo ran",
+        &grant,
+        &outside,
+        ten,
     );
     // Beyond every process's rlimits (8 GiB of address space, 1024 open files): only a cgroup
     // stops these.
@@ -266,6 +288,13 @@ fn an_owner_who_is_not_root_and_has_no_cgroup_gets_a_box_that_holds_its_walls_an
         );
     }
     holds_its_walls(uid, &seen, &s);
+    // A box without bubblewrap, which only a cgroup would hold together, is not built.
+    assert!(
+        seen["landlock_only"].starts_with(
+            "not built: no cgroup for the box, and a box without bubblewrap has nothing else to hold its processes together: uid 65534 is not root"
+        ),
+        "{seen:?}"
+    );
     // What a box without a cgroup costs, as its header says: no limit on its memory or on the
     // number of its processes together.
     assert_eq!(seen["memory.stdout"], "allocated\n", "{seen:?}");
@@ -301,6 +330,7 @@ fn an_owner_who_is_not_root_with_delegated_cgroup_folders_gets_a_box_with_its_li
         "{cgroup}"
     );
     holds_its_walls(uid, &seen, &s);
+    assert_eq!(seen["landlock_only.stdout"], "ran\n", "{seen:?}");
     // Killed by the cgroup's memory limit.
     assert!(!seen["memory.stdout"].contains("allocated"), "{seen:?}");
     assert_ne!(seen["memory.code"], "0", "{seen:?}");
