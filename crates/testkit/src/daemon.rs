@@ -90,7 +90,7 @@ impl BrokerProcess {
         must(std::fs::create_dir_all(&bin));
         let built = built_broker();
         for name in BROKER_BINARIES {
-            must(std::fs::copy(built.with_file_name(name), bin.join(name)));
+            crate::other_user::copy_out_of_process(&built.with_file_name(name), &bin.join(name));
         }
         broker.binary = Some(bin.join("brokerd"));
         broker.spawn();
