@@ -16,6 +16,8 @@ pub fn doctor() -> Exit {
             Ok(found) => println!("ok       {:width$}  {found}", probe.wall),
             Err(why) => {
                 missing += 1;
+                // A reason's later lines (the commands that fix it) under its first.
+                let why = why.replace('\n', &format!("\n         {:width$}  ", ""));
                 println!("MISSING  {:width$}  {why}", probe.wall);
                 println!("         {:width$}  without it: {}", "", probe.without);
             }
@@ -52,14 +54,28 @@ fn boxes_line(launcher: bool) -> String {
     } else {
         sandbox::Enforcement::NotEnforced
     };
-    boxes_of(sandbox::FileWalls::detect(), landlock)
+    boxes_of(
+        sandbox::FileWalls::detect(),
+        landlock,
+        sandbox::box_cgroup().is_ok(),
+    )
 }
 
-/// What a box made of `walls` and Landlock at `landlock` is, and what follows for `shell`.
-fn boxes_of(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
+/// What a box made of `walls`, Landlock at `landlock` and a cgroup or none is, and what
+/// follows for `shell`.
+fn boxes_of(walls: sandbox::FileWalls, landlock: sandbox::Enforcement, cgroup: bool) -> String {
     match walls {
-        sandbox::FileWalls::Bubblewrap => {
+        sandbox::FileWalls::Bubblewrap if cgroup => {
             format!("bubblewrap, Landlock {landlock}, seccomp, rlimits and a cgroup")
+        }
+        sandbox::FileWalls::Bubblewrap => format!(
+            "bubblewrap, Landlock {landlock}, seccomp and rlimits; {}",
+            sandbox::WITHOUT_CGROUP
+        ),
+        sandbox::FileWalls::LandlockOnly
+            if landlock != sandbox::Enforcement::NotEnforced && !cgroup =>
+        {
+            "none: without bubblewrap only a cgroup holds a box's processes together, and there is none (see cgroup above); shell and the file tools fail until one is delegated".to_string()
         }
         sandbox::FileWalls::LandlockOnly if landlock != sandbox::Enforcement::NotEnforced => {
             format!(
@@ -80,18 +96,26 @@ mod tests {
 
     #[test]
     fn each_kind_of_box_says_what_it_is_and_what_follows_for_shell() {
-        let full = boxes_of(FileWalls::Bubblewrap, Enforcement::Full);
+        let full = boxes_of(FileWalls::Bubblewrap, Enforcement::Full, true);
         assert_eq!(
             full,
             "bubblewrap, Landlock fully enforced, seccomp, rlimits and a cgroup"
         );
-        let landlock = boxes_of(FileWalls::LandlockOnly, Enforcement::Full);
+        let no_cgroup = boxes_of(FileWalls::Bubblewrap, Enforcement::Full, false);
+        assert!(
+            no_cgroup.starts_with("bubblewrap, Landlock fully enforced, seccomp and rlimits; no cgroup: no limit on the number of its processes or on their memory together"),
+            "{no_cgroup}"
+        );
+        assert!(no_cgroup.contains("killed whole through its PID namespace"));
+        let nothing_holds = boxes_of(FileWalls::LandlockOnly, Enforcement::Full, false);
+        assert!(nothing_holds.starts_with("none: without bubblewrap only a cgroup"));
+        let landlock = boxes_of(FileWalls::LandlockOnly, Enforcement::Full, true);
         assert!(
             landlock.starts_with("no bubblewrap: Landlock fully enforced"),
             "{landlock}"
         );
         assert!(landlock.ends_with("shell stays out of the demo and the coding preset"));
-        let none = boxes_of(FileWalls::LandlockOnly, Enforcement::NotEnforced);
+        let none = boxes_of(FileWalls::LandlockOnly, Enforcement::NotEnforced, true);
         assert!(
             none.starts_with("none: neither bubblewrap nor Landlock"),
             "{none}"

@@ -231,6 +231,7 @@ pub(crate) fn spawn_boxed_with(
         policy.limits.processes,
         policy.limits.memory,
         policy.launcher.as_deref(),
+        false,
     )
     .map_err(BoxError::Cgroup)?;
     let outer = CommandSpec {

@@ -127,6 +127,7 @@ pub(crate) fn spawn_landlocked(
         policy.limits.processes,
         policy.limits.memory,
         policy.launcher.as_deref(),
+        true,
     )
     .map_err(BoxError::Cgroup)?;
     let options = ContainOptions {

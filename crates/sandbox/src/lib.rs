@@ -35,7 +35,8 @@
 //! When not to use it: [`spawn_contained`] is containment of processes, not confinement of
 //! what they touch: a contained command sees the whole file system and network of the broker.
 //! [`spawn_boxed`] needs bubblewrap and root or user namespaces (or, without them, a launcher
-//! and Landlock), and its cgroup needs root (or a delegated cgroup). [`probe_machine`] says what
+//! and Landlock), and its cgroup needs root or a cgroup delegated to its owner ([`box_cgroup`];
+//! without one a bubblewrap box is still built, see [`WITHOUT_CGROUP`]). [`probe_machine`] says what
 //! this machine offers (`bx doctor`). Do not use either for a process that must keep
 //! capabilities or gain privileges through `exec` (setuid programs).
 //!
@@ -72,6 +73,7 @@ pub use boxed::{
     BoxError, FileWalls, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, bwrap_args, bwrap_command,
     find_bwrap, spawn_boxed,
 };
+pub use cgroup::{WITHOUT_CGROUP, box_cgroup};
 pub use commands::{command_worker_missing, spawn_command_worker};
 pub use contain::{
     CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,

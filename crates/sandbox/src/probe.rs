@@ -50,12 +50,12 @@ pub fn probe_machine_with(launcher: Option<&Path>) -> Vec<Probe> {
         Probe {
             wall: "seccomp",
             found: seccomp(),
-            without: "ptrace, mount, keyctl, bpf, io_uring and IP sockets are refused only by the box's namespaces and dropped capabilities",
+            without: "ptrace, mount, keyctl, bpf, io_uring and every socket but AF_UNIX are refused only by the box's namespaces and dropped capabilities",
         },
         Probe {
             wall: "cgroup",
-            found: cgroup(),
-            without: "no box: its processes and memory cannot be limited, so spawn_boxed refuses to build one",
+            found: crate::box_cgroup(),
+            without: "boxes with bubblewrap are built without one: no limit on the number of their processes or on their memory together (each process keeps its rlimits), killed whole through their PID namespace; boxes without bubblewrap are not built",
         },
         Probe {
             wall: "landlock",
@@ -120,22 +120,6 @@ fn seccomp() -> Result<String, String> {
     }
 }
 
-fn cgroup() -> Result<String, String> {
-    let v1 = ["pids", "memory"]
-        .iter()
-        .all(|c| Path::new("/sys/fs/cgroup").join(c).join("tasks").exists());
-    if v1 {
-        return Ok("v1 pids and memory".to_string());
-    }
-    let controllers = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
-        .map_err(|_| "neither v1 pids and memory nor a v2 hierarchy at /sys/fs/cgroup")?;
-    if controllers.contains("pids") && controllers.contains("memory") {
-        Ok("v2 pids and memory".to_string())
-    } else {
-        Err(format!("v2 offers only: {}", controllers.trim()))
-    }
-}
-
 /// The kernel's Landlock ABI version.
 pub(crate) fn landlock_abi() -> std::io::Result<i64> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_ulong = 1;
@@ -184,12 +168,17 @@ fn a_box(launcher: Option<&Path>, walls: crate::FileWalls) -> Result<String, Str
         .map_err(|e| e.to_string())?;
     match ended.exit {
         Some(Exit::Code(0)) => Ok(format!(
-            "{}, Landlock {}, seccomp, rlimits and a cgroup ran /bin/true",
+            "{}, Landlock {}, seccomp, rlimits and {} ran /bin/true",
             match walls {
                 crate::FileWalls::Bubblewrap => "bubblewrap",
                 crate::FileWalls::LandlockOnly => "without bubblewrap",
             },
-            policy.landlock()
+            policy.landlock(),
+            if crate::box_cgroup().is_ok() {
+                "a cgroup"
+            } else {
+                "no cgroup"
+            }
         )),
         other => Err(format!("/bin/true in a box ended with {other:?}")),
     }

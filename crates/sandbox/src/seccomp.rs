@@ -5,15 +5,17 @@
 //! Two programs: the deny-list answering `EPERM`, and `clone3` answering `ENOSYS` (its flags
 //! are behind a pointer seccomp cannot read, and libcs fall back to `clone`, whose flags it can).
 //!
-//! A box with a network (its relay to the broker's proxy, see `net`) may make IPv4 TCP
-//! sockets, which its own network namespace and Landlock keep to the relay's port on loopback;
-//! every other IP socket stays refused.
+//! Sockets are an allow-list: `socket` and `socketpair` answer `EPERM` for every family but
+//! `AF_UNIX` (vsock, for one, is not network-namespaced: on a virtual machine it reaches the
+//! host's services). A box with a network (its relay to the broker's proxy, see `net`) may
+//! also make IPv4 TCP sockets, which its own network namespace and Landlock keep to the relay's
+//! port on loopback; no other IPv4 type or protocol.
 //!
 //! Without bubblewrap ([`crate::FileWalls::LandlockOnly`]) the box has no network namespace and
-//! no mount namespace hiding the host's sockets, so the deny-list grows: every socket family but
-//! `AF_UNIX`, and every way to reach a Unix socket by address (`connect`, `sendto` with an
-//! address, `sendmsg` and `sendmmsg`, whose address is behind a pointer seccomp cannot read).
-//! Those programs are installed between `fork` and `exec` (see `child`), not by bubblewrap.
+//! no mount namespace hiding the host's sockets, so the deny-list grows: every way to reach a
+//! Unix socket by address (`connect`, `sendto` with an address, `sendmsg` and `sendmmsg`, whose
+//! address is behind a pointer seccomp cannot read). Those programs are installed between
+//! `fork` and `exec` (see `child`), not by bubblewrap.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -61,13 +63,8 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_io_uring_register,
 ];
 
-/// Socket families refused without network: IP, raw packets, netlink.
-const FAMILIES: [i32; 4] = [
-    libc::AF_INET,
-    libc::AF_INET6,
-    libc::AF_PACKET,
-    libc::AF_NETLINK,
-];
+/// The one socket family every box may use.
+const ALWAYS_ALLOWED_FAMILY: i32 = libc::AF_UNIX;
 
 /// The bits of `socket`'s type argument that name the type (`SOCK_TYPE_MASK`; the others are
 /// `SOCK_NONBLOCK` and `SOCK_CLOEXEC`).
@@ -92,7 +89,7 @@ const DENIED_WITHOUT_NAMESPACES: &[libc::c_long] =
 
 /// The two programs as pipes holding their bytes, read ends returned (close-on-exec; the box's
 /// first process clears the flag on them). With `network` (a box with a relay to its proxy),
-/// an IPv4 TCP socket is allowed, and no other IP socket. Each variant is compiled once per
+/// an IPv4 TCP socket is allowed beside Unix sockets, and no other. Each variant is compiled once per
 /// process: the programs depend on nothing else.
 pub(crate) fn programs(network: bool) -> io::Result<Vec<OwnedFd>> {
     static BYTES: [OnceLock<Vec<Vec<u8>>>; 2] = [OnceLock::new(), OnceLock::new()];
@@ -115,21 +112,26 @@ pub(crate) fn compiled(without_namespaces: bool) -> io::Result<Vec<BpfProgram>> 
     compiled_with(without_namespaces, false)
 }
 
-/// The socket rules of a box whose relay and command reach `127.0.0.1:P` over TCP: IPv6, raw
-/// packets and netlink refused as without network, and of IPv4 every type but `SOCK_STREAM`
-/// and every protocol but TCP (0 or `IPPROTO_TCP`; MPTCP and SCTP are not what Landlock's TCP
-/// rules restrict).
-fn network_socket_rules() -> io::Result<Vec<SeccompRule>> {
+/// The rules refusing `socket` (`EPERM` when one matches): every family but `AF_UNIX`, and with
+/// `network` (a box whose relay and command reach `127.0.0.1:P` over TCP) but `AF_INET` too, of
+/// which every type but `SOCK_STREAM` and every protocol but TCP (0 or `IPPROTO_TCP`; MPTCP and
+/// SCTP are not what Landlock's TCP rules restrict) stay refused.
+fn socket_rules(network: bool) -> io::Result<Vec<SeccompRule>> {
+    if !network {
+        return Ok(vec![rule(0, SeccompCmpOp::Ne, ALWAYS_ALLOWED_FAMILY)?]);
+    }
     let inet = |arg: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
             .map_err(|e| io::Error::other(format!("seccomp: {e}")))
     };
     let family = || inet(0, SeccompCmpOp::Eq, libc::AF_INET as u64);
-    let mut rules: Vec<SeccompRule> = FAMILIES
-        .iter()
-        .filter(|&&f| f != libc::AF_INET)
-        .map(|&f| rule(0, SeccompCmpOp::Eq, f))
-        .collect::<io::Result<_>>()?;
+    let mut rules = vec![
+        SeccompRule::new(vec![
+            inet(0, SeccompCmpOp::Ne, ALWAYS_ALLOWED_FAMILY as u64)?,
+            inet(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+        ])
+        .map_err(|e| io::Error::other(format!("seccomp: {e}")))?,
+    ];
     for kind in (0..=SOCKET_TYPE_MASK).filter(|&k| k != libc::SOCK_STREAM as u64) {
         rules.push(
             SeccompRule::new(vec![
@@ -156,17 +158,16 @@ fn compiled_with(without_namespaces: bool, network: bool) -> io::Result<Vec<BpfP
         .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
     let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|&call| (call, Vec::new())).collect();
-    let sockets = if without_namespaces {
-        vec![rule(0, SeccompCmpOp::Ne, libc::AF_UNIX)?]
-    } else if network {
-        network_socket_rules()?
-    } else {
-        FAMILIES
-            .iter()
-            .map(|&family| rule(0, SeccompCmpOp::Eq, family))
-            .collect::<io::Result<_>>()?
-    };
-    denied.insert(libc::SYS_socket, sockets);
+    // A box without bubblewrap never has a network (see `boxed`).
+    denied.insert(
+        libc::SYS_socket,
+        socket_rules(network && !without_namespaces)?,
+    );
+    // A pair is never a way out, but only Unix sockets need one.
+    denied.insert(
+        libc::SYS_socketpair,
+        vec![rule(0, SeccompCmpOp::Ne, ALWAYS_ALLOWED_FAMILY)?],
+    );
     if without_namespaces {
         for &call in DENIED_WITHOUT_NAMESPACES {
             denied.insert(call, Vec::new());

@@ -34,6 +34,8 @@ pub struct BrokerProcess {
     binary: Option<PathBuf>,
     /// A command the broker is started under (see [`BrokerProcess::start_under`]).
     wrapper: Vec<String>,
+    /// The user it runs as, when not the test's (see [`BrokerProcess::start_as`]).
+    uid: Option<u32>,
 }
 
 impl BrokerProcess {
@@ -74,6 +76,7 @@ impl BrokerProcess {
                 .collect(),
             binary: None,
             wrapper: Vec::new(),
+            uid: None,
         };
         must(std::fs::create_dir_all(broker.config.join("grants")));
         must(std::fs::create_dir_all(&broker.work));
@@ -90,7 +93,7 @@ impl BrokerProcess {
         must(std::fs::create_dir_all(&bin));
         let built = built_broker();
         for name in BROKER_BINARIES {
-            must(std::fs::copy(built.with_file_name(name), bin.join(name)));
+            crate::other_user::copy_out_of_process(&built.with_file_name(name), &bin.join(name));
         }
         broker.binary = Some(bin.join("brokerd"));
         broker.spawn();
@@ -102,6 +105,45 @@ impl BrokerProcess {
     pub fn start_under(grants: &str, config: &str, wrapper: &[&str]) -> BrokerProcess {
         let mut broker = BrokerProcess::prepared(grants, config, &[]);
         broker.wrapper = wrapper.iter().map(|w| w.to_string()).collect();
+        broker.spawn();
+        broker
+    }
+
+    /// [`BrokerProcess::start`] as another user, `uid` (its group the same number): the broker
+    /// of an owner who is not root. Its folders are given to that user, and brokerd's binaries
+    /// copied into `bin` beside them (so it runs wherever the checkout is, see
+    /// [`crate::RunnableCopy`]); talk to it with [`AgentClient::connect_as`].
+    pub fn start_as(uid: u32, grants: &str, config: &str) -> BrokerProcess {
+        let mut broker = BrokerProcess::prepared(grants, config, &[]);
+        let root = broker.root.path().to_path_buf();
+        for path in [
+            &root,
+            &broker.config,
+            &broker.config.join("grants"),
+            &broker.work,
+        ] {
+            must(std::os::unix::fs::chown(path, Some(uid), Some(uid)));
+        }
+        for entry in must(std::fs::read_dir(broker.config.join("grants"))) {
+            must(std::os::unix::fs::chown(
+                must(entry).path(),
+                Some(uid),
+                Some(uid),
+            ));
+        }
+        must(std::os::unix::fs::chown(
+            broker.config.join("brokerd.toml"),
+            Some(uid),
+            Some(uid),
+        ));
+        let bin = root.join("bin");
+        must(std::fs::create_dir(&bin));
+        let built = built_broker();
+        for name in BROKER_BINARIES {
+            crate::other_user::copy_out_of_process(&built.with_file_name(name), &bin.join(name));
+        }
+        broker.binary = Some(bin.join("brokerd"));
+        broker.uid = Some(uid);
         broker.spawn();
         broker
     }
@@ -201,6 +243,10 @@ impl BrokerProcess {
             }
             None => Command::new(binary),
         };
+        if let Some(uid) = self.uid {
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(uid).current_dir(self.root.path());
+        }
         let child = must(
             command
                 .arg("serve")
@@ -277,9 +323,44 @@ impl AgentClient {
         }
     }
 
+    /// Connects to `socket` as the user `uid` (its effective uid and gid, in a thread of its
+    /// own: Linux keeps credentials per thread, so the test's other threads stay as they are),
+    /// which is who the broker's peer check sees: the client of a broker started with
+    /// [`BrokerProcess::start_as`].
+    pub fn connect_as(uid: u32, socket: &Path) -> AgentClient {
+        use rustix::process::{Gid, Uid};
+        use rustix::thread::{set_thread_res_gid, set_thread_res_uid};
+        let socket = socket.to_path_buf();
+        let connected = std::thread::spawn(move || {
+            set_thread_res_gid(None, Gid::from_raw(uid), None)?;
+            set_thread_res_uid(None, Uid::from_raw(uid), None)?;
+            UnixStream::connect(&socket)
+        })
+        .join();
+        let stream = match connected {
+            Ok(stream) => must(stream),
+            Err(_) => panic!("the thread connecting as uid {uid} panicked"),
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        AgentClient {
+            stream,
+            session: None,
+        }
+    }
+
+    /// [`AgentClient::open`] as the user `uid` (see [`AgentClient::connect_as`]).
+    pub fn open_as(uid: u32, socket: &Path, resume: Option<Resume>) -> AgentClient {
+        AgentClient::connect_as(uid, socket).hello(resume)
+    }
+
     /// Connects and opens (or resumes) a session; panics unless welcomed.
     pub fn open(socket: &Path, resume: Option<Resume>) -> AgentClient {
-        let mut client = AgentClient::connect(socket);
+        AgentClient::connect(socket).hello(resume)
+    }
+
+    /// Opens (or resumes) a session on this connection; panics unless welcomed.
+    fn hello(self, resume: Option<Resume>) -> AgentClient {
+        let mut client = self;
         match client.send(&AgentFrame::Hello {
             version: PROTOCOL_VERSION,
             client: None,

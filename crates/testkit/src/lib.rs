@@ -1,10 +1,11 @@
 //! Test support for boxmaker (dev-only; never in a shipped binary): a scripted
 //! OpenAI-compatible HTTP server, a finder for the daemons' binaries, a `brokerd` launcher and
-//! agent-socket client, and temporary folders.
+//! agent-socket client, temporary folders, and copies of binaries another user can run.
 
 mod binaries;
 mod daemon;
 mod linking;
+mod other_user;
 mod plain_server;
 pub mod podman;
 pub mod python;
@@ -14,6 +15,7 @@ pub mod tls_server;
 pub use binaries::{BinaryError, binary};
 pub use daemon::{AgentClient, BrokerProcess, OwnerClient};
 pub use linking::{linked_statically, linked_statically_where_it_can_be};
+pub use other_user::{NOBODY, RunnableCopy};
 pub use plain_server::PlainServer;
 pub use script_server::ScriptServer;
 

@@ -44,14 +44,33 @@ pub fn boxed_with(
     landlock: sandbox::Enforcement,
     hosts: &[crate::grants::HostRule],
 ) -> String {
+    boxed_words(walls, landlock, hosts, sandbox::box_cgroup().is_ok())
+}
+
+/// [`boxed_with`] for a box with a cgroup or without one (where the broker can have none, a
+/// bubblewrap box is built all the same, and its header says what that costs).
+fn boxed_words(
+    walls: sandbox::FileWalls,
+    landlock: sandbox::Enforcement,
+    hosts: &[crate::grants::HostRule],
+    cgroup: bool,
+) -> String {
     let network = if hosts.is_empty() {
         "no network".to_string()
     } else {
         super::proxy::network_words(hosts)
     };
+    let limits = if cgroup {
+        "processes, memory, CPU and file size limited".to_string()
+    } else {
+        format!(
+            "CPU and file size limited; {} (`bx doctor` says how to delegate one)",
+            sandbox::WITHOUT_CGROUP
+        )
+    };
     match walls {
         sandbox::FileWalls::Bubblewrap => format!(
-            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; {network}; every capability dropped; own /proc and size-limited /tmp; processes, memory, CPU and file size limited"
+            "bubblewrap: only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock {landlock} over the same paths; {network}; every capability dropped; own /proc and size-limited /tmp; {limits}"
         ),
         sandbox::FileWalls::LandlockOnly => format!(
             "landlock only (no bubblewrap): Landlock {landlock}: only the grant's folders (read-write) and a read-only system, protected folders left out; seccomp: no socket but AF_UNIX, no connect; every capability dropped; a scratch TMPDIR; processes, memory, CPU and file size limited; the host's processes are visible"
@@ -551,4 +570,29 @@ fn no_bubblewrap() -> String {
         "{}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls",
         sandbox::BoxError::NoBubblewrap
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use sandbox::{Enforcement, FileWalls};
+
+    use super::boxed_words;
+
+    #[test]
+    fn a_box_without_a_cgroup_says_in_its_header_what_is_missing_and_what_it_costs() {
+        let with = boxed_words(FileWalls::Bubblewrap, Enforcement::Full, &[], true);
+        assert!(
+            with.ends_with("processes, memory, CPU and file size limited"),
+            "{with}"
+        );
+        let without = boxed_words(FileWalls::Bubblewrap, Enforcement::Full, &[], false);
+        assert!(
+            without.ends_with(&format!(
+                "CPU and file size limited; {} (`bx doctor` says how to delegate one)",
+                sandbox::WITHOUT_CGROUP
+            )),
+            "{without}"
+        );
+        assert!(!without.contains("processes, memory"), "{without}");
+    }
 }

@@ -356,15 +356,16 @@ fn loopd_is_non_dumpable_so_a_process_of_the_same_user_cannot_read_its_environme
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::os::unix::process::CommandExt;
     // Both sides run as nobody: a process without capabilities, of the same user, is what a
-    // tool's command would be; only loopd's own PR_SET_DUMPABLE keeps it out.
+    // tool's command would be; only loopd's own PR_SET_DUMPABLE keeps it out. loopd runs from a
+    // copy nobody can reach wherever the checkout is.
     let dir = testkit::temp_dir();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loopd"))
+    let loopd = testkit::RunnableCopy::of(Path::new(env!("CARGO_BIN_EXE_loopd")));
+    let mut child = loopd
+        .command_as(testkit::NOBODY)
         .args(["chat", "--port", "fake", "--model", "http://127.0.0.1:9/v1"])
         .args(["--state-dir", &state(dir.path())])
         .env("BOXMAKER_TEST_SECRET", "hunter2")
-        .uid(65534)
-        .gid(65534)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -382,8 +383,9 @@ fn loopd_is_non_dumpable_so_a_process_of_the_same_user_cannot_read_its_environme
     }
     let read = Command::new("cat")
         .arg(&environ)
-        .uid(65534)
-        .gid(65534)
+        .current_dir(loopd.folder())
+        .uid(testkit::NOBODY)
+        .gid(testkit::NOBODY)
         .output()
         .unwrap();
     drop(child.stdin.take());

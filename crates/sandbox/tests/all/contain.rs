@@ -381,8 +381,12 @@ fn the_kernels_knobs_are_read_only_for_a_command_of_uid_0() {
 /// Runs `body` of this binary in a child process, as `nobody` when asked; returns its `@@`
 /// lines.
 fn child_process(body: &str, as_nobody: bool, dir: &Path) -> Vec<String> {
-    use std::os::unix::process::CommandExt;
-    let mut command = Command::new(std::env::current_exe().unwrap());
+    // As nobody, a copy that nobody can run wherever the checkout is (see testkit::RunnableCopy).
+    let copy = as_nobody.then(testkit::RunnableCopy::of_this_test);
+    let mut command = match &copy {
+        Some(copy) => copy.command_as(testkit::NOBODY),
+        None => Command::new(std::env::current_exe().unwrap()),
+    };
     command
         .args([
             "--exact",
@@ -392,9 +396,6 @@ fn child_process(body: &str, as_nobody: bool, dir: &Path) -> Vec<String> {
         ])
         .env(BODY, body)
         .env("BOXMAKER_TEST_DIR", dir);
-    if as_nobody {
-        command.uid(65534).gid(65534);
-    }
     let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -7,5 +7,6 @@ mod escape;
 mod harden;
 mod launcher;
 mod net;
+mod non_root;
 mod pool;
 mod warm;

@@ -287,3 +287,21 @@ fn the_relay_is_no_child_of_the_command_but_of_the_boxs_init() {
     assert_eq!(children.split_whitespace().count(), 2, "{out}");
     assert_eq!(relays, "PPid:\t1\n", "{out}");
 }
+
+#[test]
+fn in_a_box_with_a_network_ipv4_tcp_is_the_one_socket_family_beside_unix() {
+    use crate::escape::kernel::{Tried, family_walk, only_allowed_families};
+    let s = scene();
+    let (code, out, err) = s.run(&family_walk(), &[], &s.policy());
+    assert_eq!(code, 0, "{err}");
+    // IPv4 `socket` of the stream type only (the walk asks protocol 0); never a pair.
+    let allowed = |t: &Tried| {
+        t.family == libc::AF_UNIX
+            || (t.family == libc::AF_INET && t.call == "socket" && t.kind == 1)
+    };
+    only_allowed_families(&out, allowed);
+    assert!(
+        out.lines().any(|l| l == "socket 2 1 made"),
+        "an IPv4 TCP socket is made: {out}"
+    );
+}

@@ -38,8 +38,12 @@ const SECRET: &str = "BOXMAKER_TEST_SECRET";
 /// Runs `body` of this binary in a child process (as `nobody` when asked) with `env` added;
 /// returns the results its shell calls printed.
 fn child_process(body: &str, as_nobody: bool, env: &[(&str, &str)]) -> Vec<serde_json::Value> {
-    use std::os::unix::process::CommandExt;
-    let mut command = Command::new(std::env::current_exe().unwrap());
+    // As nobody, a copy that nobody can run wherever the checkout is (see testkit::RunnableCopy).
+    let copy = as_nobody.then(testkit::RunnableCopy::of_this_test);
+    let mut command = match &copy {
+        Some(copy) => copy.command_as(testkit::NOBODY),
+        None => Command::new(std::env::current_exe().unwrap()),
+    };
     command
         .args([
             "--exact",
@@ -49,9 +53,6 @@ fn child_process(body: &str, as_nobody: bool, env: &[(&str, &str)]) -> Vec<serde
         ])
         .env(BODY, body)
         .envs(env.iter().copied());
-    if as_nobody {
-        command.uid(65534).gid(65534);
-    }
     let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -16,6 +16,7 @@ mod grant_roots;
 mod jobs;
 mod memory;
 mod net;
+mod non_root;
 mod owner_socket;
 mod podman;
 mod restart;

@@ -128,3 +128,108 @@ fn reaches_the_kernel(s: &super::Scene, script: &str, answer: &str) {
     );
     assert!(!host.stderr.contains(EPERM), "{}", host.stderr);
 }
+
+/// The socket types each family is tried with: stream, datagram, raw, sequenced packets.
+const SOCKET_TYPES: [i32; 4] = [1, 2, 3, 5];
+
+/// Past the kernel's `AF_MAX` (46 in Linux 6.x, `include/linux/socket.h`), so that a family
+/// added later is walked too.
+const LAST_FAMILY: i32 = 63;
+
+/// A Perl walk over every socket family number and type, through `socket` and `socketpair`:
+/// one line each, `socket|pair FAMILY TYPE made|ERRNO`.
+pub(crate) fn family_walk() -> String {
+    let types = SOCKET_TYPES.map(|t| t.to_string()).join(",");
+    format!(
+        "perl -e 'for my $f (0..{LAST_FAMILY}) {{ for my $t ({types}) {{ \
+         print \"socket $f $t \", (socket(my $s, $f, $t, 0) ? \"made\" : $!+0), \"\\n\"; \
+         print \"pair $f $t \", (socketpair(my $a, my $b, $f, $t, 0) ? \"made\" : $!+0), \"\\n\" }} }}'"
+    )
+}
+
+/// One line of [`family_walk`]'s output: the call, the family, the type, `made` or the errno.
+pub(crate) struct Tried {
+    pub(crate) call: String,
+    pub(crate) family: i32,
+    pub(crate) kind: i32,
+    pub(crate) answer: String,
+}
+
+/// [`family_walk`]'s lines, checked to cover every family and type through both calls.
+pub(crate) fn walked(stdout: &str) -> Vec<Tried> {
+    let tried: Vec<Tried> = stdout
+        .lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            assert_eq!(words.len(), 4, "{line}");
+            Tried {
+                call: words[0].to_string(),
+                family: words[1].parse().unwrap(),
+                kind: words[2].parse().unwrap(),
+                answer: words[3].to_string(),
+            }
+        })
+        .collect();
+    let expected = (LAST_FAMILY as usize + 1) * SOCKET_TYPES.len() * 2;
+    assert_eq!(tried.len(), expected, "{stdout}");
+    tried
+}
+
+/// The walk in a box: each try `allowed` picks reaches the kernel (anything but `EPERM`, and
+/// a Unix stream socket and pair are made), every other one is `EPERM`.
+pub(crate) fn only_allowed_families(stdout: &str, allowed: impl Fn(&Tried) -> bool) {
+    let mut wrong = Vec::new();
+    for tried in walked(stdout) {
+        let refused = tried.answer == libc::EPERM.to_string();
+        let ok = if allowed(&tried) {
+            !refused && (tried.family != libc::AF_UNIX || tried.kind != 1 || tried.answer == "made")
+        } else {
+            refused
+        };
+        if !ok {
+            wrong.push(format!(
+                "{} family {} type {}: {}",
+                tried.call, tried.family, tried.kind, tried.answer
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The walk unsandboxed, as root: no family is refused with `EPERM`, and IPv4, netlink and
+/// Unix sockets are made (the walk really makes sockets).
+pub(super) fn every_family_reaches_the_kernel_on_the_host(s: &super::Scene) {
+    let host = s.host(&family_walk(), &[]);
+    assert_eq!(host.code, Some(0), "{}", host.stderr);
+    let tried = walked(&host.stdout);
+    let eperm = libc::EPERM.to_string();
+    assert!(tried.iter().all(|t| t.answer != eperm), "{}", host.stdout);
+    for family in [libc::AF_UNIX, libc::AF_INET, libc::AF_NETLINK] {
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.family == family && t.call == "socket" && t.answer == "made"),
+            "family {family}: {}",
+            host.stdout
+        );
+    }
+}
+
+/// Unix sockets alone reach the kernel: `socket` and `socketpair` of every other family answer
+/// `EPERM` (vsock included, which no network namespace holds).
+pub(super) fn only_unix(tried: &Tried) -> bool {
+    tried.family == libc::AF_UNIX
+}
+
+#[test]
+fn every_socket_family_but_unix_is_refused_in_the_box() {
+    let s = scene();
+    every_family_reaches_the_kernel_on_the_host(&s);
+    let script = family_walk();
+    let fresh = s.boxed(&script, &[]);
+    assert_eq!(fresh.code, Some(0), "{}", fresh.stderr);
+    only_allowed_families(&fresh.stdout, only_unix);
+    let warm = s.warm(&script, &[]);
+    assert_eq!(warm.code, Some(0), "{}", warm.stderr);
+    only_allowed_families(&warm.stdout, only_unix);
+}

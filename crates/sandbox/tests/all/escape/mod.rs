@@ -20,7 +20,7 @@ use sandbox::{
     spawn_command_worker,
 };
 
-mod kernel;
+pub(crate) mod kernel;
 mod landlock;
 mod process;
 mod without_bubblewrap;

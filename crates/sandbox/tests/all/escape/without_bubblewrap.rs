@@ -311,3 +311,12 @@ fn without_bubblewrap_unshare_and_keyctl_are_refused() {
     );
     s.attempt(&kernel::syscall("", "250, 0, -3, 0"), "made", kernel::EPERM);
 }
+
+#[test]
+fn without_bubblewrap_every_socket_family_but_unix_is_refused() {
+    let s = scene();
+    kernel::every_family_reaches_the_kernel_on_the_host(&s);
+    let ran = s.boxed(&kernel::family_walk(), &[]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    kernel::only_allowed_families(&ran.stdout, kernel::only_unix);
+}

@@ -15,9 +15,12 @@
 //! which can take seconds): they count against the next box's `pids.max`, which is never
 //! raised for them (see `take_pooled`).
 //!
-//! Cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) are used where they
-//! are mounted and writable, as on this kind of hybrid machine; otherwise v2 (`cgroup.subtree_control`
-//! of the unified hierarchy naming `pids` and `memory`).
+//! Where the cgroups go is found once per process (`place`): boxmaker's folders under the v1
+//! `pids` and `memory` controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) where they
+//! are mounted, as on this kind of hybrid machine, otherwise under v2 (`cgroup.subtree_control`
+//! of the unified hierarchy naming `pids` and `memory`); for an owner who is not root, folders
+//! delegated to that owner. Where none can be had, a bubblewrap box is built without a cgroup
+//! (its PID namespace still ends it whole, see [`crate::WITHOUT_CGROUP`]).
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
@@ -27,8 +30,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
-/// The folder of boxmaker's cgroups under each controller's root.
-const PARENT: &str = "boxmaker";
+mod place;
+
+use place::{Place, place};
 
 /// Numbers the boxes of this process, so two boxes never share a cgroup.
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -58,12 +62,30 @@ pub(crate) struct PooledCgroup {
 impl PooledCgroup {
     /// A cgroup from the pool (or a new one) with these limits.
     /// The first one taken starts the process's warden through `launcher`
-    /// ([`crate::warden`]).
+    /// ([`crate::warden`]). Where this process can have no cgroup ([`box_cgroup`]), none: a
+    /// box without one, or, when `required` (a box that nothing else holds together), the
+    /// error saying what is missing.
     pub(crate) fn take(
         processes: u64,
         memory: u64,
         launcher: Option<&Path>,
+        required: bool,
     ) -> io::Result<PooledCgroup> {
+        let place = match place() {
+            Ok(place) => place,
+            Err(missing) if required => {
+                return Err(io::Error::other(format!(
+                    "no cgroup for the box, and a box without bubblewrap has nothing else to hold its processes together: {}",
+                    missing.text()
+                )));
+            }
+            Err(_) => {
+                return Ok(PooledCgroup {
+                    cgroup: None,
+                    settled: false,
+                });
+            }
+        };
         crate::warden::ensure(launcher);
         let cgroup = match take_pooled(processes) {
             Some(mut cgroup) => {
@@ -72,7 +94,7 @@ impl PooledCgroup {
             }
             None => {
                 SWEEP.call_once(sweep);
-                BoxCgroup::create(processes, memory)?
+                BoxCgroup::create(place, processes, memory)?
             }
         };
         Ok(PooledCgroup {
@@ -175,11 +197,8 @@ pub(crate) fn remove_all_of(pid: u32) {
 
 /// Kills what is in each box cgroup whose maker's pid `owned` picks, then removes it.
 fn sweep_where(owned: impl Fn(&str) -> bool) {
-    for parent in [
-        "/sys/fs/cgroup/pids/boxmaker",
-        "/sys/fs/cgroup/memory/boxmaker",
-        "/sys/fs/cgroup/boxmaker",
-    ] {
+    let Ok(place) = place() else { return };
+    for parent in place.parents() {
         let Ok(entries) = fs::read_dir(parent) else {
             continue;
         };
@@ -200,6 +219,20 @@ fn sweep_where(owned: impl Fn(&str) -> bool) {
         }
     }
 }
+
+/// Whether this process's boxes get a cgroup: `Ok` saying where, or `Err` saying what is
+/// missing, then the commands that would give one, each on a line of its own (for `bx doctor`).
+/// Found once per process: a broker started before the cgroup was delegated builds its boxes
+/// without one until it is restarted.
+pub fn box_cgroup() -> Result<String, String> {
+    match place() {
+        Ok(place) => Ok(place.describe()),
+        Err(missing) => Err(missing.text()),
+    }
+}
+
+/// What a box built without a cgroup lacks (where [`box_cgroup`] is `Err`).
+pub const WITHOUT_CGROUP: &str = "no cgroup: no limit on the number of its processes or on their memory together (each process keeps its rlimits: CPU time, address space, file size, open files); it is killed whole through its PID namespace, and a box started in the instant its broker is killed may outlive it";
 
 /// One box's cgroups, one per controller (v1) or one for both (v2).
 #[derive(Debug)]
@@ -229,15 +262,13 @@ enum Limit {
 }
 
 impl BoxCgroup {
-    /// Creates the box's cgroups with at most `processes` tasks and `memory` bytes.
-    fn create(processes: u64, memory: u64) -> io::Result<BoxCgroup> {
+    /// Creates the box's cgroups at `place` with at most `processes` tasks and `memory` bytes.
+    fn create(place: &Place, processes: u64, memory: u64) -> io::Result<BoxCgroup> {
         let name = format!(
             "box-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let v1_pids = Path::new("/sys/fs/cgroup/pids");
-        let v1_memory = Path::new("/sys/fs/cgroup/memory");
         let mut made = BoxCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
@@ -246,49 +277,38 @@ impl BoxCgroup {
             written: None,
             passed_over: 0,
         };
-        if v1_pids.join("tasks").exists() && v1_memory.join("tasks").exists() {
-            // v1's `tasks`, not `cgroup.procs`: the child joins between `fork` and `exec`, while
-            // it is one thread, and the kernel moves the writing thread alone without the
-            // write lock on every thread group that moving a whole process takes, which waits
-            // for an RCU grace period (7-27 ms here after a second with no move, against
-            // 0.5 ms through `tasks`).
-            let pids = made.make(&v1_pids.join(PARENT), &name, "tasks")?;
-            let mem = made.make(&v1_memory.join(PARENT), &name, "tasks")?;
-            // Kept, so that a pooled cgroup takes the next box's limits, not its first one's.
-            made.limits = vec![
-                (pids.join("pids.max"), Limit::Processes),
-                (
-                    mem.join("memory.memsw.limit_in_bytes"),
-                    Limit::MemoryAndSwap,
-                ),
-                (mem.join("memory.limit_in_bytes"), Limit::Memory),
-            ];
-            made.set_limits(processes, memory)?;
-            return Ok(made);
+        match place {
+            Place::V1 { pids, memory: mem } => {
+                // v1's `tasks`, not `cgroup.procs`: the child joins between `fork` and `exec`,
+                // while it is one thread, and the kernel moves the writing thread alone without
+                // the write lock on every thread group that moving a whole process takes, which
+                // waits for an RCU grace period (7-27 ms here after a second with no move,
+                // against 0.5 ms through `tasks`).
+                let pids = made.make(pids, &name, "tasks")?;
+                let mem = made.make(mem, &name, "tasks")?;
+                // Kept, so that a pooled cgroup takes the next box's limits, not its first one's.
+                made.limits = vec![
+                    (pids.join("pids.max"), Limit::Processes),
+                    (
+                        mem.join("memory.memsw.limit_in_bytes"),
+                        Limit::MemoryAndSwap,
+                    ),
+                    (mem.join("memory.limit_in_bytes"), Limit::Memory),
+                ];
+            }
+            Place::V2(parent) => {
+                fs::create_dir_all(parent).map_err(|e| named(parent, e))?;
+                write(&parent.join("cgroup.subtree_control"), "+pids +memory")?;
+                // v2 moves a thread alone only within a threaded subtree: the whole process it is.
+                let dir = made.make(parent, &name, "cgroup.procs")?;
+                made.limits = vec![
+                    (dir.join("pids.max"), Limit::Processes),
+                    (dir.join("memory.max"), Limit::Memory),
+                ];
+                // Best effort: without swap accounting the file is absent.
+                let _ = write(&dir.join("memory.swap.max"), "0");
+            }
         }
-        let unified = Path::new("/sys/fs/cgroup");
-        let controllers = fs::read_to_string(unified.join("cgroup.controllers")).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                "no cgroup for the box: neither the v1 pids and memory controllers nor a v2 hierarchy are mounted at /sys/fs/cgroup",
-            )
-        })?;
-        if !(controllers.contains("pids") && controllers.contains("memory")) {
-            return Err(io::Error::other(
-                "no cgroup for the box: the v2 hierarchy at /sys/fs/cgroup has no pids and memory controllers",
-            ));
-        }
-        let parent = unified.join(PARENT);
-        fs::create_dir_all(&parent).map_err(|e| named(&parent, e))?;
-        write(&parent.join("cgroup.subtree_control"), "+pids +memory")?;
-        // v2 moves a thread alone only within a threaded subtree: the whole process it is.
-        let dir = made.make(&parent, &name, "cgroup.procs")?;
-        made.limits = vec![
-            (dir.join("pids.max"), Limit::Processes),
-            (dir.join("memory.max"), Limit::Memory),
-        ];
-        // Best effort: without swap accounting the file is absent.
-        let _ = write(&dir.join("memory.swap.max"), "0");
         made.set_limits(processes, memory)?;
         Ok(made)
     }
