@@ -401,12 +401,15 @@ fn parse_answer(provider: &Provider, answer: &Value) -> Result<Vec<SearchHit>, S
         provider: provider.name(),
         reason: format!("`{list}` is not a list"),
     })?;
+    // Each field is one line of text from outside: cleaned as every tool's output is
+    // (`clean_output`), its line breaks and runs of spaces made one space, so a title cannot
+    // start a line that looks like another result.
     let text = |item: &Value, key: &str| {
-        item.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string()
+        let raw = item.get(key).and_then(Value::as_str).unwrap_or_default();
+        crate::clean::clean_output(raw.as_bytes())
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     Ok(items
         .iter()

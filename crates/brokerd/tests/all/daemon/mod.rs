@@ -15,6 +15,7 @@ mod grant_roots;
 mod jobs;
 mod memory;
 mod net;
+mod outside_text;
 mod owner_socket;
 mod podman;
 mod restart;
