@@ -104,7 +104,7 @@ pub fn run(dirs: &proto::dirs::Dirs, args: &McpArgs) -> Exit {
     match served {
         Ok(()) => Exit::Done,
         Err(e) => {
-            eprintln!("bx mcp: {e}");
+            eprintln!("bx mcp: {}", proto::text::escape_terminal(&e));
             Exit::Failed
         }
     }
