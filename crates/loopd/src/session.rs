@@ -356,22 +356,14 @@ fn make_private_dir(dir: &Path) -> Result<(), SessionError> {
         .map_err(|e| io_error(dir, e))
 }
 
-/// Writes `bytes` to `path` once: through a temporary file and a hard link, so that the file
-/// is either absent or whole, and an existing one is never replaced.
+/// Writes `bytes` to `path` once, mode 0600 (`session.json` holds the broker's resume token):
+/// through a new file beside it and a hard link (`sandbox::secret::create_secret`), so that
+/// the file is either absent or whole, and an existing one is never replaced.
 fn write_once(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
-    let temp = path.with_extension("tmp");
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::hard_link(&temp, path)
-    })();
-    let _ = fs::remove_file(&temp);
-    result.map_err(|e| io_error(path, e))
+    sandbox::secret::create_secret(path, bytes).map_err(|e| match e {
+        sandbox::secret::SecretError::Io { source, .. } => io_error(path, source),
+        other => io_error(path, io::Error::other(other.to_string())),
+    })
 }
 
 /// [`read_json`] of a file holding a secret (`session.json`: the broker's resume token), read
