@@ -68,6 +68,9 @@ pub struct CheckedHost {
     pub literal: bool,
     /// The checked addresses, every one of them allowed.
     pub addresses: Vec<IpAddr>,
+    /// The URL with its host written in that canonical form: what a program given the URL
+    /// (git) must be handed, so that it looks up the very name that was checked and pinned.
+    pub url: String,
 }
 
 /// Checks `url`'s host as [`http_fetch`] checks each hop (see the module docs of `web`),
@@ -76,11 +79,24 @@ pub fn check_url_host(url: &str, options: &FetchOptions) -> Result<CheckedHost, 
     let deadline = Deadline::start(options.timeout);
     let url = parse_url(url)?;
     let hop = check_hop(&url, options, &deadline)?;
+    let mut canonical = url.clone();
+    let written = if hop.host.contains(':') {
+        format!("[{}]", hop.host)
+    } else {
+        hop.host.clone()
+    };
+    canonical
+        .set_host(Some(&written))
+        .map_err(|error| FetchError::BadUrl {
+            url: url.to_string(),
+            reason: format!("its host {written} cannot be written back: {error}"),
+        })?;
     Ok(CheckedHost {
         literal: hop.host.parse::<IpAddr>().is_ok(),
         port: url.port_or_known_default().unwrap_or(443),
         host: hop.host,
         addresses: hop.addresses,
+        url: canonical.to_string(),
     })
 }
 
@@ -584,6 +600,41 @@ mod tests {
         ] {
             let parsed = parse_url(url).unwrap();
             assert_eq!(parsed.host_str(), Some(host), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_checked_url_is_handed_on_with_the_host_that_was_checked() {
+        let public: IpAddr = "93.184.216.34".parse().unwrap();
+        let options = FetchOptions::new(|_, _| true).with_resolver(move |_: &str| Ok(vec![public]));
+        for (url, host, handed) in [
+            (
+                "https://EXAMPLE.com./a/b?c#d",
+                "example.com",
+                "https://example.com/a/b?c#d",
+            ),
+            (
+                "https://b\u{fc}cher.de/r",
+                "xn--bcher-kva.de",
+                "https://xn--bcher-kva.de/r",
+            ),
+            (
+                "https://0x5db8d822/r",
+                "93.184.216.34",
+                "https://93.184.216.34/r",
+            ),
+            (
+                "https://[::ffff:93.184.216.34]:8443/r",
+                "93.184.216.34",
+                "https://93.184.216.34:8443/r",
+            ),
+        ] {
+            let checked = check_url_host(url, &options).unwrap();
+            assert_eq!(
+                (checked.host.as_str(), checked.url.as_str()),
+                (host, handed),
+                "{url}"
+            );
         }
     }
 
