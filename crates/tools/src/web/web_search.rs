@@ -364,7 +364,11 @@ fn try_once(client: &Client, provider: &Provider, query: &str, wanted: u32) -> R
         return Err(Try::Transient(format!("HTTP {}", status.as_u16())));
     }
     if !status.is_success() {
-        let detail: String = String::from_utf8_lossy(&body).chars().take(300).collect();
+        // The provider's text reaches the agent in the failure: cleaned as a result would be.
+        let detail: String = crate::clean::clean_output(&body)
+            .chars()
+            .take(300)
+            .collect();
         return Err(Try::Final(SearchError::Refused {
             provider: name,
             status: status.as_u16(),
