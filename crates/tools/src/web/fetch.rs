@@ -60,7 +60,7 @@ pub fn http_fetch(args: &HttpFetchArgs, options: &FetchOptions) -> Result<FetchR
 /// of the explicit hosts. What `git_clone` pins before git connects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedHost {
-    /// The host (lower case; an IPv6 address without brackets).
+    /// The host in canonical form (`canonical_host`: an IPv6 address without brackets).
     pub host: String,
     /// The port (443 when the URL names none).
     pub port: u16,
