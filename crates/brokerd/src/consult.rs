@@ -162,7 +162,10 @@ impl ConsultClient {
         if status >= 400 {
             return Err(ConsultError::Status {
                 status,
-                body: text.chars().take(200).collect(),
+                body: tools::clean::clean_output(text.as_bytes())
+                    .chars()
+                    .take(200)
+                    .collect(),
             });
         }
         let value: serde_json::Value =
@@ -171,6 +174,8 @@ impl ConsultClient {
             .pointer("/choices/0/message/content")
             .and_then(|c| c.as_str())
             .ok_or_else(|| ConsultError::Malformed("no choices[0].message.content".to_string()))?;
-        Ok(cap_bytes(answer, QUESTION_CAP))
+        // Another model's text, cleaned as every tool's output is before the agent reads it.
+        let answer = tools::clean::clean_output(answer.as_bytes());
+        Ok(cap_bytes(&answer, QUESTION_CAP))
     }
 }

@@ -1,7 +1,7 @@
 //! The short commands: `approvals`, `approve`, `refuse`, `answer`, `status`, `audit verify`.
 
 use proto::dirs::Dirs;
-use proto::text::escape_terminal;
+use proto::text::{escape_terminal, escape_unicode};
 use proto::{ApprovalId, OwnerReply, OwnerRequest};
 
 use crate::Exit;
@@ -33,13 +33,7 @@ pub fn approvals(dirs: &Dirs, json: bool) -> Exit {
         Err(e) => return failed(&e),
     };
     if json {
-        match serde_json::to_string_pretty(&pending) {
-            Ok(text) => println!("{text}"),
-            Err(e) => {
-                eprintln!("bx: {e}");
-                return Exit::Failed;
-            }
-        }
+        return print_json(&pending);
     } else if pending.is_empty() {
         println!("Nothing waits for you.");
     } else {
@@ -128,7 +122,11 @@ pub fn status(dirs: &Dirs, json: bool) -> Exit {
     if json {
         return print_json(&status);
     }
-    println!("brokerd {} (pid {}) is running", status.version, status.pid);
+    println!(
+        "brokerd {} (pid {}) is running",
+        escape_terminal(&status.version),
+        status.pid
+    );
     println!("  agent socket: {}", escape_terminal(&status.agent_socket));
     println!("  owner socket: {}", escape_terminal(&status.owner_socket));
     println!("  sessions:     {} open", status.sessions);
@@ -163,7 +161,11 @@ pub fn audit_verify(dirs: &Dirs) -> Exit {
     }
     match ledger::verify_with_ledger(&log, &dirs.ledger()) {
         Ok(summary) => {
-            println!("{}: {summary}", log.display());
+            println!(
+                "{}: {}",
+                log.display(),
+                escape_terminal(&summary.to_string())
+            );
             Exit::Done
         }
         Err(e) => {
@@ -173,11 +175,13 @@ pub fn audit_verify(dirs: &Dirs) -> Exit {
     }
 }
 
-/// Prints `value` as pretty JSON (`--json`); a value that cannot be written is a failure.
+/// Prints `value` as pretty JSON (`--json`), every character a terminal acts on written as
+/// JSON's `\uXXXX` (`escape_unicode`: the same value, shown unambiguously); a value that
+/// cannot be written is a failure.
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Exit {
     match serde_json::to_string_pretty(value) {
         Ok(text) => {
-            println!("{text}");
+            println!("{}", escape_unicode(&text));
             Exit::Done
         }
         Err(e) => {

@@ -36,7 +36,8 @@ pub fn check(grants: &Downstream, socket: &std::path::Path) -> Result<Checked, O
     for name in grants.named_servers() {
         if !servers.iter().any(|s| s.name == name) {
             println!(
-                "warning: the grants name downstream server {name}, which brokerd.toml's [[mcp.servers]] does not list"
+                "warning: the grants name downstream server {}, which brokerd.toml's [[mcp.servers]] does not list",
+                escape_terminal(name)
             );
         }
     }
@@ -48,14 +49,14 @@ fn print_server(server: &DownstreamView, grants: &Downstream, known: &[Downstrea
     if let Some(error) = &server.error {
         println!(
             "downstream server {}: cannot list its tools: {}",
-            server.name,
+            escape_terminal(&server.name),
             escape_terminal(error)
         );
         return 0;
     }
     println!(
         "downstream server {}: {} tool definition(s)",
-        server.name,
+        escape_terminal(&server.name),
         server.tools.len()
     );
     let mut changed = 0;
@@ -68,15 +69,18 @@ fn print_server(server: &DownstreamView, grants: &Downstream, known: &[Downstrea
             .iter()
             .filter(|g| g.names(&server.name, name) && !g.deny)
             .collect();
-        // A TOML line to paste (the name is text from outside: escaped as TOML, then for the
-        // terminal).
+        // A TOML line to paste: the name is text from outside, written with TOML's `\u`
+        // escapes for every character a terminal acts on, so the line stays valid TOML, copies
+        // as the same name and shows it unambiguously (escape_terminal then finds nothing).
         let pin = format!("{} = {}", toml_string(&tool.name), toml_string(&tool.hash));
+        let pin = escape_terminal(&pin);
         let shown = escape_terminal(&tool.name);
+        let grant_id = |grant: &ToolGrant| escape_terminal(grant.id.as_str()).into_owned();
         if let Some(grant) = naming
             .iter()
             .find(|g| g.pin(name) == Some(tool.hash.as_str()))
         {
-            println!("  {shown}: pinned by grant {}", grant.id);
+            println!("  {shown}: pinned by grant {}", grant_id(grant));
             continue;
         }
         match naming.iter().find_map(|g| g.pin(name).map(|p| (g, p))) {
@@ -84,7 +88,7 @@ fn print_server(server: &DownstreamView, grants: &Downstream, known: &[Downstrea
                 changed += 1;
                 println!(
                     "  {shown}: CHANGED since grant {} pinned it; hidden until it is pinned again",
-                    grant.id
+                    grant_id(grant)
                 );
                 match known.iter().find(|k| k.hash == pinned) {
                     Some(before) => print_diff(&before.definition, &tool.definition),
@@ -95,14 +99,14 @@ fn print_server(server: &DownstreamView, grants: &Downstream, known: &[Downstrea
                 }
                 println!(
                     "    to grant this definition, pin it in grant {}: {pin}",
-                    grant.id
+                    grant_id(grant)
                 );
             }
             None => {
                 match naming.first() {
                     Some(grant) => println!(
                         "  {shown}: named by grant {} but not pinned; hidden until it is",
-                        grant.id
+                        grant_id(grant)
                     ),
                     None => println!("  {shown}: no grant names it"),
                 }

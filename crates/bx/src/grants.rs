@@ -181,14 +181,18 @@ pub fn read_only_line(home: &Path) -> Option<String> {
     Some(format!("[sandbox]\nread_only = [{}]", list.join(", ")))
 }
 
-/// `text` as a TOML basic string, control characters escaped (so also safe on a terminal).
+/// `text` as a TOML basic string, every character a terminal acts on written as TOML's
+/// `\uXXXX` (`proto::text::needs_escape`: C0 and C1 controls, DEL, the bidirectional
+/// controls), so the line is valid TOML, copies as the same value, and shows unambiguously.
 pub(crate) fn toml_string(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c if proto::text::needs_escape(c) => {
+                out.push_str(&format!("\\u{:04X}", u32::from(c)));
+            }
             c => out.push(c),
         }
     }

@@ -29,7 +29,9 @@ pub struct McpArgs {
     #[arg(long, value_name = "ADDR", requires = "token_file")]
     pub http: Option<std::net::SocketAddr>,
     /// The file whose first line is the bearer token every HTTP request must carry
-    /// (`Authorization: Bearer TOKEN`, at least 16 characters).
+    /// (`Authorization: Bearer TOKEN`, at least 16 characters). It must be yours and mode 0600
+    /// (else refused, with the chmod that fixes it); when missing, a new random token is
+    /// written to it, mode 0600.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<std::path::PathBuf>,
 }
@@ -77,10 +79,18 @@ pub fn run(dirs: &proto::dirs::Dirs, args: &McpArgs) -> Exit {
     let gate = mcp::Gate::new(catalog, Arc::new(connect));
     let served = match (&args.http, &args.token_file) {
         (Some(addr), Some(token_file)) => {
-            let token = match mcp::read_token(token_file) {
-                Ok(token) => token,
+            let token = match mcp::token_or_new(token_file) {
+                Ok((token, new)) => {
+                    if new {
+                        eprintln!(
+                            "bx mcp: wrote a new token to {} (mode 0600): give its first line to the client as Authorization: Bearer TOKEN",
+                            proto::text::escape_terminal(&token_file.display().to_string())
+                        );
+                    }
+                    token
+                }
                 Err(e) => {
-                    eprintln!("bx mcp: {e}");
+                    eprintln!("bx mcp: {}", proto::text::escape_terminal(&e));
                     return Exit::Usage;
                 }
             };
@@ -94,7 +104,7 @@ pub fn run(dirs: &proto::dirs::Dirs, args: &McpArgs) -> Exit {
     match served {
         Ok(()) => Exit::Done,
         Err(e) => {
-            eprintln!("bx mcp: {e}");
+            eprintln!("bx mcp: {}", proto::text::escape_terminal(&e));
             Exit::Failed
         }
     }

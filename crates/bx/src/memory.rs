@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use proto::dirs::Dirs;
-use proto::text::escape_terminal;
+use proto::text::{escape_terminal, escape_unicode};
 use proto::{MemoryEntry, OwnerReply, OwnerRequest};
 
 use crate::commands::print_json;
@@ -139,7 +139,7 @@ pub fn export(dirs: &Dirs) -> Exit {
                 for entry in &entries {
                     let written = serde_json::to_string(entry)
                         .map_err(std::io::Error::other)
-                        .and_then(|line| writeln!(out, "{line}"));
+                        .and_then(|line| writeln!(out, "{}", escape_unicode(&line)));
                     if let Err(e) = written {
                         eprintln!("bx: cannot write the export: {e}");
                         return Exit::Failed;

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::mpsc;
 
 use proto::dirs::Dirs;
-use proto::text::escape_terminal;
+use proto::text::{escape_terminal, escape_unicode};
 use proto::{ApprovalId, OwnerEvent, OwnerReply, OwnerRequest, PendingKind, PendingView};
 
 use crate::Exit;
@@ -57,7 +57,7 @@ pub fn watch(dirs: &Dirs, json: bool) -> Exit {
         };
         if json {
             match serde_json::to_string(&event) {
-                Ok(line) => println!("{line}"),
+                Ok(line) => println!("{}", escape_unicode(&line)),
                 Err(e) => eprintln!("bx: {e}"),
             }
             continue;
@@ -85,7 +85,10 @@ pub fn answer(socket: &std::path::Path, request: &OwnerRequest) -> bool {
             false
         }
         Ok(other) => {
-            println!("  -> unexpected reply: {other:?}");
+            println!(
+                "  -> unexpected reply: {}",
+                escape_terminal(&format!("{other:?}"))
+            );
             false
         }
         Err(e) => {

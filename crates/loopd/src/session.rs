@@ -70,6 +70,10 @@ pub enum SessionError {
         /// What serde_json said.
         detail: String,
     },
+    /// `session.json`, which holds the broker's resume token, is not a secret file (other
+    /// users may read or write it, or another user owns it): the sentence says how to fix it.
+    #[error("{0}")]
+    NotSecret(String),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -166,7 +170,7 @@ impl Session {
                 root: root.display().to_string(),
             });
         }
-        let ids: SessionIds = read_json(&dir.join(SESSION_FILE))?;
+        let ids: SessionIds = read_secret_json(&dir.join(SESSION_FILE))?;
         if ids.id != id {
             return Err(damaged(
                 &dir.join(SESSION_FILE),
@@ -352,22 +356,29 @@ fn make_private_dir(dir: &Path) -> Result<(), SessionError> {
         .map_err(|e| io_error(dir, e))
 }
 
-/// Writes `bytes` to `path` once: through a temporary file and a hard link, so that the file
-/// is either absent or whole, and an existing one is never replaced.
+/// Writes `bytes` to `path` once, mode 0600 (`session.json` holds the broker's resume token):
+/// through a new file beside it and a hard link (`sandbox::secret::create_secret`), so that
+/// the file is either absent or whole, and an existing one is never replaced.
 fn write_once(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
-    let temp = path.with_extension("tmp");
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::hard_link(&temp, path)
-    })();
-    let _ = fs::remove_file(&temp);
-    result.map_err(|e| io_error(path, e))
+    sandbox::secret::create_secret(path, bytes).map_err(|e| match e {
+        sandbox::secret::SecretError::Io { source, .. } => io_error(path, source),
+        other => io_error(path, io::Error::other(other.to_string())),
+    })
+}
+
+/// [`read_json`] of a file holding a secret (`session.json`: the broker's resume token), read
+/// only as a secret file (`sandbox::secret`).
+fn read_secret_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SessionError> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() => {}
+        Ok(_) => return Err(damaged(path, "not a regular file".to_string())),
+        Err(e) => return Err(io_error(path, e)),
+    }
+    let text = sandbox::secret::read_secret(path).map_err(|e| match e {
+        sandbox::secret::SecretError::Io { source, .. } => io_error(path, source),
+        other => SessionError::NotSecret(other.to_string()),
+    })?;
+    serde_json::from_str(&text).map_err(|e| damaged(path, e.to_string()))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SessionError> {

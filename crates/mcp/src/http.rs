@@ -38,10 +38,11 @@ pub struct HttpOptions {
     pub token: String,
 }
 
-/// Reads the bearer token from `path`: its first line, which must not be empty.
+/// Reads the bearer token from `path`: its first line, at least 16 characters. The file must
+/// be a secret file (`sandbox::secret`: this user's, mode 0600 or narrower, else refused with
+/// the `chmod` that fixes it).
 pub fn read_token(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+    let text = sandbox::secret::read_secret(path).map_err(|e| format!("the token file: {e}"))?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.len() < 16 {
         return Err(format!(
@@ -50,6 +51,30 @@ pub fn read_token(path: &std::path::Path) -> Result<String, String> {
         ));
     }
     Ok(token)
+}
+
+/// The token of `path` ([`read_token`]), or, when there is no file there, a new random one
+/// (32 bytes, hex) written to it as a secret file (mode 0600 from its creation, in a folder
+/// made 0700 if missing, never over a file that appeared meanwhile): the token and whether it
+/// is new.
+pub fn token_or_new(path: &std::path::Path) -> Result<(String, bool), String> {
+    if path.symlink_metadata().is_ok() {
+        return read_token(path).map(|token| (token, false));
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("cannot make a token: {e}"))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(folder)
+            .map_err(|e| format!("cannot make the folder {}: {e}", folder.display()))?;
+    }
+    sandbox::secret::create_secret(path, format!("{token}\n").as_bytes())
+        .map_err(|e| format!("the token file: {e}"))?;
+    Ok((token, true))
 }
 
 /// Whether `request` carries the bearer token whose hash is `want`.

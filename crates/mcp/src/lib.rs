@@ -24,7 +24,7 @@ pub mod session;
 
 pub use connect::BrokerConnect;
 pub use gate::{Catalog, Connect, Connected, Gate};
-pub use http::{HttpOptions, read_token, serve_http};
+pub use http::{HttpOptions, read_token, serve_http, token_or_new};
 
 /// Serves `gate` over standard input and output until the client closes them (a client that
 /// goes away before its first request is an end like any other).

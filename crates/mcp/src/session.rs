@@ -6,8 +6,7 @@
 //! workspace the server was started in ([`default_name`]).
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use proto::Resume;
@@ -41,12 +40,13 @@ pub fn default_name(client: &str, workspace: &Path) -> String {
     format!("{client}-{}", digest.get(..12).unwrap_or(&digest))
 }
 
-/// The session stored at `path`, if there is one.
+/// The session stored at `path`, if there is one. The file holds a resume token, so it must
+/// be a secret file (`sandbox::secret`: this user's, mode 0600 or narrower).
 pub fn load(path: &Path) -> Result<Option<Resume>, String> {
-    let text = match fs::read_to_string(path) {
+    let text = match sandbox::secret::read_secret(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e.to_string()),
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
         format!(
@@ -56,7 +56,8 @@ pub fn load(path: &Path) -> Result<Option<Resume>, String> {
     })
 }
 
-/// Stores `resume` at `path` whole or not at all (a temporary file renamed over it), 0600.
+/// Stores `resume` at `path` whole or not at all, as a secret file (`sandbox::secret`: a new
+/// file created 0600 renamed over it), in a folder made 0700.
 pub fn store(path: &Path, resume: &Resume) -> Result<(), String> {
     let failed = |e: std::io::Error| format!("cannot keep the session in {}: {e}", path.display());
     let Some(folder) = path.parent() else {
@@ -68,18 +69,8 @@ pub fn store(path: &Path, resume: &Resume) -> Result<(), String> {
         .create(folder)
         .map_err(failed)?;
     let text = serde_json::to_string(resume).map_err(|e| failed(std::io::Error::other(e)))?;
-    let temporary = path.with_extension("json.new");
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temporary)
-        .map_err(failed)?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(failed)?;
-    fs::rename(&temporary, path).map_err(failed)
+    sandbox::secret::write_secret(path, text.as_bytes())
+        .map_err(|e| format!("cannot keep the session: {e}"))
 }
 
 #[cfg(test)]
@@ -106,6 +97,26 @@ mod tests {
         assert_eq!(folder & 0o777, 0o700);
         fs::write(&path, "not json").unwrap();
         assert!(load(&path).unwrap_err().contains("--new-session"));
+    }
+
+    #[test]
+    fn a_stored_session_other_users_could_read_is_refused_with_the_chmod_that_fixes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_for(dir.path(), "s");
+        store(&path, &loopd::broker::resume_of("s-1", "t-1")).unwrap();
+        for mode in [0o640, 0o604, 0o644] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let error = load(&path).unwrap_err();
+            assert!(
+                error.contains(&format!("chmod 600 {}", path.display())),
+                "{mode:o}: {error}"
+            );
+        }
+        // Stored again, it is 0600 again.
+        store(&path, &loopd::broker::resume_of("s-1", "t-1")).unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(load(&path).unwrap().is_some());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Reading hosts: the host and port of an `https://` URL (a call's) and of a `host[:port]`
-//! entry (a grant's), spelled the same way on both sides so that they meet.
+//! entry (a grant's), each host in the one canonical form of [`tools::web::canonical_host`]
+//! (the proxy and `http_fetch` read theirs with it too), so that both sides meet only there.
 
-use std::net::Ipv6Addr;
+use tools::web::{HostError, canonical_host};
 
 /// Why `host[:port]` cannot be read. Each message completes "… has ".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -21,6 +22,9 @@ pub enum HostPortError {
     /// A port that is not a number from 1 to 65535.
     #[error("an invalid port")]
     InvalidPort,
+    /// A host outside the host grammar, or one with no canonical form.
+    #[error("{0}")]
+    Host(HostError),
 }
 
 /// Why a URL is not one `http_fetch` may take.
@@ -32,7 +36,7 @@ pub enum UrlError {
     /// The URL carries `user@`.
     #[error("{0:?} carries user information")]
     UserInformation(String),
-    /// The host and port cannot be read.
+    /// The host and port cannot be read, or the host is refused.
     #[error("{url:?} has {why}")]
     HostPort {
         /// The URL.
@@ -40,13 +44,10 @@ pub enum UrlError {
         /// What is wrong with its host or port.
         why: HostPortError,
     },
-    /// The host has characters no host name or address has.
-    #[error("{0:?} has an invalid host")]
-    InvalidHost(String),
 }
 
-/// The host (lower case, without a trailing dot; an IPv6 literal without brackets) and port of
-/// an `https://` URL, or why it is not one.
+/// The host (canonical: [`canonical_host`]) and port of an `https://` URL, or why it is not
+/// one.
 pub fn https_host(url: &str) -> Result<(String, u16), UrlError> {
     let Some(rest) = url.strip_prefix("https://") else {
         return Err(UrlError::NotHttps(url.to_string()));
@@ -55,37 +56,32 @@ pub fn https_host(url: &str) -> Result<(String, u16), UrlError> {
     if authority.contains('@') {
         return Err(UrlError::UserInformation(url.to_string()));
     }
-    let (host, port) = split_host_port(authority).map_err(|why| UrlError::HostPort {
+    split_host_port(authority).map_err(|why| UrlError::HostPort {
         url: url.to_string(),
         why,
-    })?;
-    if !valid_host(&host) {
-        return Err(UrlError::InvalidHost(url.to_string()));
-    }
-    Ok((host, port))
+    })
 }
 
-/// The authority of a URL without its scheme: everything before the first `/`, `?` or `#`.
+/// The authority of a URL without its scheme: everything before the first `/`, `?`, `#` or
+/// `\` (which URL parsers read as `/`).
 pub fn authority(after_scheme: &str) -> &str {
-    match after_scheme.find(['/', '?', '#']) {
+    match after_scheme.find(['/', '?', '#', '\\']) {
         Some(end) => &after_scheme[..end],
         None => after_scheme,
     }
 }
 
 /// Splits `host[:port]` (an IPv6 address always in brackets: `[::1]`, `[::1]:8443`) into the
-/// host, lower case and without a trailing dot, and the port (443 when none is written).
+/// host, in its canonical form ([`canonical_host`]: a host outside the grammar is refused), and
+/// the port (443 when none is written).
 pub fn split_host_port(text: &str) -> Result<(String, u16), HostPortError> {
     let (host, port) = if let Some(v6) = text.strip_prefix('[') {
         let (host, after) = v6.split_once(']').ok_or(HostPortError::UnclosedBracket)?;
-        if host.parse::<Ipv6Addr>().is_err() {
-            return Err(HostPortError::NotIpv6InBrackets);
-        }
         let port = match after {
             "" => None,
             _ => Some(after.strip_prefix(':').ok_or(HostPortError::AfterBracket)?),
         };
-        (host, port)
+        (&text[..host.len() + 2], port)
     } else if text.matches(':').count() > 1 {
         return Err(HostPortError::Ipv6WithoutBrackets);
     } else {
@@ -102,19 +98,9 @@ pub fn split_host_port(text: &str) -> Result<(String, u16), HostPortError> {
             .filter(|p| *p != 0)
             .ok_or(HostPortError::InvalidPort)?,
     };
-    // One spelling for each IPv6 address ([0:0::1] and [::1] are one host), as the URL
-    // parser and the resolver write it.
-    let host = match host.parse::<Ipv6Addr>() {
-        Ok(v6) => v6.to_string(),
-        Err(_) => host.trim_end_matches('.').to_ascii_lowercase(),
-    };
+    let host = canonical_host(host).map_err(|error| match error {
+        HostError::Ipv6 if text.starts_with('[') => HostPortError::NotIpv6InBrackets,
+        error => HostPortError::Host(error),
+    })?;
     Ok((host, port))
-}
-
-/// Whether `host` is a plausible host name or IP address (letters, digits, `-`, `.`, `:`, `_`).
-pub fn valid_host(host: &str) -> bool {
-    !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '_'))
 }

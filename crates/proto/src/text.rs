@@ -54,8 +54,32 @@ pub fn escape_terminal(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether [`escape_terminal`] replaces `c`.
-fn needs_escape(c: char) -> bool {
+/// `text` that is JSON or TOML (or one line of it) with every character [`escape_terminal`]
+/// escapes written as that format's `\uXXXX` escape, so what is printed is still valid, means
+/// the same value when copied, and shows nothing a terminal would act on. A line feed is kept:
+/// in JSON and TOML written by a serializer, one stands only between values. Every such
+/// character can only stand inside a string there, where `\uXXXX` is that character.
+pub fn escape_unicode(text: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c != '\n' && needs_escape(c);
+    let Some(first) = text.find(escaped) else {
+        return Cow::Borrowed(text);
+    };
+    let (clean, rest) = text.split_at(first);
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push_str(clean);
+    for c in rest.chars() {
+        if escaped(c) {
+            let _ = write!(out, "\\u{:04X}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `c` is a character a terminal acts on instead of showing (see [`escape_terminal`]):
+/// the one list every escaping of outside text uses.
+pub fn needs_escape(c: char) -> bool {
     matches!(
         c,
         '\u{0}'..='\u{1f}'
@@ -96,6 +120,32 @@ mod tests {
         assert_eq!(tail_at_boundary("éa", 2), "a");
         assert_eq!(tail_at_boundary("éa", 3), "éa");
         assert_eq!(tail_at_boundary("éa", 0), "");
+    }
+
+    #[test]
+    fn every_c0_c1_and_bidirectional_control_is_escaped() {
+        let controls = ('\u{0}'..='\u{1f}')
+            .chain('\u{7f}'..='\u{9f}')
+            .chain(['\u{61c}', '\u{200e}', '\u{200f}', '\u{2028}', '\u{2029}'])
+            .chain('\u{202a}'..='\u{202e}')
+            .chain('\u{2066}'..='\u{2069}');
+        for c in controls {
+            let text = format!("a{c}b");
+            let shown = escape_terminal(&text);
+            assert!(!shown.contains(c), "{:x}: {shown}", u32::from(c));
+            assert!(shown.is_ascii(), "{:x}: {shown}", u32::from(c));
+            let json = serde_json::to_string(&text).unwrap();
+            let copied = escape_unicode(&json);
+            assert!(copied.is_ascii(), "{:x}: {copied}", u32::from(c));
+            assert_eq!(serde_json::from_str::<String>(&copied).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn json_keeps_its_line_feeds_between_values_and_plain_json_is_borrowed() {
+        let pretty = "{\n  \"a\": \"b\"\n}";
+        assert!(matches!(escape_unicode(pretty), Cow::Borrowed(t) if t == pretty));
+        assert_eq!(escape_unicode("\"\u{202e}x\""), "\"\\u202Ex\"");
     }
 
     #[test]

@@ -40,6 +40,11 @@
 //! this machine offers (`bx doctor`). Do not use either for a process that must keep
 //! capabilities or gain privileges through `exec` (setuid programs).
 //!
+//! - [`secret`]: files holding a secret (a bearer token, a resume token), refused when other
+//!   users may read or write them and created 0600 without a moment at a wider mode; here
+//!   because every program that reads one (brokerd, `bx`, `bx mcp`) already links this crate,
+//!   and `proto` does no I/O.
+//!
 //! This crate knows no tool names: callers hand it a program, arguments, an environment and a
 //! folder.
 
@@ -63,6 +68,7 @@ mod probe;
 mod reap;
 mod record;
 mod seccomp;
+pub mod secret;
 mod served;
 mod spawn;
 mod stop;

@@ -3,6 +3,7 @@
 //! error. Nothing here decides policy or knows about sessions: the broker does both, and hands
 //! each tool only what it already decided (paths resolved and checked, hosts allowed).
 
+pub mod clean;
 pub mod fs;
 pub mod git;
 pub mod jobs;

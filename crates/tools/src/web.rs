@@ -25,6 +25,7 @@
 pub mod address;
 mod content;
 mod fetch;
+pub mod host;
 mod resolve;
 pub mod web_search;
 
@@ -39,6 +40,7 @@ use serde_json::json;
 pub use address::{METADATA_ADDRESSES, UnsafeKind, classify, is_public};
 pub use content::MAX_HTML_DEPTH;
 pub use fetch::{CheckedHost, check_url_host, http_fetch};
+pub use host::{HostError, canonical_host, canonical_ip};
 pub use resolve::{Resolve, SystemResolver};
 
 /// The tool's name, as the model calls it.

@@ -7,6 +7,7 @@ mod demo;
 mod doctor;
 mod mcp;
 mod memory;
+mod outside_text;
 mod watch;
 
 use std::path::Path;

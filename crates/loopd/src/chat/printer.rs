@@ -10,7 +10,7 @@
 
 use std::io::{self, Write};
 
-use proto::text::escape_terminal;
+use proto::text::{escape_terminal, escape_unicode};
 
 use crate::tools::denial_text;
 use crate::turn::TurnEvent;
@@ -56,8 +56,8 @@ impl<'a> Printer<'a> {
     /// The person's message, when it was not typed at the terminal.
     pub(super) fn user(&mut self, text: &str) -> io::Result<()> {
         if self.json {
-            let line = serde_json::json!({"type": "user", "text": text});
-            return writeln!(self.out, "{line}");
+            let line = serde_json::json!({"type": "user", "text": text}).to_string();
+            return writeln!(self.out, "{}", escape_unicode(&line));
         }
         write!(self.out, "you> ")?;
         self.indented(text, USER_INDENT)?;
@@ -71,7 +71,7 @@ impl<'a> Printer<'a> {
                 return Ok(());
             }
             let line = serde_json::to_string(event).map_err(io::Error::other)?;
-            writeln!(self.out, "{line}")?;
+            writeln!(self.out, "{}", escape_unicode(&line))?;
             return self.out.flush();
         }
         match event {
@@ -169,8 +169,9 @@ impl<'a> Printer<'a> {
                 "removed": summary.removed,
                 "done": summary.done,
                 "failed": summary.failed,
-            });
-            return writeln!(self.out, "{line}");
+            })
+            .to_string();
+            return writeln!(self.out, "{}", escape_unicode(&line));
         }
         let place = if summary.removed {
             "a temporary folder, now removed".to_string()
@@ -287,6 +288,35 @@ mod tests {
         );
         assert_eq!(text.lines().count(), 5, "{text}");
         assert!(text.contains("\\x1b]0;pwned\\x07"), "{text}");
+    }
+
+    #[test]
+    fn json_lines_show_no_control_and_read_back_as_the_same_text() {
+        let evil: String = ('\u{0}'..='\u{1f}')
+            .chain('\u{7f}'..='\u{9f}')
+            .chain(['\u{61c}', '\u{200e}', '\u{200f}', '\u{2028}', '\u{2029}'])
+            .chain('\u{202a}'..='\u{202e}')
+            .chain('\u{2066}'..='\u{2069}')
+            .collect();
+        let mut out = Vec::new();
+        let mut printer = Printer::new(&mut out, true);
+        printer.user(&evil).unwrap();
+        printer
+            .event(&TurnEvent::ToolResult {
+                name: evil.clone(),
+                content: evil.clone(),
+                class: proto::Class::Public,
+                untrusted: true,
+                truncated: false,
+            })
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.is_ascii(), "{text:?}");
+        for line in text.lines() {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let field = value.get("text").or_else(|| value.get("content")).unwrap();
+            assert_eq!(field.as_str(), Some(evil.as_str()), "{line}");
+        }
     }
 
     #[test]

@@ -119,6 +119,23 @@ fn session_files_are_private_to_the_owner() {
 }
 
 #[test]
+fn a_session_file_other_users_could_read_is_refused_with_the_chmod_that_fixes_it() {
+    let dir = testkit::temp_dir();
+    Session::create(dir.path(), ids("s1"), "x", &[]).unwrap();
+    let file = dir.path().join("s1").join("session.json");
+    for mode in [0o640, 0o604, 0o644] {
+        fs::set_permissions(&file, fs::Permissions::from_mode(mode)).unwrap();
+        let error = Session::open(dir.path(), "s1").err().unwrap().to_string();
+        assert!(
+            error.contains(&format!("chmod 600 {}", file.display())),
+            "{mode:o}: {error}"
+        );
+    }
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(Session::open(dir.path(), "s1").is_ok());
+}
+
+#[test]
 fn messages_are_appended_one_line_each_and_read_back_in_order() {
     let dir = testkit::temp_dir();
     let mut session = Session::create(dir.path(), ids("s1"), "x", &[]).unwrap();

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::hosts::{HostPortError, split_host_port, valid_host};
+use crate::hosts::{HostPortError, split_host_port};
 use crate::paths::{ResolveError, resolve};
 
 /// Why a `paths` or `hosts` entry cannot be used: the sentence the owner reads beside its line.
@@ -37,7 +37,7 @@ pub enum RuleError {
         /// What is wrong with it.
         why: HostPortError,
     },
-    /// A host with characters no host name or address has.
+    /// A wildcard over an address (`*.` goes before a domain name only).
     #[error("host {0:?} must be a host name, an IP address, or *. and a domain")]
     InvalidHost(String),
 }
@@ -239,7 +239,8 @@ fn unescape(text: &str) -> String {
 pub struct HostRule {
     /// As the owner wrote it.
     pub written: String,
-    /// The host, lower case; for a wildcard, the domain after `*.`.
+    /// The host in canonical form (`tools::web::canonical_host`); for a wildcard, the domain
+    /// after `*.`.
     pub host: String,
     /// Whether it names subdomains of `host` rather than `host` itself.
     pub wildcard: bool,
@@ -248,14 +249,17 @@ pub struct HostRule {
 }
 
 impl HostRule {
-    /// Whether `host` (lower case) on `port` is covered.
+    /// Whether `host` (canonical: `tools::web::canonical_host`) on `port` is covered; a
+    /// wildcard never covers an address.
     pub fn covers(&self, host: &str, port: u16) -> bool {
         if port != self.port {
             return false;
         }
         if self.wildcard {
-            host.strip_suffix(&self.host)
-                .is_some_and(|head| head.ends_with('.') && head.len() > 1)
+            host.parse::<std::net::IpAddr>().is_err()
+                && host
+                    .strip_suffix(&self.host)
+                    .is_some_and(|head| head.ends_with('.') && head.len() > 1)
         } else {
             host == self.host
         }
@@ -270,17 +274,19 @@ pub fn names_itself(rules: &[HostRule], host: &str, port: u16) -> bool {
         .any(|rule| !rule.wildcard && rule.covers(host, port))
 }
 
-/// Reads one `hosts` entry.
+/// Reads one `hosts` entry: its host in the canonical form of every host check
+/// ([`tools::web::canonical_host`]); a wildcard's domain must be a name, not an address.
 pub fn host_rule(written: &str) -> Result<HostRule, RuleError> {
-    let (host, port) = split_host_port(written.trim()).map_err(|why| RuleError::HostPort {
+    let trimmed = written.trim();
+    let (wildcard, rest) = match trimmed.strip_prefix("*.") {
+        Some(domain) => (true, domain),
+        None => (false, trimmed),
+    };
+    let (host, port) = split_host_port(rest).map_err(|why| RuleError::HostPort {
         written: written.to_string(),
         why,
     })?;
-    let (wildcard, host) = match host.strip_prefix("*.") {
-        Some(domain) => (true, domain.to_string()),
-        None => (false, host),
-    };
-    if !valid_host(&host) {
+    if wildcard && host.parse::<std::net::IpAddr>().is_ok() {
         return Err(RuleError::InvalidHost(written.to_string()));
     }
     Ok(HostRule {

@@ -190,9 +190,15 @@ fn memory_tools_parse_strictly_and_ask_memory_has_side_effects_only_with_a_consu
 fn a_fetch_url_must_be_https_with_a_host() {
     for (bad, why) in [
         ("http://docs.rs", "does not start with https://"),
-        ("https://", "has an invalid host"),
+        ("https://", "has an empty host"),
         ("https://user@host/", "carries user information"),
-        ("https://a b/", "has an invalid host"),
+        ("https://a b/", "has a character no host name has (U+0020)"),
+        ("https://a%62/", "has a %-escape in its host"),
+        (
+            "https://a\u{0}b/",
+            "has a character no host name has (U+0000)",
+        ),
+        ("https://[fe80::1%25eth0]/", "has a zone id"),
         ("ftp://x", "does not start with https://"),
         ("https://h:0/", "has an invalid port"),
         ("https://h:99999/", "has an invalid port"),
@@ -223,6 +229,18 @@ fn the_host_and_port_of_a_url_are_read_like_a_browser() {
     assert_eq!(
         https_host("https://127.0.0.1/"),
         Ok(("127.0.0.1".into(), 443))
+    );
+    // Every IPv4 spelling is the address; IDNA names are their ASCII form.
+    for spelling in ["0x7f.1", "2130706433", "0177.0.0.1", "[::ffff:127.0.0.1]"] {
+        assert_eq!(
+            https_host(&format!("https://{spelling}/")),
+            Ok(("127.0.0.1".into(), 443)),
+            "{spelling}"
+        );
+    }
+    assert_eq!(
+        https_host("https://B\u{dc}cher.de/"),
+        Ok(("xn--bcher-kva.de".into(), 443))
     );
 }
 

@@ -145,8 +145,10 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
     if let Some(roots) = &roots {
         set(format!("http.sslCAInfo={}", roots.0.display()));
     }
+    // The URL with its host as checked and pinned (`Example.COM.` and `bücher.de` would
+    // otherwise be looked up by git under another name than the pin's).
     command.extend(
-        ["clone", "--no-recurse-submodules", "--", &args.url]
+        ["clone", "--no-recurse-submodules", "--", &checked.url]
             .map(OsString::from)
             .into_iter()
             .chain([destination.clone().into_os_string()]),

@@ -259,7 +259,7 @@ pub struct GitResult {
     /// Whether it was killed at the time limit.
     pub timed_out: bool,
     /// Standard output and standard error merged, head and tail when long, cleaned
-    /// ([`crate::shell::clean_output`]).
+    /// ([`crate::clean::clean_output`]).
     pub output: String,
     /// Bytes of output in all, before any cut.
     pub output_bytes: u64,

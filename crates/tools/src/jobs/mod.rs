@@ -22,7 +22,8 @@ use serde_json::json;
 use proto::ToolSchema;
 use sandbox::{ContainOptions, Containment, Ended, Exit, Stopper};
 
-use crate::shell::{ShellArgs, ShellError, clean_output, command_spec};
+use crate::clean::clean_output;
+use crate::shell::{ShellArgs, ShellError, command_spec};
 
 pub use ring::{Read, Ring};
 

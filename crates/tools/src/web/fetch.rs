@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::resolve::{PinnedResolver, Resolved, resolve_within};
 use super::{
-    FetchError, FetchOptions, FetchResult, HostVerdict, HttpFetchArgs, USER_AGENT, address, content,
+    FetchError, FetchOptions, FetchResult, HostError, HostVerdict, HttpFetchArgs, USER_AGENT,
+    address, canonical_host, content,
 };
 use reqwest::Url;
 use reqwest::blocking::{Client, Response};
@@ -59,7 +60,7 @@ pub fn http_fetch(args: &HttpFetchArgs, options: &FetchOptions) -> Result<FetchR
 /// of the explicit hosts. What `git_clone` pins before git connects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedHost {
-    /// The host (lower case; an IPv6 address without brackets).
+    /// The host in canonical form (`canonical_host`: an IPv6 address without brackets).
     pub host: String,
     /// The port (443 when the URL names none).
     pub port: u16,
@@ -67,6 +68,9 @@ pub struct CheckedHost {
     pub literal: bool,
     /// The checked addresses, every one of them allowed.
     pub addresses: Vec<IpAddr>,
+    /// The URL with its host written in that canonical form: what a program given the URL
+    /// (git) must be handed, so that it looks up the very name that was checked and pinned.
+    pub url: String,
 }
 
 /// Checks `url`'s host as [`http_fetch`] checks each hop (see the module docs of `web`),
@@ -75,11 +79,24 @@ pub fn check_url_host(url: &str, options: &FetchOptions) -> Result<CheckedHost, 
     let deadline = Deadline::start(options.timeout);
     let url = parse_url(url)?;
     let hop = check_hop(&url, options, &deadline)?;
+    let mut canonical = url.clone();
+    let written = if hop.host.contains(':') {
+        format!("[{}]", hop.host)
+    } else {
+        hop.host.clone()
+    };
+    canonical
+        .set_host(Some(&written))
+        .map_err(|error| FetchError::BadUrl {
+            url: url.to_string(),
+            reason: format!("its host {written} cannot be written back: {error}"),
+        })?;
     Ok(CheckedHost {
         literal: hop.host.parse::<IpAddr>().is_ok(),
         port: url.port_or_known_default().unwrap_or(443),
         host: hop.host,
         addresses: hop.addresses,
+        url: canonical.to_string(),
     })
 }
 
@@ -133,7 +150,63 @@ fn parse_url(text: &str) -> Result<Url, FetchError> {
             url: url.to_string(),
         });
     }
-    Ok(url)
+    let written = written_host(text)?;
+    checked_against(url, text, written.as_deref())
+}
+
+/// The canonical form of the host written in `text` (after `//`), checked as written: before a
+/// URL parser decodes `%`-escapes, drops tabs and newlines or takes `user@` off. `None` for a
+/// reference without a host (a redirect's `/next`). Any control character or space anywhere in
+/// `text` is refused too: a URL never has one.
+fn written_host(text: &str) -> Result<Option<String>, FetchError> {
+    let bad = |reason: String| FetchError::BadUrl {
+        url: text.to_string(),
+        reason,
+    };
+    if let Some(c) = text.chars().find(|c| c.is_control() || c.is_whitespace()) {
+        return Err(bad(format!(
+            "it has a character no URL has (U+{:04X})",
+            u32::from(c)
+        )));
+    }
+    let after = match text.find("//") {
+        Some(at) if !text[..at].contains(['/', '?', '#']) => &text[at + 2..],
+        _ => return Ok(None),
+    };
+    let authority = after
+        .find(['/', '?', '#', '\\'])
+        .map_or(after, |end| &after[..end]);
+    if authority.contains('@') {
+        return Err(bad(format!("it has {}", HostError::UserInformation)));
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(inside) => inside
+            .find(']')
+            .map_or(authority, |end| &authority[..end + 2]),
+        None => authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _port)| host),
+    };
+    canonical_host(host)
+        .map(Some)
+        .map_err(|error| bad(format!("it has {error}")))
+}
+
+/// `url` if its host, in canonical form, is the one written in `text` (a parser that read
+/// another host than the one written is never followed).
+fn checked_against(url: Url, text: &str, written: Option<&str>) -> Result<Url, FetchError> {
+    let parsed = url.host_str().map(canonical_host);
+    match (written, parsed) {
+        (Some(written), Some(Ok(parsed))) if written != parsed => Err(FetchError::BadUrl {
+            url: text.to_string(),
+            reason: format!("its host reads as {parsed}, not as the {written} written"),
+        }),
+        (_, Some(Err(error))) => Err(FetchError::BadUrl {
+            url: text.to_string(),
+            reason: format!("it has {error}"),
+        }),
+        _ => Ok(url),
+    }
 }
 
 /// A hop that passed its checks: where reqwest may connect.
@@ -154,24 +227,20 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
         });
     }
     // The URL parser has already turned every IPv4 spelling (0x7f.1, 2130706433, …) into
-    // dotted decimal and put IPv6 addresses in brackets.
+    // dotted decimal, mapped the name through IDNA and put IPv6 addresses in brackets.
     let Some(host_str) = url.host_str().filter(|host| !host.is_empty()) else {
         return Err(FetchError::BadUrl {
             url: url.to_string(),
             reason: "it has no host".to_string(),
         });
     };
-    let unbracketed = host_str
-        .strip_prefix('[')
-        .and_then(|rest| rest.strip_suffix(']'))
-        .unwrap_or(host_str);
-    let literal = unbracketed.parse::<IpAddr>().ok();
-    // `Docs.RS.` and `docs.rs` are one host to the grants (the name itself, with its dot, is
-    // what is resolved and sent).
-    let host = match literal {
-        Some(ip) => ip.to_string(),
-        None => host_str.trim_end_matches('.').to_ascii_lowercase(),
-    };
+    // One canonical form for the grants (`Docs.RS.` and `docs.rs` are one host, and
+    // `::ffff:127.0.0.1` is `127.0.0.1`); the name itself, with its dot, is what is sent.
+    let host = canonical_host(host_str).map_err(|error| FetchError::BadUrl {
+        url: url.to_string(),
+        reason: format!("it has {error}"),
+    })?;
+    let literal = host.parse::<IpAddr>().ok();
     let port = url.port_or_known_default().unwrap_or(443);
     let verdict = (options.host_allowed)(&host, port);
     if verdict == HostVerdict::Refused {
@@ -195,7 +264,7 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
         },
     };
     let explicit =
-        verdict == HostVerdict::NamedItself || is_explicit(&host, literal, &options.explicit_hosts);
+        verdict == HostVerdict::NamedItself || is_explicit(&host, &options.explicit_hosts);
     for ip in &addresses {
         if let Some(kind) = address::classify(*ip)
             && (!explicit || kind.never_allowed())
@@ -211,34 +280,26 @@ fn check_hop(url: &Url, options: &FetchOptions, deadline: &Deadline) -> Result<H
     })
 }
 
-/// Is `host` (or the literal address) one that `explicit_hosts` names?
-fn is_explicit(host: &str, literal: Option<IpAddr>, explicit_hosts: &[String]) -> bool {
-    let host = normalize_host(host);
-    explicit_hosts.iter().any(|entry| {
-        let entry = normalize_host(entry);
-        match (literal, entry.parse::<IpAddr>()) {
-            (Some(ip), Ok(named)) => ip == named,
-            (Some(_), Err(_)) | (None, Ok(_)) => false,
-            (None, Err(_)) => entry == host,
-        }
-    })
+/// Is `host` (canonical: [`canonical_host`]) one that `explicit_hosts` names? Each entry is
+/// read the same way, without its `:port`.
+fn is_explicit(host: &str, explicit_hosts: &[String]) -> bool {
+    explicit_hosts
+        .iter()
+        .any(|entry| canonical_host(&without_port(entry.trim())).is_ok_and(|entry| entry == host))
 }
 
-/// Lowercase, without a trailing dot, IPv6 brackets or a `:port` suffix.
-fn normalize_host(entry: &str) -> String {
-    let entry = entry.trim().to_ascii_lowercase();
+/// `entry` without a `:port` suffix (an IPv6 address bare or in brackets kept whole).
+fn without_port(entry: &str) -> String {
     if entry.parse::<IpAddr>().is_ok() {
-        return entry;
+        return entry.to_string();
     }
-    let without_port = if let Some(rest) = entry.strip_prefix('[') {
-        rest.split(']').next().unwrap_or(rest)
-    } else {
-        match entry.rsplit_once(':') {
-            Some((name, port)) if port.parse::<u16>().is_ok() => name,
-            _ => entry.as_str(),
-        }
-    };
-    without_port.trim_end_matches('.').to_string()
+    if let Some(rest) = entry.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest).to_string();
+    }
+    match entry.rsplit_once(':') {
+        Some((name, port)) if port.parse::<u16>().is_ok() => name.to_string(),
+        _ => entry.to_string(),
+    }
 }
 
 fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Client, FetchError> {
@@ -306,11 +367,12 @@ fn redirect_target(response: &Response, url: &Url) -> Result<Option<Url>, FetchE
         url: String::from_utf8_lossy(location.as_bytes()).into_owned(),
         reason: format!("the redirect from {url} is not a readable Location"),
     })?;
+    let written = written_host(location)?;
     let next = url.join(location).map_err(|error| FetchError::BadUrl {
         url: location.to_string(),
         reason: format!("the redirect from {url}: {error}"),
     })?;
-    Ok(Some(next))
+    checked_against(next, location, written.as_deref()).map(Some)
 }
 
 fn read_result(
@@ -378,13 +440,15 @@ fn read_result(
             },
         });
     }
-    let text = String::from_utf8_lossy(&body);
+    // Cleaned as every tool's output is (no terminal control reaches the model), before it is
+    // paged, so pages count the characters the model reads.
+    let text = crate::clean::clean_output(&body);
     let (text, format) = match kind {
         content::Kind::Html => match content::markdown(&text) {
             Some(markdown) => (markdown, "markdown"),
-            None => (text.into_owned(), "html"),
+            None => (text, "html"),
         },
-        _ => (text.into_owned(), "text"),
+        _ => (text, "text"),
     };
     let start = args.start_index.unwrap_or(0);
     let max = args
@@ -491,23 +555,87 @@ mod tests {
     use super::*;
 
     #[test]
-    fn explicit_hosts_are_compared_loosely() {
+    fn explicit_hosts_are_compared_in_canonical_form() {
         let entries = vec![
             "Fetch.Test.".to_string(),
             "[::1]".to_string(),
             "10.0.0.5:8443".to_string(),
             "*.wild.test".to_string(),
+            "0x7f.2".to_string(),
         ];
-        assert!(is_explicit("fetch.test", None, &entries));
-        assert!(is_explicit("::1", "::1".parse().ok(), &entries));
-        assert!(is_explicit("10.0.0.5", "10.0.0.5".parse().ok(), &entries));
-        assert!(!is_explicit("other.test", None, &entries));
-        assert!(!is_explicit("a.wild.test", None, &entries));
-        assert!(!is_explicit(
-            "127.0.0.1",
-            "127.0.0.1".parse().ok(),
-            &entries
-        ));
+        assert!(is_explicit("fetch.test", &entries));
+        assert!(is_explicit("::1", &entries));
+        assert!(is_explicit("10.0.0.5", &entries));
+        assert!(is_explicit("127.0.0.2", &entries));
+        assert!(!is_explicit("other.test", &entries));
+        assert!(!is_explicit("a.wild.test", &entries));
+        assert!(!is_explicit("127.0.0.1", &entries));
+    }
+
+    #[test]
+    fn a_url_whose_written_host_is_outside_the_grammar_is_refused_before_parsing() {
+        for url in [
+            "https://exa%6dple.com/",
+            "https://127.0.0.1%2e/",
+            "https://user@example.com/",
+            "https://user:pw@example.com/",
+            "https://exa\tmple.com/",
+            "https://exa\nmple.com/",
+            "https://example.com\0.evil/",
+            "https://exa mple.com/",
+            "https://[fe80::1%25eth0]/",
+            "https://a..example.com/",
+        ] {
+            assert!(
+                matches!(parse_url(url), Err(FetchError::BadUrl { .. })),
+                "{url:?}"
+            );
+        }
+        for (url, host) in [
+            ("https://EXAMPLE.com./x", "example.com."),
+            ("https://0x7f.1/", "127.0.0.1"),
+            ("https://example.com\\@evil.test/", "example.com"),
+            ("https://b\u{fc}cher.de/", "xn--bcher-kva.de"),
+            ("https://[::ffff:127.0.0.1]:8443/", "[::ffff:7f00:1]"),
+        ] {
+            let parsed = parse_url(url).unwrap();
+            assert_eq!(parsed.host_str(), Some(host), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_checked_url_is_handed_on_with_the_host_that_was_checked() {
+        let public: IpAddr = "93.184.216.34".parse().unwrap();
+        let options = FetchOptions::new(|_, _| true).with_resolver(move |_: &str| Ok(vec![public]));
+        for (url, host, handed) in [
+            (
+                "https://EXAMPLE.com./a/b?c#d",
+                "example.com",
+                "https://example.com/a/b?c#d",
+            ),
+            (
+                "https://b\u{fc}cher.de/r",
+                "xn--bcher-kva.de",
+                "https://xn--bcher-kva.de/r",
+            ),
+            (
+                "https://0x5db8d822/r",
+                "93.184.216.34",
+                "https://93.184.216.34/r",
+            ),
+            (
+                "https://[::ffff:93.184.216.34]:8443/r",
+                "93.184.216.34",
+                "https://93.184.216.34:8443/r",
+            ),
+        ] {
+            let checked = check_url_host(url, &options).unwrap();
+            assert_eq!(
+                (checked.host.as_str(), checked.url.as_str()),
+                (host, handed),
+                "{url}"
+            );
+        }
     }
 
     #[test]

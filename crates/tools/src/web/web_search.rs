@@ -364,7 +364,11 @@ fn try_once(client: &Client, provider: &Provider, query: &str, wanted: u32) -> R
         return Err(Try::Transient(format!("HTTP {}", status.as_u16())));
     }
     if !status.is_success() {
-        let detail: String = String::from_utf8_lossy(&body).chars().take(300).collect();
+        // The provider's text reaches the agent in the failure: cleaned as a result would be.
+        let detail: String = crate::clean::clean_output(&body)
+            .chars()
+            .take(300)
+            .collect();
         return Err(Try::Final(SearchError::Refused {
             provider: name,
             status: status.as_u16(),
@@ -401,12 +405,15 @@ fn parse_answer(provider: &Provider, answer: &Value) -> Result<Vec<SearchHit>, S
         provider: provider.name(),
         reason: format!("`{list}` is not a list"),
     })?;
+    // Each field is one line of text from outside: cleaned as every tool's output is
+    // (`clean_output`), its line breaks and runs of spaces made one space, so a title cannot
+    // start a line that looks like another result.
     let text = |item: &Value, key: &str| {
-        item.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string()
+        let raw = item.get(key).and_then(Value::as_str).unwrap_or_default();
+        crate::clean::clean_output(raw.as_bytes())
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     Ok(items
         .iter()

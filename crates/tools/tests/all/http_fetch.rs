@@ -844,3 +844,114 @@ fn json_is_text_as_it_is() {
         ("text", "{\"a\": [1, 2]}")
     );
 }
+
+#[test]
+fn every_spelling_of_a_granted_host_is_checked_as_that_host_and_the_rest_never_reach_the_check() {
+    let f = fixture();
+    f.server.route(
+        "/page",
+        TlsResponse::ok("text/plain; charset=utf-8", "same host"),
+    );
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&asked);
+    let granted = ["127.0.0.1", "fetch.test"];
+    let options = FetchOptions::new(move |host, _port| {
+        seen.lock().unwrap().push(host.to_string());
+        granted.contains(&host)
+    })
+    .with_explicit_hosts(granted)
+    .with_resolver(resolver(&[("fetch.test", &[LOCALHOST])]))
+    .with_root_certificate(f.ca.cert_pem())
+    .with_timeout(Duration::from_secs(10));
+    let port = f.server.port();
+    for (spelling, canonical) in [
+        ("127.0.0.1", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("FETCH.Test", "fetch.test"),
+        (
+            "\u{ff46}\u{ff45}\u{ff54}\u{ff43}\u{ff48}.test",
+            "fetch.test",
+        ),
+    ] {
+        asked.lock().unwrap().clear();
+        let url = format!("https://{spelling}:{port}/page");
+        let result = fetch(&url, &options);
+        assert_eq!(*asked.lock().unwrap(), [canonical], "{spelling}");
+        assert_eq!(
+            result.map(|r| r.body),
+            Ok("same host".to_string()),
+            "{spelling}"
+        );
+    }
+    // An IPv4-mapped IPv6 address is the IPv4 address to the grants (whether TLS then accepts a
+    // certificate for 127.0.0.1 at that address is TLS's business).
+    asked.lock().unwrap().clear();
+    let mapped = fetch(&format!("https://[::ffff:127.0.0.1]:{port}/page"), &options);
+    assert_eq!(*asked.lock().unwrap(), ["127.0.0.1"]);
+    assert!(
+        !matches!(
+            mapped,
+            Err(FetchError::HostNotAllowed { .. } | FetchError::UnsafeAddress { .. })
+        ),
+        "{mapped:?}"
+    );
+    for spelling in [
+        "fetch%2etest",
+        "127.0.0.1%2e",
+        "user@fetch.test",
+        "fetch.test\u{0}.evil",
+        "fetch\t.test",
+        "fetch .test",
+        "fetch..test",
+        "[fe80::1%25lo]",
+        "fetch\u{202e}.test",
+    ] {
+        asked.lock().unwrap().clear();
+        let url = format!("https://{spelling}:{port}/page");
+        let result = fetch(&url, &options);
+        assert!(
+            matches!(result, Err(FetchError::BadUrl { .. })),
+            "{spelling:?}: {result:?}"
+        );
+        assert!(asked.lock().unwrap().is_empty(), "{spelling:?}");
+    }
+}
+
+#[test]
+fn a_redirect_whose_host_is_outside_the_grammar_is_not_followed() {
+    let f = fixture();
+    let port = f.server.port();
+    for location in [
+        format!("https://fetch%2etest:{port}/next"),
+        format!("https://user@fetch.test:{port}/next"),
+        format!("//fetch%2etest:{port}/next"),
+    ] {
+        f.server
+            .route("/start", TlsResponse::redirect(302, &location));
+        let url = f.server.url("fetch.test", "/start");
+        let result = fetch(&url, &options(&f, &["fetch.test"], &["fetch.test"]));
+        assert!(
+            matches!(result, Err(FetchError::BadUrl { .. })),
+            "{location}: {result:?}"
+        );
+    }
+}
+
+#[test]
+fn a_page_reaches_the_model_cleaned_of_terminal_controls() {
+    let f = fixture();
+    f.server.route(
+        "/page",
+        TlsResponse::ok(
+            "text/plain; charset=utf-8",
+            "\u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7}ok\u{7f}\u{9b}\r\n",
+        ),
+    );
+    let url = f.server.url("fetch.test", "/page");
+    let result = fetch(&url, &options(&f, &["fetch.test"], &["fetch.test"])).unwrap();
+    assert_eq!(result.body, "red ok\n");
+}

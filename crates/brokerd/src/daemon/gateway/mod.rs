@@ -447,10 +447,11 @@ impl Gateway {
     }
 }
 
-/// The first line of a server's token file.
+/// The first line of a server's token file, a secret file (`sandbox::secret`: the owner's,
+/// mode 0600 or narrower, else refused with the `chmod` that fixes it).
 fn read_token(server: &str, file: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("server {server}'s token file {}: {e}", file.display()))?;
+    let text = sandbox::secret::read_secret(file)
+        .map_err(|e| format!("server {server}'s token file: {e}"))?;
     match text.lines().next().map(str::trim) {
         Some(token) if !token.is_empty() => Ok(token.to_string()),
         _ => Err(format!(

@@ -2,7 +2,7 @@
 //! tunnel) or a plain `http://` request in absolute form (forwarded once, in origin form); and
 //! the answers it writes: `200` when the tunnel is up, otherwise a status with one sentence.
 
-use policy::hosts::{split_host_port, valid_host};
+use policy::hosts::split_host_port;
 
 /// An answer that ends the connection: its status, the sentence that says why, and what kind
 /// of refusal it is (the broker turns a refused `http_fetch` hop into the matching denial).
@@ -197,15 +197,18 @@ fn absolute_target(target: &str) -> Result<(String, u16, String, String), Refusa
     let (host, written) =
         split_host_port(authority).map_err(|why| bad(&format!("it has {why}")))?;
     let port = if has_port { written } else { 80 };
-    if !valid_host(&host) {
-        return Err(bad("its host is not a host name or IP address"));
-    }
+    // The server is told the host as it was checked: its canonical form.
+    let authority = match (has_port, host.contains(':')) {
+        (true, _) => super::check::host_port(&host, port),
+        (false, true) => format!("[{host}]"),
+        (false, false) => host.clone(),
+    };
     let path = match path {
         "" => "/".to_string(),
         p if p.starts_with('?') => format!("/{p}"),
         p => p.to_string(),
     };
-    Ok((host, port, authority.to_string(), path))
+    Ok((host, port, authority, path))
 }
 
 /// The head the server gets for a forwarded request: `METHOD path version`, the client's
@@ -247,11 +250,7 @@ fn connect_target(target: &str) -> Result<(String, u16), Refusal> {
     if !has_port {
         return Err(bad("the target must be host:port".to_string()));
     }
-    let (host, port) = split_host_port(target).map_err(|why| bad(format!("it has {why}")))?;
-    if !valid_host(&host) {
-        return Err(bad("that is not a host name or IP address".to_string()));
-    }
-    Ok((host, port))
+    split_host_port(target).map_err(|why| bad(format!("it has {why}")))
 }
 
 /// At most 80 characters of `text`, for a sentence about it.
@@ -292,13 +291,13 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_http_request_is_forwarded_in_origin_form_with_the_urls_host() {
+    fn a_plain_http_request_is_forwarded_in_origin_form_with_the_urls_host_canonical() {
         let head = b"GET http://Plain.Test/a/b?c=1 HTTP/1.1\r\nHost: elsewhere.test\r\nAccept: */*\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\n\r\n";
         let target = parse_head(head).unwrap();
         assert_eq!((target.host.as_str(), target.port), ("plain.test", 80));
         assert_eq!(
             String::from_utf8(target.forward.unwrap()).unwrap(),
-            "GET /a/b?c=1 HTTP/1.1\r\nAccept: */*\r\nHost: Plain.Test\r\nConnection: close\r\n\r\n"
+            "GET /a/b?c=1 HTTP/1.1\r\nAccept: */*\r\nHost: plain.test\r\nConnection: close\r\n\r\n"
         );
         let target = parse_head(b"POST http://[::1]:8080?q HTTP/1.0\r\n\r\n").unwrap();
         assert_eq!((target.host.as_str(), target.port), ("::1", 8080));
@@ -332,7 +331,10 @@ mod tests {
                 "user name or password",
             ),
             (b"GET http://x.test:0/ HTTP/1.1\r\n\r\n", "invalid port"),
-            (b"GET http://bad!host/ HTTP/1.1\r\n\r\n", "not a host name"),
+            (
+                b"GET http://bad!host/ HTTP/1.1\r\n\r\n",
+                "no host name has (U+0021)",
+            ),
         ] {
             let (code, why) = status(head).unwrap_err();
             assert_eq!(code, 400, "{why}");
@@ -342,7 +344,10 @@ mod tests {
             (&b"CONNECT x.test HTTP/1.1\r\n\r\n"[..], "must be host:port"),
             (b"CONNECT x.test:0 HTTP/1.1\r\n\r\n", "invalid port"),
             (b"CONNECT x.test:99999 HTTP/1.1\r\n\r\n", "invalid port"),
-            (b"CONNECT bad!host:443 HTTP/1.1\r\n\r\n", "not a host name"),
+            (
+                b"CONNECT bad!host:443 HTTP/1.1\r\n\r\n",
+                "no host name has (U+0021)",
+            ),
             (b"CONNECT [nope]:443 HTTP/1.1\r\n\r\n", "IPv6"),
             (b"CONNECT ::1:443 HTTP/1.1\r\n\r\n", "outside brackets"),
             (b"CONNECT x.test:443 SPDY/3\r\n\r\n", "is not HTTP/1.1"),

@@ -142,7 +142,7 @@ async fn a_granted_host_gets_a_tunnel_and_everything_else_a_sentence() {
         (
             "CONNECT bad!host:443 HTTP/1.1\r\n\r\n".to_string(),
             "400 Bad Request",
-            "that is not a host name or IP address".to_string(),
+            "it has a character no host name has (U+0021)".to_string(),
         ),
         (
             format!("CONNECT x.test:1 HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "a".repeat(9000)),
@@ -186,6 +186,82 @@ async fn a_granted_host_gets_a_tunnel_and_everything_else_a_sentence() {
     drop(proxy);
     assert!(!socket.exists(), "the socket outlived its box");
     assert!(UnixStream::connect(&socket).await.is_err());
+}
+
+#[tokio::test]
+async fn every_spelling_of_a_granted_host_is_that_host_and_a_byte_outside_the_grammar_is_refused() {
+    let folder = tempfile::tempdir().unwrap();
+    let port = echo().await;
+    let proxies = proxies(folder.path(), Limits::default());
+    let proxy = proxies
+        .open(&rules(&[
+            format!("granted.test:{port}"),
+            format!("127.0.0.1:{port}"),
+        ]))
+        .unwrap();
+    let socket = proxy.socket().to_path_buf();
+    for spelling in [
+        "granted.test",
+        "GRANTED.Test.",
+        "\u{ff47}\u{ff52}\u{ff41}\u{ff4e}\u{ff54}\u{ff45}\u{ff44}\u{ff0e}test",
+        "127.0.0.1",
+        "127.0.0.1.",
+        "0x7f.1",
+        "0x7f000001",
+        "2130706433",
+        "0177.0.0.1",
+        "127.1",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+    ] {
+        for head in [
+            format!("CONNECT {spelling}:{port} HTTP/1.1\r\n\r\n"),
+            format!("GET http://{spelling}:{port}/ HTTP/1.1\r\n\r\n"),
+        ] {
+            let (_stream, answer) = ask(&socket, head.as_bytes()).await;
+            assert!(
+                answer.starts_with("HTTP/1.1 200 ") || answer.starts_with("GET / HTTP/1.1\r\n"),
+                "{spelling:?} is a granted host: {answer}"
+            );
+        }
+    }
+    for (spelling, status) in [
+        ("0x7f.2", "403 Forbidden"),
+        ("2130706434", "403 Forbidden"),
+        ("[::ffff:127.0.0.2]", "403 Forbidden"),
+        ("granted.test.evil", "403 Forbidden"),
+        ("granted.test\u{0}.evil", "400 Bad Request"),
+        ("granted.test\u{0}", "400 Bad Request"),
+        ("granted\u{1}.test", "400 Bad Request"),
+        ("granted\u{7f}.test", "400 Bad Request"),
+        ("granted\u{85}.test", "400 Bad Request"),
+        ("granted\u{202e}.test", "400 Bad Request"),
+        ("granted%2etest", "400 Bad Request"),
+        ("127.0.0.1%00", "400 Bad Request"),
+        ("user@granted.test", "400 Bad Request"),
+        ("granted.test\tx", "400 Bad Request"),
+        ("granted..test", "400 Bad Request"),
+        ("[::1%25lo]", "400 Bad Request"),
+        ("[fe80::1%lo]", "400 Bad Request"),
+        ("1.2.3.256", "400 Bad Request"),
+    ] {
+        for head in [
+            format!("CONNECT {spelling}:{port} HTTP/1.1\r\n\r\n"),
+            format!("GET http://{spelling}:{port}/ HTTP/1.1\r\n\r\n"),
+        ] {
+            let answer = refused(&socket, head.as_bytes()).await;
+            assert!(
+                answer.starts_with(&format!("HTTP/1.1 {status}\r\n")),
+                "{spelling:?}: {answer}"
+            );
+            assert!(
+                !answer
+                    .chars()
+                    .any(|c| c.is_control() && !matches!(c, '\r' | '\n')),
+                "{spelling:?}: the refusal shows no control: {answer:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

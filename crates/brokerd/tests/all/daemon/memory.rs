@@ -251,8 +251,9 @@ fn ask_memory_sends_the_consult_model_only_the_entries_its_grant_admits() {
     assert_eq!(header["used"], serde_json::json!([port]));
     assert_eq!(header["withheld"], 1);
     assert!(content(&response).contains("Port 5433."));
-    // The model's answer is labelled with what was sent, not with the secret left behind.
-    assert_eq!(labels(&response), (Class::Private, false));
+    // The model's answer is labelled with what was sent, not with the secret left behind,
+    // and untrusted: another model's answer always is.
+    assert_eq!(labels(&response), (Class::Private, true));
     let sent = server.requests().join("\n");
     assert!(sent.contains("port is 5433"), "{sent}");
     assert!(

@@ -17,6 +17,7 @@ mod jobs;
 mod memory;
 mod net;
 mod non_root;
+mod outside_text;
 mod owner_socket;
 mod podman;
 mod restart;

@@ -48,6 +48,11 @@ elif mode == "connect":
     ask(b"CONNECT " + target + b" HTTP/1.1\r\nHost: " + target + b"\r\n\r\n")
 elif mode == "get":
     ask(b"GET http://" + target + b"/ HTTP/1.1\r\nHost: " + target + b"\r\n\r\n")
+elif mode == "hex":
+    port = int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"CONNECT " + bytes.fromhex(sys.argv[2]) + b" HTTP/1.1\r\n\r\n")
+    sys.stdout.write(s.recv(65536).decode().splitlines()[0])
 elif mode == "huge":
     ask(b"CONNECT " + target + b" HTTP/1.1\r\nX-Pad: " + b"a" * 20000 + b"\r\n\r\n")
 elif mode == "direct":
@@ -250,7 +255,7 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
         (
             "connect bad!host:443".to_string(),
             "HTTP/1.1 400 Bad Request",
-            "CONNECT \"bad!host:443\": that is not a host name or IP address".to_string(),
+            "CONNECT \"bad!host:443\": it has a character no host name has (U+0021) in its host".to_string(),
         ),
     ];
     for (id, (mode, status, sentence)) in (1..).zip(cases) {
@@ -271,6 +276,38 @@ fn the_proxy_refuses_what_the_grant_does_not_name_with_a_sentence() {
     let log = net.broker.log();
     assert!(log.contains("proxy: refused a connection"), "{log}");
     assert!(log.contains("other.test"), "{log}");
+}
+
+#[test]
+fn the_boxs_proxy_reads_every_spelling_of_a_granted_host_as_that_host_and_refuses_odd_bytes() {
+    let net = net(FAST);
+    let port = net.server.port();
+    let hex = |target: &str| -> String { target.bytes().map(|b| format!("{b:02x}")).collect() };
+    let cases = [
+        ("127.0.0.1", "HTTP/1.1 200"),
+        ("0x7f.1", "HTTP/1.1 200"),
+        ("2130706433", "HTTP/1.1 200"),
+        ("0177.0.0.1", "HTTP/1.1 200"),
+        ("[::ffff:127.0.0.1]", "HTTP/1.1 200"),
+        ("GRANTED.test.", "HTTP/1.1 200"),
+        ("0x7f.2", "HTTP/1.1 403"),
+        ("granted.test\0.evil", "HTTP/1.1 400"),
+        ("granted.test\0", "HTTP/1.1 400"),
+        ("granted\x1b.test", "HTTP/1.1 400"),
+        ("granted%2etest", "HTTP/1.1 400"),
+        ("user@granted.test", "HTTP/1.1 400"),
+        ("granted\u{202e}.test", "HTTP/1.1 400"),
+        ("[fe80::1%25lo]", "HTTP/1.1 400"),
+    ];
+    for (id, (host, status)) in (1..).zip(cases) {
+        let target = format!("{host}:{port}");
+        let (header, body) = net.shell(
+            id,
+            &format!("/usr/bin/python3 probe.py hex {}", hex(&target)),
+        );
+        assert_eq!(header["exit_code"], 0, "{host:?}: {body}");
+        assert!(body.starts_with(status), "{host:?}: {body}");
+    }
 }
 
 #[test]

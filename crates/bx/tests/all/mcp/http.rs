@@ -1,7 +1,9 @@
 //! `bx mcp --http`: the Python SDK over streamable HTTP on each era, and raw HTTP without the
 //! token, with a wrong one, from a foreign `Origin`, to another path, and past the body limit.
 
+use std::fs::Permissions;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
@@ -15,6 +17,7 @@ fn serve_http(broker: &BrokerProcess, args: &[&str]) -> (Child, String, String) 
     let token = "test-token-0123456789abcdef".to_string();
     let token_file = broker.root.path().join("mcp-token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&token_file, Permissions::from_mode(0o600)).unwrap();
     let mut words: Vec<&std::ffi::OsStr> = ["--http", "127.0.0.1:0", "--token-file"]
         .iter()
         .map(std::ffi::OsStr::new)
@@ -213,6 +216,7 @@ fn http_needs_a_token_file_with_a_real_token() {
     assert!(ran.stderr.contains("--token-file"), "{}", ran.stderr);
     let short = broker.root.path().join("short");
     std::fs::write(&short, "abc\n").unwrap();
+    std::fs::set_permissions(&short, Permissions::from_mode(0o600)).unwrap();
     let ran = bx(
         &broker,
         &[
@@ -229,4 +233,99 @@ fn http_needs_a_token_file_with_a_real_token() {
         "{}",
         ran.stderr
     );
+}
+
+#[test]
+fn a_token_file_other_users_can_read_or_write_or_that_is_not_yours_is_refused_with_the_fix() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    let file = broker.root.path().join("token");
+    let run = || {
+        bx(
+            &broker,
+            &[
+                "mcp",
+                "--http",
+                "127.0.0.1:0",
+                "--token-file",
+                file.to_str().unwrap(),
+            ],
+        )
+    };
+    std::fs::write(&file, "test-token-0123456789abcdef\n").unwrap();
+    for mode in [0o640, 0o604, 0o644, 0o660, 0o620, 0o602] {
+        std::fs::set_permissions(&file, Permissions::from_mode(mode)).unwrap();
+        let ran = run();
+        assert_eq!(ran.code, 2, "{mode:o}: {}", ran.stderr);
+        assert!(
+            ran.stderr
+                .contains(&format!("run: chmod 600 {}", file.display())),
+            "{mode:o}: {}",
+            ran.stderr
+        );
+    }
+    std::fs::set_permissions(&file, Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), None).unwrap();
+    let ran = run();
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("owned by uid 65534") && ran.stderr.contains("chown"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn a_missing_token_file_is_written_0600_under_umask_022_and_its_token_is_served() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    let file = broker.root.path().join("new-folder").join("token");
+    let words: Vec<&std::ffi::OsStr> = ["--http", "127.0.0.1:0", "--token-file"]
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .chain([file.as_os_str()])
+        .collect();
+    let bx_words = bx_mcp_command(&broker, &words);
+    // The usual umask, under which a file made without a mode is 0644.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("umask 022; exec \"$@\"")
+        .arg("sh")
+        .arg(bx_words.get_program())
+        .args(bx_words.get_args())
+        .current_dir(&broker.work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("serving MCP on") {
+        assert_ne!(stderr.read_line(&mut said).unwrap(), 0, "{said}");
+    }
+    assert!(said.contains("wrote a new token to"), "{said}");
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o600);
+    let folder = std::fs::metadata(file.parent().unwrap()).unwrap();
+    assert_eq!(folder.mode() & 0o777, 0o700);
+    let token = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    assert_eq!(token.len(), 64, "{token}");
+    let url = said
+        .lines()
+        .find_map(|l| l.strip_prefix("bx mcp: serving MCP on "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let list = String::from_utf8(modern(1, "tools/list", json!({}))).unwrap();
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/list"),
+        ("Authorization", bearer.as_str()),
+    ];
+    let (status, body) = raw_http(&url, "POST", "/mcp", &headers, list.as_bytes());
+    assert_eq!(status, 200, "{body}");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

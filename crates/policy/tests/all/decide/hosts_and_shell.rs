@@ -79,11 +79,15 @@ fn a_literal_private_address_is_unsafe_unless_the_grant_names_it() {
         allowed_grant(&fetch(&tree, &wide, "https://10.0.0.1/")),
         Some("w")
     );
-    let other =
-        tree.grants("[[grant]]\nid=\"x\"\ntool=\"http_fetch\"\ndeny=false\nhosts=[\"*.0.0.1\"]\n");
+    // Another spelling of a named address is the address.
+    assert_eq!(
+        allowed_grant(&fetch(&tree, &wide, "https://0x7f.1/")),
+        Some("w")
+    );
+    let other = tree.grants("[[grant]]\nid=\"x\"\ntool=\"http_fetch\"\nhosts=[\"*.test\"]\n");
     assert_eq!(
         reason(&fetch(&tree, &other, "https://127.0.0.1/")),
-        Some(DenyReason::UnsafeAddress)
+        Some(DenyReason::NoGrant)
     );
 }
 
@@ -180,6 +184,23 @@ fn consult_is_covered_by_a_grant_without_constraints() {
     };
     assert_eq!(allowed.scope, None);
     assert_eq!(allowed.class, Class::Public);
+}
+
+#[test]
+fn a_consult_answer_is_untrusted_whatever_the_grant_says() {
+    let tree = Tree::new();
+    let grants = tree
+        .grants("[[grant]]\nid=\"c\"\ntool=\"consult\"\nuntrusted=false\non_untrusted=\"allow\"\n");
+    let decision = tree.decide(
+        &grants,
+        ToolName::Consult,
+        r#"{"question":"hi"}"#,
+        Labels::default(),
+    );
+    let Decision::Allow(allowed) = decision else {
+        panic!("{decision:?}")
+    };
+    assert!(allowed.untrusted, "another model's answer is untrusted");
 }
 
 mod properties {

@@ -125,7 +125,11 @@ fn a_deny_grant_of_shell_does_not_take_hosts_and_bad_entries_are_named() {
         ),
         (
             "[[grant]]\nid=\"s\"\ntool=\"shell\"\ncommands=[\"curl\"]\nhosts=[\"bad host\"]\n",
-            "5: host \"bad host\" must be a host name",
+            "5: host \"bad host\" has a character no host name has (U+0020)",
+        ),
+        (
+            "[[grant]]\nid=\"s\"\ntool=\"shell\"\ncommands=[\"curl\"]\nhosts=[\"*.0.0.1\"]\n",
+            "5: host \"*.0.0.1\" must be a host name, an IP address, or *. and a domain",
         ),
     ] {
         let parsed = parse_file(

@@ -599,18 +599,26 @@ fn a_server_reached_by_url_is_granted_pinned_and_audited_the_same_way() {
     let tokens = testkit::temp_dir();
     let good = tokens.path().join("good");
     let bad = tokens.path().join("bad");
+    let open = tokens.path().join("open");
     std::fs::write(&good, format!("{token}\n")).unwrap();
     std::fs::write(&bad, "not-the-token\n").unwrap();
+    std::fs::write(&open, format!("{token}\n")).unwrap();
+    for (file, mode) in [(&good, 0o600), (&bad, 0o600), (&open, 0o644)] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
     let config = format!(
-        "{}\n[[mcp.servers]]\nname = \"web\"\nurl = {:?}\ntoken_file = {:?}\ncall_ms = 3000\n\n[[mcp.servers]]\nname = \"wrong\"\nurl = {:?}\ntoken_file = {:?}\n",
+        "{}\n[[mcp.servers]]\nname = \"web\"\nurl = {:?}\ntoken_file = {:?}\ncall_ms = 3000\n\n[[mcp.servers]]\nname = \"wrong\"\nurl = {:?}\ntoken_file = {:?}\n\n[[mcp.servers]]\nname = \"open\"\nurl = {:?}\ntoken_file = {:?}\n",
         super::FAST,
         server.url,
         good.display().to_string(),
         server.url,
         bad.display().to_string(),
+        server.url,
+        open.display().to_string(),
     );
     let broker = BrokerProcess::start(
-        "[[grant]]\nid = \"w\"\ntool = [\"web.*\", \"wrong.*\"]\n",
+        "[[grant]]\nid = \"w\"\ntool = [\"web.*\", \"wrong.*\", \"open.*\"]\n",
         &config,
     );
     let (servers, _) = owner_view(&broker, &[]);
@@ -623,6 +631,16 @@ fn a_server_reached_by_url_is_granted_pinned_and_audited_the_same_way() {
         .unwrap_or_else(|| panic!("{servers:?}"));
     assert!(
         error.contains("server wrong") && error.contains("401"),
+        "{error}"
+    );
+    // A token file other users can read is refused, with the command that fixes it.
+    let exposed = servers.iter().find(|s| s.name == "open").unwrap();
+    let error = exposed
+        .error
+        .as_deref()
+        .unwrap_or_else(|| panic!("{servers:?}"));
+    assert!(
+        error.contains("server open") && error.contains(&format!("chmod 600 {}", open.display())),
         "{error}"
     );
     let echo = web.tools.iter().find(|t| t.name == "web.echo").unwrap();
