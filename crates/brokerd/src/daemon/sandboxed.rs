@@ -278,20 +278,20 @@ impl SandboxedRunner {
 
     /// What a box of `read_write` may read and run but never change, where a read-write
     /// folder holds it: brokerd's own binaries (or the next box, or the next broker, would run
-    /// what a command put there), and with bubblewrap what changes what `git` runs
-    /// ([`policy::git::box_pins`]). A repository without `hooks` gets an empty one first, as
-    /// `git init` makes it, so that the box cannot make it.
+    /// what a command put there), and with bubblewrap the trusted places that programs outside
+    /// the box read or run ([`policy::trusted::TrustedPlaces::box_pins`]). A repository without
+    /// `hooks` gets an empty one first, as `git init` makes it, so that the box cannot make it.
     ///
-    /// Without bubblewrap the git places are not kept: Landlock grants a folder whole, so
+    /// Without bubblewrap the trusted places are not kept: Landlock grants a folder whole, so
     /// keeping `.git/hooks` would leave `.git` and the project's top folder without new files
     /// (no `git add`, no new file beside `.git`).
     fn pinned(&self, read_write: &[PathBuf], protected: &crate::policy::Protected) -> Vec<PathBuf> {
-        let git = if self.file_walls == sandbox::FileWalls::Bubblewrap {
-            policy::git::box_pins(read_write, protected.git_configs())
+        let trusted = if self.file_walls == sandbox::FileWalls::Bubblewrap {
+            protected.places().box_pins(read_write)
         } else {
-            Vec::new()
+            policy::trusted::BoxPins::default()
         };
-        for hooks in git.iter().filter(|p| p.ends_with(".git/hooks")) {
+        for hooks in &trusted.hooks {
             if let Err(e) = std::fs::create_dir(hooks)
                 && e.kind() != std::io::ErrorKind::AlreadyExists
             {
@@ -310,7 +310,7 @@ impl SandboxedRunner {
                 pinned.push(path.clone());
             }
         }
-        pinned.extend(git);
+        pinned.extend(trusted.kept);
         pinned
     }
 }

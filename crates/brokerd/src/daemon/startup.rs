@@ -13,7 +13,7 @@ use proto::dirs::Dirs;
 use tokio::net::UnixListener;
 
 use crate::consult::ConsultClient;
-use crate::policy::{Protected, git};
+use crate::policy::Protected;
 
 use super::config::Config;
 use super::dirs::{FolderError, Locks, check_runtime, lock, make_private_dir};
@@ -104,8 +104,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     folders.push(dirs.memory());
     folders.extend(config.protected.iter().cloned());
     let xdg_config = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
-    let protected = Protected::new(&folders)
-        .with_home(&home, &git::global_configs(&home, xdg_config.as_deref()));
+    let protected = Protected::new(&folders).with_home(&home, xdg_config.as_deref());
 
     let mut ledger = Ledger::open(&dirs.ledger())?;
     let anchor = ledger.anchor()?;
