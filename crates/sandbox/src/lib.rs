@@ -57,6 +57,7 @@ mod limits;
 mod mounts;
 mod net;
 mod pinned;
+pub use pinned::PinError;
 mod pipes;
 mod probe;
 mod reap;

@@ -25,6 +25,7 @@ mod fetch;
 mod files;
 mod git;
 mod walls;
+mod watch;
 
 use beside::{FILE_WORKER, LAUNCHER, beside};
 pub use fetch::fetch_boxed;
@@ -93,6 +94,11 @@ pub struct SandboxedRunner {
     warm_commands: bool,
     /// The proxies of granted hosts, one per box that has hosts.
     proxies: Option<super::proxy::Proxies>,
+    /// Where a trusted place that a box made is moved aside (in boxmaker's state folder);
+    /// `None`: nowhere yet, so beside itself.
+    aside: PathBuf,
+    /// The trusted places missing when each running `bash_bg` job's box started.
+    job_watches: watch::JobWatches,
 }
 
 impl SandboxedRunner {
@@ -131,7 +137,29 @@ impl SandboxedRunner {
             warm,
             warm_commands,
             proxies: None,
+            aside: std::env::temp_dir().join("boxmaker-moved-aside"),
+            job_watches: watch::JobWatches::default(),
         }
+    }
+
+    /// The same runner, moving a trusted place that a box made into `aside` (a folder in
+    /// boxmaker's state folder, made mode 0700 when needed).
+    pub fn with_aside(mut self, aside: PathBuf) -> SandboxedRunner {
+        self.aside = aside;
+        self
+    }
+
+    /// The trusted places under the call's read-write folders that do not exist now, to
+    /// sweep once its box has ended ([`watch`]); none when the file walls are off.
+    fn watch(&self, allowed: &Allowed, context: &RunContext) -> watch::Watch {
+        if !self.settings.file_walls {
+            return watch::Watch::default();
+        }
+        let read_write = granted(allowed);
+        if read_write.is_empty() {
+            return watch::Watch::default();
+        }
+        watch::Watch::before(context.protected.places().box_pins(&read_write).missing)
     }
 
     /// brokerd's own binary, to run as the worker in a box (`what` names the box in the error).
@@ -315,8 +343,9 @@ impl SandboxedRunner {
     }
 }
 
-impl Runner for SandboxedRunner {
-    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+impl SandboxedRunner {
+    /// [`Runner::run`] in its box, before its trusted places are swept.
+    fn run_boxed(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         if matches!(allowed.args, ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_)) {
             return self.git_read(allowed, context);
         }
@@ -390,7 +419,8 @@ impl Runner for SandboxedRunner {
         outcome
     }
 
-    fn start_job(
+    /// [`Runner::start_job`] in its box, before its trusted places are watched.
+    fn start_boxed_job(
         &self,
         allowed: &Allowed,
         context: &RunContext,
@@ -418,8 +448,32 @@ impl Runner for SandboxedRunner {
         fields.insert("sandbox".to_string(), Value::from(walls));
         Ok((job, fields))
     }
+}
+
+impl Runner for SandboxedRunner {
+    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        let watch = self.watch(allowed, context);
+        let outcome = self.run_boxed(allowed, context);
+        let mut moved = watch.sweep(&self.aside);
+        moved.extend(self.job_watches.sweep(&context.session, &self.aside, false));
+        watch::with_moved(outcome, moved)
+    }
+
+    fn start_job(
+        &self,
+        allowed: &Allowed,
+        context: &RunContext,
+        options: tools::jobs::JobOptions,
+    ) -> Result<(tools::jobs::Job, Map<String, Value>), String> {
+        let watch = self.watch(allowed, context);
+        let started = self.start_boxed_job(allowed, context, options);
+        self.job_watches.add(&context.session, watch);
+        started
+    }
 
     fn end_session(&self, session: &proto::SessionId) -> usize {
+        // Logged: no call is left to say so.
+        let _ = self.job_watches.sweep(session, &self.aside, true);
         self.warm.end_session(session)
     }
 

@@ -179,7 +179,9 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         resolver,
     )
     .map_err(StartError::Other)?;
-    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home).with_proxies(proxies);
+    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home)
+        .with_proxies(proxies)
+        .with_aside(dirs.state.join("moved-aside"));
     let runner: Arc<dyn super::runner::Runner> = match &config.sandbox.podman_image {
         None => Arc::new(runner),
         Some(image) => {

@@ -23,7 +23,8 @@ pub struct BoxPins {
 impl TrustedPlaces {
     /// What a box whose read-write folders are `read_write` (resolved) must keep: the owner's
     /// places a read-write folder holds, and the workspace places at the top of each
-    /// read-write folder and of the repository holding it (for `.git`: its `config`,
+    /// read-write folder, of the repository holding it and of each repository up to two levels
+    /// below it (for `.git`: its `config`,
     /// `config.worktree`, `hooks` and `info/attributes`, or a `.git` file or link). Not a
     /// place that a read-write folder names itself (the folder is the place or lies in it):
     /// that grant may write there.
@@ -56,17 +57,52 @@ impl TrustedPlaces {
     }
 }
 
-/// Each read-write folder, and the top of the repository holding it where a read-write
-/// folder holds that top.
+/// How deep below a read-write folder repositories are looked for, and how many entries are
+/// read at most for each read-write folder.
+const REPOSITORY_DEPTH: usize = 2;
+const REPOSITORY_ENTRIES: usize = 4096;
+
+/// Each read-write folder, the top of the repository holding it where a read-write folder
+/// holds that top, and the repositories below it (to [`REPOSITORY_DEPTH`] levels, what
+/// [`REPOSITORY_ENTRIES`] entries show): where a workspace's settings live.
 fn tops(read_write: &[PathBuf]) -> Vec<PathBuf> {
     let mut tops = read_write.to_vec();
+    let add = |top: PathBuf, tops: &mut Vec<PathBuf>| {
+        if !tops.contains(&top) {
+            tops.push(top);
+        }
+    };
     for folder in read_write {
         let git_dir = git::repository_git_dir(folder);
         if let Some(top) = git_dir.parent()
             && read_write.iter().any(|rw| top.starts_with(rw))
-            && !tops.iter().any(|t| t == top)
         {
-            tops.push(top.to_path_buf());
+            add(top.to_path_buf(), &mut tops);
+        }
+        let mut read = 0usize;
+        let mut level = vec![folder.clone()];
+        for _ in 0..REPOSITORY_DEPTH {
+            let mut next = Vec::new();
+            for dir in &level {
+                let Ok(entries) = std::fs::read_dir(dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    read += 1;
+                    if read > REPOSITORY_ENTRIES {
+                        break;
+                    }
+                    if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        continue;
+                    }
+                    let path = entry.path();
+                    if path.join(".git").symlink_metadata().is_ok() {
+                        add(path.clone(), &mut tops);
+                    }
+                    next.push(path);
+                }
+            }
+            level = next;
         }
     }
     tops

@@ -222,9 +222,14 @@ fn a_box_keeps_the_places_under_its_folders_unless_a_folder_names_one() {
         vec![
             home.join(".bashrc"),
             home.join(".gitconfig"),
-            home.join(".ssh")
+            home.join(".ssh"),
+            app.join(".claude"),
+            app.join(".git/config"),
+            app.join(".git/hooks"),
+            app.join(".vscode/tasks.json"),
+            worktree.join(".git"),
         ],
-        "a folder's own top only"
+        "the home's own places, and the repositories two levels below it"
     );
     assert!(pins.missing.contains(&home.join(".profile")));
     assert!(pins.missing.contains(&home.join(".config/git")));
