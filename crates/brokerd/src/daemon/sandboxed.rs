@@ -24,6 +24,7 @@ mod beside;
 mod fetch;
 mod files;
 mod git;
+mod snapshot;
 mod walls;
 mod watch;
 
@@ -159,7 +160,17 @@ impl SandboxedRunner {
         if read_write.is_empty() {
             return watch::Watch::default();
         }
-        watch::Watch::before(context.protected.places().box_pins(&read_write).missing)
+        let pins = context.protected.places().box_pins(&read_write);
+        let recorded = if self.file_walls == sandbox::FileWalls::LandlockOnly {
+            pins.kept
+                .iter()
+                .filter(|p| snapshot::Snapshot::fits(p))
+                .filter_map(|p| snapshot::Snapshot::take(p))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        watch::Watch::before(pins.missing, recorded)
     }
 
     /// brokerd's own binary, to run as the worker in a box (`what` names the box in the error).
@@ -306,19 +317,19 @@ impl SandboxedRunner {
 
     /// What a box of `read_write` may read and run but never change, where a read-write
     /// folder holds it: brokerd's own binaries (or the next box, or the next broker, would run
-    /// what a command put there), and with bubblewrap the trusted places that programs outside
-    /// the box read or run ([`policy::trusted::TrustedPlaces::box_pins`]). A repository without
-    /// `hooks` gets an empty one first, as `git init` makes it, so that the box cannot make it.
+    /// what a command put there), and the trusted places that programs outside the box read
+    /// or run ([`policy::trusted::TrustedPlaces::box_pins`]). A repository without `hooks`
+    /// gets an empty one first, as `git init` makes it, so that the box cannot make it.
     ///
-    /// Without bubblewrap the trusted places are not kept: Landlock grants a folder whole, so
-    /// keeping `.git/hooks` would leave `.git` and the project's top folder without new files
-    /// (no `git add`, no new file beside `.git`).
+    /// Without bubblewrap, only the places too large to record ([`snapshot`]) are left out of
+    /// Landlock's write rules (Landlock grants a folder whole: keeping `.git/config` so would
+    /// leave `.git` without new files, so no `git add`); the others are recorded before the
+    /// call and put back after it ([`watch`]).
     fn pinned(&self, read_write: &[PathBuf], protected: &crate::policy::Protected) -> Vec<PathBuf> {
-        let trusted = if self.file_walls == sandbox::FileWalls::Bubblewrap {
-            protected.places().box_pins(read_write)
-        } else {
-            policy::trusted::BoxPins::default()
-        };
+        let mut trusted = protected.places().box_pins(read_write);
+        if self.file_walls == sandbox::FileWalls::LandlockOnly {
+            trusted.kept.retain(|p| !snapshot::Snapshot::fits(p));
+        }
         for hooks in &trusted.hooks {
             if let Err(e) = std::fs::create_dir(hooks)
                 && e.kind() != std::io::ErrorKind::AlreadyExists

@@ -2,9 +2,10 @@
 //! a box cannot keep what is not there, so they are recorded before the run and, once the box
 //! has ended, any that appeared is moved aside into boxmaker's state folder (or, where that
 //! folder is on another file system, renamed beside itself), and the call's result says so.
-//! The place ends the call as it began; during the call a program outside the box could read
-//! what the box made there (the window), and a `bash_bg` job's places are swept when the
-//! session's next boxed call ends, or its session ends.
+//! In a box of Landlock alone, the places it keeps by record ([`super::snapshot`]) are put
+//! back the same way. The place ends the call as it began; during the call a program outside
+//! the box could read what the box made there (the window), and a `bash_bg` job's places are
+//! swept when the session's next boxed call ends, or its session ends.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -12,27 +13,51 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::super::runner::Outcome;
+use super::snapshot::Snapshot;
 
-/// What a box's call found missing, to sweep after it.
+/// What a box's call found missing, and (in a box of Landlock alone) the places recorded to
+/// put back, to sweep after it.
 #[derive(Debug, Default)]
 pub(super) struct Watch {
     missing: Vec<PathBuf>,
+    recorded: Vec<Snapshot>,
 }
 
 impl Watch {
-    /// Records the places of `missing` that still do not exist.
-    pub(super) fn before(missing: Vec<PathBuf>) -> Watch {
+    /// Records the places of `missing` that still do not exist, and `recorded`.
+    pub(super) fn before(missing: Vec<PathBuf>, recorded: Vec<Snapshot>) -> Watch {
         Watch {
             missing: missing
                 .into_iter()
                 .filter(|p| p.symlink_metadata().is_err())
                 .collect(),
+            recorded,
         }
     }
 
     /// Moves aside, into `aside`, each recorded place that exists now: each as "place → where".
     pub(super) fn sweep(&self, aside: &Path) -> Vec<String> {
         let mut moved = Vec::new();
+        for shot in &self.recorded {
+            match shot.restore(|place| move_aside(place, aside)) {
+                None => {}
+                Some(Ok(to)) => {
+                    tracing::warn!(place = %shot.place().display(), to = %to.display(), "a box changed a trusted place; put back");
+                    moved.push(format!(
+                        "{} → {} (and the place put back as it was)",
+                        shot.place().display(),
+                        to.display()
+                    ));
+                }
+                Some(Err(e)) => {
+                    tracing::error!(place = %shot.place().display(), error = %e, "a box changed a trusted place that cannot be put back");
+                    moved.push(format!(
+                        "{} was changed and {e}: check it by hand",
+                        shot.place().display()
+                    ));
+                }
+            }
+        }
         for place in &self.missing {
             if place.symlink_metadata().is_err() {
                 continue;
@@ -62,7 +87,7 @@ pub(super) struct JobWatches(Mutex<Vec<(proto::SessionId, Watch)>>);
 impl JobWatches {
     /// Keeps `watch` for `session`'s later sweeps.
     pub(super) fn add(&self, session: &proto::SessionId, watch: Watch) {
-        if watch.missing.is_empty() {
+        if watch.missing.is_empty() && watch.recorded.is_empty() {
             return;
         }
         self.lock().push((session.clone(), watch));

@@ -34,6 +34,15 @@ struct Owner {
 }
 
 fn owner(prepare: impl FnOnce(&Path), granted: impl Fn(&Path) -> Vec<PathBuf>) -> Owner {
+    owner_with(FAST, prepare, granted)
+}
+
+/// [`owner`] with `config` as its `brokerd.toml`.
+fn owner_with(
+    config: &str,
+    prepare: impl FnOnce(&Path),
+    granted: impl Fn(&Path) -> Vec<PathBuf>,
+) -> Owner {
     let dir = testkit::temp_dir();
     let home = dir.path().canonicalize().unwrap().join("home");
     fs::create_dir_all(&home).unwrap();
@@ -64,7 +73,7 @@ on_untrusted = "allow"
         plant = home.join("plant.py").display()
     );
     let home_text = home.display().to_string();
-    let broker = BrokerProcess::start_with_env(&grants, FAST, &[("HOME", &home_text)]);
+    let broker = BrokerProcess::start_with_env(&grants, config, &[("HOME", &home_text)]);
     Owner {
         broker,
         home,
@@ -398,4 +407,52 @@ fn a_grant_that_names_a_trusted_place_lets_the_write_tools_change_it() {
         );
         assert_eq!(fs::read_to_string(&place).unwrap(), "changed\n");
     }
+}
+
+#[test]
+fn without_bubblewrap_a_changed_trusted_place_is_put_back_as_it_was() {
+    // Landlock grants a folder whole: the box records the small places and puts them back
+    // (git still commits there: see sandbox::without_bubblewrap_git_in_the_box_still_adds_and_commits).
+    let config = format!("{FAST}[sandbox]\nbubblewrap = false\n");
+    let owner = owner_with(
+        &config,
+        |home| {
+            let app = home.join("app");
+            fs::create_dir_all(&app).unwrap();
+            super::git(&app, &["init", "-q", "-b", "main"]);
+            super::git(&app, &["config", "user.email", "o@example.com"]);
+            super::git(&app, &["config", "user.name", "Owner"]);
+            fs::create_dir_all(home.join("dotfiles")).unwrap();
+            fs::write(home.join("dotfiles/gitconfig"), "[user]\n").unwrap();
+            symlink("dotfiles/gitconfig", home.join(".gitconfig")).unwrap();
+            fs::write(home.join(".bashrc"), "# owner's\n").unwrap();
+        },
+        |home| vec![home.to_path_buf()],
+    );
+    let home = &owner.home;
+    let places = [
+        home.join(".gitconfig"),
+        home.join("dotfiles/gitconfig"),
+        home.join(".bashrc"),
+        home.join("app/.git/config"),
+        home.join("app/.git/hooks"),
+    ];
+    let before: Vec<_> = places.iter().map(|p| state(p)).collect();
+    for place in [
+        home.join(".gitconfig"),
+        home.join(".bashrc"),
+        home.join("app/.git/config"),
+        home.join("app/.git/hooks/pre-commit"),
+    ] {
+        let response = owner.plant(&place);
+        let said = text(&response);
+        assert!(said.contains("planted"), "{said}");
+        assert!(said.contains("put back as it was"), "{said}");
+        assert!(
+            said.contains("landlock only"),
+            "a box of Landlock alone: {said}"
+        );
+    }
+    let after: Vec<_> = places.iter().map(|p| state(p)).collect();
+    assert_eq!(before, after);
 }
