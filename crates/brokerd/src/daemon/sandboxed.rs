@@ -161,6 +161,8 @@ impl SandboxedRunner {
             return watch::Watch::default();
         }
         let pins = context.protected.places().box_pins(&read_write);
+        // Made before they are recorded, as the box will find them.
+        make_hooks(&pins.hooks);
         let recorded = if self.file_walls == sandbox::FileWalls::LandlockOnly {
             pins.kept
                 .iter()
@@ -330,13 +332,7 @@ impl SandboxedRunner {
         if self.file_walls == sandbox::FileWalls::LandlockOnly {
             trusted.kept.retain(|p| !snapshot::Snapshot::fits(p));
         }
-        for hooks in &trusted.hooks {
-            if let Err(e) = std::fs::create_dir(hooks)
-                && e.kind() != std::io::ErrorKind::AlreadyExists
-            {
-                tracing::warn!(hooks = %hooks.display(), error = %e, "cannot make the repository's hooks folder, which a box could then make");
-            }
-        }
+        make_hooks(&trusted.hooks);
         let mut pinned: Vec<PathBuf> = Vec::new();
         let binaries = self.own_binary.as_ref().ok();
         for path in binaries
@@ -575,6 +571,18 @@ impl SandboxedRunner {
             )
             .map(|(ended, _)| (ended, sandbox::Containment::Bubblewrap))
         })
+    }
+}
+
+/// Makes each repository's missing `hooks` folder (empty, as `git init` does), so that a box
+/// cannot make it.
+fn make_hooks(hooks: &[PathBuf]) {
+    for hooks in hooks {
+        if let Err(e) = std::fs::create_dir(hooks)
+            && e.kind() != std::io::ErrorKind::AlreadyExists
+        {
+            tracing::warn!(hooks = %hooks.display(), error = %e, "cannot make the repository's hooks folder, which a box could then make");
+        }
     }
 }
 

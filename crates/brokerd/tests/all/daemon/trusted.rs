@@ -95,11 +95,20 @@ impl Owner {
     }
 
     fn plant(&self, place: &Path) -> ToolResponse {
-        self.shell(&format!(
+        self.plant_in(place, &self.home)
+    }
+
+    /// [`Owner::plant`] from `cwd`.
+    fn plant_in(&self, place: &Path, cwd: &Path) -> ToolResponse {
+        let command = format!(
             "/usr/bin/python3 {} {} '{EVIL}'",
             self.home.join("plant.py").display(),
             place.display()
-        ))
+        );
+        self.call(
+            "shell",
+            serde_json::json!({ "command": command, "cwd": cwd }),
+        )
     }
 }
 
@@ -285,6 +294,52 @@ fn a_repositorys_hooks_that_are_a_link_refuse_the_box_and_stay_as_they_were() {
     );
     assert_eq!(before, state(&app.join(".git/hooks")));
     assert!(!app.join("githooks/pre-commit").exists());
+}
+
+#[test]
+fn a_repositorys_config_or_dot_git_that_is_a_link_refuses_the_box_and_stays_as_it_was() {
+    // `.git/config` a link to a file in the grant, and `.git` itself a link to the git
+    // directory beside it: neither link can be kept in a writable folder.
+    type Link = fn(&Path) -> PathBuf;
+    let cells: [(&str, Link); 2] = [
+        ("config", |app| {
+            fs::rename(app.join(".git/config"), app.join("gitconfig")).unwrap();
+            symlink("../gitconfig", app.join(".git/config")).unwrap();
+            app.join(".git/config")
+        }),
+        ("dot_git", |app| {
+            fs::rename(app.join(".git"), app.join("repo.git")).unwrap();
+            symlink("repo.git", app.join(".git")).unwrap();
+            app.join(".git")
+        }),
+    ];
+    for (cell, link) in cells {
+        let owner = owner(
+            |home| {
+                let app = home.join("app");
+                fs::create_dir_all(&app).unwrap();
+                super::git(&app, &["init", "-q", "-b", "main"]);
+                link(&app);
+            },
+            |home| vec![home.join("app")],
+        );
+        let app = owner.home.join("app");
+        let places = [
+            app.join(".git"),
+            app.join(".git/config"),
+            app.join("gitconfig"),
+        ];
+        let before: Vec<_> = places.iter().map(|p| state(p)).collect();
+        let response = owner.plant_in(&app.join(".git/config"), &app);
+        let named = if cell == "config" {
+            app.join(".git/config")
+        } else {
+            app.join(".git")
+        };
+        assert!(refused_naming(&response, &named), "{cell}: {response:?}");
+        let after: Vec<_> = places.iter().map(|p| state(p)).collect();
+        assert_eq!(before, after, "{cell}");
+    }
 }
 
 #[test]
