@@ -57,7 +57,7 @@ mod limits;
 mod mounts;
 mod net;
 mod pinned;
-pub use pinned::PinError;
+pub use pinned::{PinError, pinned_mounts};
 mod pipes;
 mod probe;
 mod reap;

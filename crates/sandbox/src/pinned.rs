@@ -106,6 +106,18 @@ impl Pinned {
     }
 }
 
+/// For a runtime other than bubblewrap (a container's volumes): the folders to bind onto
+/// themselves read-write and then the places to bind read-only over themselves, so that
+/// `pinned` (absolute, as spelled) ends a run as it began where `writable` (resolved) holds
+/// them; or why one cannot be kept ([`PinError::Link`]).
+pub fn pinned_mounts(
+    pinned: &[PathBuf],
+    writable: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PinError> {
+    let kept = Pinned::under(pinned, writable)?;
+    Ok((kept.folders, kept.files))
+}
+
 /// The innermost read-write path holding `place` below its top (a bind's root is a mount
 /// point already).
 fn innermost(place: &Path, writable: &[PathBuf]) -> Option<PathBuf> {

@@ -574,6 +574,41 @@ impl SandboxedRunner {
     }
 }
 
+impl SandboxedRunner {
+    /// Runs `run` (a call in a runtime other than this runner's boxes: a Podman container)
+    /// keeping the trusted places under the call's read-write folders: each small one recorded
+    /// and put back after it ([`snapshot`]), each larger one given to `run` as read-only
+    /// mounts (the folders to bind onto themselves first, then the places), the missing ones
+    /// swept ([`watch`]); or the call failed with the sentence of a link that cannot be kept.
+    pub(super) fn run_keeping(
+        &self,
+        allowed: &Allowed,
+        context: &RunContext,
+        run: impl FnOnce(&[PathBuf], &[PathBuf]) -> Outcome,
+    ) -> Outcome {
+        let read_write = granted(allowed);
+        let pins = context.protected.places().box_pins(&read_write);
+        make_hooks(&pins.hooks);
+        let (small, large): (Vec<PathBuf>, Vec<PathBuf>) = pins
+            .kept
+            .into_iter()
+            .partition(|p| snapshot::Snapshot::fits(p));
+        let (folders, places) = match sandbox::pinned_mounts(&large, &read_write) {
+            Ok(mounts) => mounts,
+            Err(e) => return Outcome::Failed(format!("the container was not started: {e}")),
+        };
+        let recorded = small
+            .iter()
+            .filter_map(|p| snapshot::Snapshot::take(p))
+            .collect();
+        let watch = watch::Watch::before(pins.missing, recorded);
+        let outcome = run(&folders, &places);
+        let mut moved = watch.sweep(&self.aside);
+        moved.extend(self.job_watches.sweep(&context.session, &self.aside, false));
+        watch::with_moved(outcome, moved)
+    }
+}
+
 /// Makes each repository's missing `hooks` folder (empty, as `git init` does), so that a box
 /// cannot make it.
 fn make_hooks(hooks: &[PathBuf]) {
