@@ -21,9 +21,11 @@ use crate::shell;
 use crate::trusted::{Reached, TrustedPlaces};
 
 mod prepare;
+mod trusted;
 
 pub use prepare::resolve_args;
 use prepare::{named_paths, prepare};
+use trusted::trusted_refusal;
 
 /// What a session has seen so far: the two labels that meet the grants on every call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -258,35 +260,6 @@ fn writable(grant: &Grant, write: &Write) -> bool {
             .place
             .as_ref()
             .is_none_or(|reached| grant.paths.iter().any(|rule| rule.names(&reached.place)))
-}
-
-/// Why no grant covers a call whose write to a trusted place is what keeps a grant of its
-/// tool from covering it: the place, what reads it, and how a grant opens it.
-fn trusted_refusal(call: &Call, grants: &[Grant], now: Timestamp) -> Option<Decision> {
-    let tool = call.args.tool().granted_by();
-    call.writes.iter().find_map(|write| {
-        let reached = write.place.as_ref()?;
-        let blocked = grants.iter().any(|g| {
-            g.tool == tool
-                && !g.deny
-                && !g.expired(now)
-                && g.paths.iter().any(|rule| rule.covers(&write.path))
-                && !writable(g, write)
-        });
-        blocked.then(|| {
-            deny(
-                DenyReason::TrustedPlace,
-                None,
-                format!(
-                    "{} is in {}, which {} reads or runs outside any box; a grant opens it only by naming it in its paths (paths = [\"{}\"]), not through a broader folder or a glob",
-                    write.path.display(),
-                    reached.place.display(),
-                    reached.read_by,
-                    reached.place.display()
-                ),
-            )
-        })
-    })
 }
 
 /// An allow grant covers a script when every command starts with one of its prefixes; a deny
