@@ -1,7 +1,8 @@
 //! boxmaker's decision on a tool call, as a library without sockets or state: the call's
 //! arguments parsed strictly ([`args`], [`consult`], [`ask`], [`memory`]), the owner's grant files ([`grants`]), and
 //! the decision itself ([`decide`]) with what it needs to read a `shell` script ([`shell`]) and
-//! to know which writes change what git runs ([`git`]).
+//! to know which writes change what git and the other programs outside the box run ([`git`],
+//! [`trusted`]).
 //!
 //! It reads grant files and resolves paths (file metadata and symbolic links); nothing else
 //! touches the machine. `brokerd` runs what is decided here; `bx grants check`, the MCP front and
@@ -18,3 +19,4 @@ pub mod hosts;
 pub mod memory;
 pub mod paths;
 pub mod shell;
+pub mod trusted;

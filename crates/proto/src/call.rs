@@ -96,6 +96,10 @@ pub enum DenyReason {
     CatastrophicCommand,
     /// A `shell` script that sends a command to the background with `&`.
     BackgroundCommand,
+    /// A write to a trusted place (a file that a program running outside any box reads as its
+    /// configuration or runs: git's configuration and hooks, shell start-up files, `~/.ssh`,
+    /// an agent's or editor's settings) that no grant names literally.
+    TrustedPlace,
 }
 
 impl DenyReason {
@@ -142,6 +146,9 @@ impl DenyReason {
             }
             DenyReason::BackgroundCommand => {
                 "Denied: `&` would leave a command running after this call ends; start it with bash_bg instead."
+            }
+            DenyReason::TrustedPlace => {
+                "Denied: this path is configuration that programs outside the box read or run (git, the shell, ssh, an agent's or editor's settings); only a grant that names it may change it."
             }
         }
     }

@@ -95,6 +95,7 @@ fn every_deny_reason_has_its_snake_case_name() {
         (DenyReason::ReadBeforeWrite, "read_before_write"),
         (DenyReason::CatastrophicCommand, "catastrophic_command"),
         (DenyReason::BackgroundCommand, "background_command"),
+        (DenyReason::TrustedPlace, "trusted_place"),
     ];
     for (reason, name) in names {
         golden(&reason, &format!("\"{name}\""));

@@ -189,6 +189,10 @@ pub enum BoxError {
     /// The policy asks for a network where the box cannot have one.
     #[error("{0}")]
     NoNetwork(&'static str),
+    /// A pinned place cannot be kept unchanged in this box (a symbolic link in a read-write
+    /// folder).
+    #[error("the box was not started: {0}")]
+    Pinned(#[from] crate::pinned::PinError),
 }
 
 /// Why a box without bubblewrap has no network.
@@ -451,7 +455,16 @@ fn box_args(
     ] {
         for path in paths {
             let resolved = resolve(path)?;
-            a.bind(flag, &resolved);
+            // A file inside another read-write path is writable with it already; bound, it
+            // would be a mount point that no write could replace by a rename.
+            let nested_file = flag == "--bind"
+                && !resolved.is_dir()
+                && paths
+                    .iter()
+                    .any(|other| other != path && resolved.starts_with(other));
+            if !nested_file {
+                a.bind(flag, &resolved);
+            }
             if flag == "--bind" {
                 rules.write.push(resolved.clone());
                 writable.push(resolved.clone());
@@ -470,31 +483,40 @@ fn box_args(
     }
     let launcher = launcher.map(|path| (path, rules));
     // Before the masks, which a bind of a folder holding one would cover.
-    let pinned = crate::pinned::Pinned::under(&policy.pinned, &writable);
-    for folder in &pinned.folders {
+    let masked: Vec<PathBuf> = policy
+        .masked
+        .iter()
+        .filter_map(|m| std::fs::canonicalize(m).ok())
+        .filter(|m| bound.iter().any(|b| m.starts_with(b)))
+        .collect();
+    let pinned = crate::pinned::Pinned::under(&policy.pinned, &writable)?;
+    let visible = |p: &PathBuf| !masked.iter().any(|m| p.starts_with(m));
+    for folder in pinned.folders.iter().filter(|f| visible(f)) {
         a.bind("--bind", folder);
     }
-    for masked in &policy.masked {
-        let Ok(resolved) = std::fs::canonicalize(masked) else {
-            continue;
-        };
-        if !bound.iter().any(|b| resolved.starts_with(b)) {
+    for place in pinned.files.iter().filter(|f| visible(f)) {
+        // The place itself read-only, and a mount point, which cannot be renamed over or
+        // removed.
+        a.bind("--ro-bind", place);
+    }
+    for resolved in &masked {
+        // Inside another masked folder: unseen with it already (and its read-only tmpfs
+        // could not take a mount point).
+        if masked
+            .iter()
+            .any(|m| m != resolved && resolved.starts_with(m))
+        {
             continue;
         }
         if resolved.is_dir() {
             a.push(&["--perms", "0000", "--tmpfs"]);
-            a.path(&resolved);
+            a.path(resolved);
             a.push(&["--remount-ro"]);
-            a.path(&resolved);
+            a.path(resolved);
         } else {
             a.push(&["--ro-bind", "/dev/null"]);
-            a.path(&resolved);
+            a.path(resolved);
         }
-    }
-    for file in &pinned.files {
-        // The file itself read-only, and a mount point, which cannot be renamed over or
-        // removed.
-        a.bind("--ro-bind", file);
     }
     if let Some(network) = &policy.network {
         // The one socket by path the box holds: its proxy's.

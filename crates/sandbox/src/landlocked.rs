@@ -96,7 +96,7 @@ pub(crate) fn spawn_landlocked(
         .collect::<Result<Vec<_>, _>>()?;
     // A pinned file is readable where its read-write path is, and left out of what is
     // writable there (as a masked path is left out of both).
-    let pinned = crate::pinned::Pinned::under(&policy.pinned, &writable).files;
+    let pinned = crate::pinned::Pinned::under(&policy.pinned, &writable)?.files;
     let kept: Vec<PathBuf> = masked.iter().chain(&pinned).cloned().collect();
     for resolved in writable {
         if pinned.iter().any(|p| p.starts_with(&resolved)) {

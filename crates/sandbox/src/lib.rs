@@ -63,6 +63,7 @@ mod limits;
 mod mounts;
 mod net;
 mod pinned;
+pub use pinned::{PinError, pinned_mounts};
 mod pipes;
 mod probe;
 mod reap;

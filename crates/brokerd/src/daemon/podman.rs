@@ -59,7 +59,7 @@ impl PodmanRunner {
     /// Runs `allowed` in a container: `shell` runs; the memory tools and `consult`, which the
     /// broker routes elsewhere, are refused with the seed's sentences; any other tool is not
     /// one the container runs.
-    pub fn in_container(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+    pub fn in_container(&self, allowed: &Allowed, context: &RunContext, kept: Kept<'_>) -> Outcome {
         let tool = allowed.args.tool();
         if let Some(sentence) = refused_in_container(tool) {
             return Outcome::Failed(sentence.to_string());
@@ -92,7 +92,7 @@ impl PodmanRunner {
             .cloned()
             .collect();
         let ran = tools::shell::shell_with(args, &options, &mut |spec, timeout, out, err| {
-            let podman = self.command(spec, timeout, &folders, &hidden);
+            let podman = self.command(spec, timeout, &folders, &hidden, &kept);
             let mut ended = follow(&podman, timeout + PODMAN_GRACE, out, err)?;
             // Podman stopped the container at its --timeout: it then exits 255, no sooner than
             // the limit.
@@ -120,6 +120,7 @@ impl PodmanRunner {
         timeout: Duration,
         folders: &[PathBuf],
         hidden: &[PathBuf],
+        kept: &Kept<'_>,
     ) -> sandbox::CommandSpec {
         let processes = self.settings.processes.max(1);
         let mut args: Vec<String> = [
@@ -167,6 +168,16 @@ impl PodmanRunner {
             args.push("--volume".to_string());
             args.push(format!("{0}:{0}:rw", folder.display()));
         }
+        // A trusted place too large to record: each folder on its way bound onto itself (a
+        // mount point cannot be moved aside), then the place read-only.
+        for folder in kept.folders {
+            args.push("--volume".to_string());
+            args.push(format!("{0}:{0}:rw", folder.display()));
+        }
+        for place in kept.places {
+            args.push("--volume".to_string());
+            args.push(format!("{0}:{0}:ro", place.display()));
+        }
         for folder in hidden {
             args.push("--tmpfs".to_string());
             args.push(format!("{}:ro,size=1k", folder.display()));
@@ -189,6 +200,16 @@ impl PodmanRunner {
             cwd: PathBuf::from("/"),
         }
     }
+}
+
+/// The trusted places a container keeps read-only ([`SandboxedRunner::run_keeping`]): the
+/// folders to bind onto themselves first, then the places.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept<'a> {
+    /// Bound onto themselves, read-write.
+    pub folders: &'a [PathBuf],
+    /// Bound onto themselves, read-only.
+    pub places: &'a [PathBuf],
 }
 
 /// How `podman run` ended, and after how long.
@@ -298,7 +319,9 @@ fn podman_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
 impl Runner for PodmanRunner {
     fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         match &allowed.args {
-            ToolArgs::Shell(_) => self.in_container(allowed, context),
+            ToolArgs::Shell(_) => self.inner.run_keeping(allowed, context, |folders, places| {
+                self.in_container(allowed, context, Kept { folders, places })
+            }),
             _ => self.inner.run(allowed, context),
         }
     }

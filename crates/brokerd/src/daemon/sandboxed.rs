@@ -24,7 +24,10 @@ mod beside;
 mod fetch;
 mod files;
 mod git;
+mod keep;
+mod snapshot;
 mod walls;
+mod watch;
 
 use beside::{FILE_WORKER, LAUNCHER, beside};
 pub use fetch::fetch_boxed;
@@ -112,6 +115,11 @@ pub struct SandboxedRunner {
     warm_commands: bool,
     /// The proxies of granted hosts, one per box that has hosts.
     proxies: Option<super::proxy::Proxies>,
+    /// Where a trusted place that a box made is moved aside (in boxmaker's state folder);
+    /// `None`: nowhere yet, so beside itself.
+    aside: PathBuf,
+    /// The trusted places missing when each running `bash_bg` job's box started.
+    job_watches: watch::JobWatches,
 }
 
 impl SandboxedRunner {
@@ -150,7 +158,16 @@ impl SandboxedRunner {
             warm,
             warm_commands,
             proxies: None,
+            aside: std::env::temp_dir().join("boxmaker-moved-aside"),
+            job_watches: watch::JobWatches::default(),
         }
+    }
+
+    /// The same runner, moving a trusted place that a box made into `aside` (a folder in
+    /// boxmaker's state folder, made mode 0700 when needed).
+    pub fn with_aside(mut self, aside: PathBuf) -> SandboxedRunner {
+        self.aside = aside;
+        self
     }
 
     /// brokerd's own binary, to run as the worker in a box (`what` names the box in the error).
@@ -297,26 +314,20 @@ impl SandboxedRunner {
 
     /// What a box of `read_write` may read and run but never change, where a read-write
     /// folder holds it: brokerd's own binaries (or the next box, or the next broker, would run
-    /// what a command put there), and with bubblewrap what changes what `git` runs
-    /// ([`policy::git::box_pins`]). A repository without `hooks` gets an empty one first, as
-    /// `git init` makes it, so that the box cannot make it.
+    /// what a command put there), and the trusted places that programs outside the box read
+    /// or run ([`policy::trusted::TrustedPlaces::box_pins`]). A repository without `hooks`
+    /// gets an empty one first, as `git init` makes it, so that the box cannot make it.
     ///
-    /// Without bubblewrap the git places are not kept: Landlock grants a folder whole, so
-    /// keeping `.git/hooks` would leave `.git` and the project's top folder without new files
-    /// (no `git add`, no new file beside `.git`).
+    /// Without bubblewrap, only the places too large to record ([`snapshot`]) are left out of
+    /// Landlock's write rules (Landlock grants a folder whole: keeping `.git/config` so would
+    /// leave `.git` without new files, so no `git add`); the others are recorded before the
+    /// call and put back after it ([`watch`]).
     fn pinned(&self, read_write: &[PathBuf], protected: &crate::policy::Protected) -> Vec<PathBuf> {
-        let git = if self.file_walls == sandbox::FileWalls::Bubblewrap {
-            policy::git::box_pins(read_write, protected.git_configs())
-        } else {
-            Vec::new()
-        };
-        for hooks in git.iter().filter(|p| p.ends_with(".git/hooks")) {
-            if let Err(e) = std::fs::create_dir(hooks)
-                && e.kind() != std::io::ErrorKind::AlreadyExists
-            {
-                tracing::warn!(hooks = %hooks.display(), error = %e, "cannot make the repository's hooks folder, which a box could then make");
-            }
+        let mut trusted = protected.places().box_pins(read_write);
+        if self.file_walls == sandbox::FileWalls::LandlockOnly {
+            trusted.kept.retain(|p| !snapshot::Snapshot::fits(p));
         }
+        keep::make_hooks(&trusted.hooks);
         let mut pinned: Vec<PathBuf> = Vec::new();
         let binaries = self.own_binary.as_ref().ok();
         for path in binaries
@@ -329,13 +340,14 @@ impl SandboxedRunner {
                 pinned.push(path.clone());
             }
         }
-        pinned.extend(git);
+        pinned.extend(trusted.kept);
         pinned
     }
 }
 
-impl Runner for SandboxedRunner {
-    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+impl SandboxedRunner {
+    /// [`Runner::run`] in its box, before its trusted places are swept.
+    fn run_boxed(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
         if matches!(allowed.args, ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_)) {
             return self.git_read(allowed, context);
         }
@@ -409,7 +421,8 @@ impl Runner for SandboxedRunner {
         outcome
     }
 
-    fn start_job(
+    /// [`Runner::start_job`] in its box, before its trusted places are watched.
+    fn start_boxed_job(
         &self,
         allowed: &Allowed,
         context: &RunContext,
@@ -437,8 +450,32 @@ impl Runner for SandboxedRunner {
         fields.insert("sandbox".to_string(), Value::from(walls));
         Ok((job, fields))
     }
+}
+
+impl Runner for SandboxedRunner {
+    fn run(&self, allowed: &Allowed, context: &RunContext) -> Outcome {
+        let watch = self.watch(allowed, context);
+        let outcome = self.run_boxed(allowed, context);
+        let mut moved = watch.sweep(&self.aside);
+        moved.extend(self.job_watches.sweep(&context.session, &self.aside, false));
+        watch::with_moved(outcome, moved)
+    }
+
+    fn start_job(
+        &self,
+        allowed: &Allowed,
+        context: &RunContext,
+        options: tools::jobs::JobOptions,
+    ) -> Result<(tools::jobs::Job, Map<String, Value>), String> {
+        let watch = self.watch(allowed, context);
+        let started = self.start_boxed_job(allowed, context, options);
+        self.job_watches.add(&context.session, watch);
+        started
+    }
 
     fn end_session(&self, session: &proto::SessionId) -> usize {
+        // Logged: no call is left to say so.
+        let _ = self.job_watches.sweep(session, &self.aside, true);
         self.warm.end_session(session)
     }
 

@@ -14,7 +14,7 @@ use proto::dirs::Dirs;
 use tokio::net::UnixListener;
 
 use crate::consult::ConsultClient;
-use crate::policy::{Protected, git};
+use crate::policy::Protected;
 
 use super::config::Config;
 use super::dirs::{FolderError, Locks, check_runtime, lock, make_private_dir};
@@ -122,8 +122,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     folders.push(dirs.memory());
     folders.extend(config.protected.iter().cloned());
     let xdg_config = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
-    let protected = Protected::new(&folders)
-        .with_home(&home, &git::global_configs(&home, xdg_config.as_deref()));
+    let protected = Protected::new(&folders).with_home(&home, xdg_config.as_deref());
 
     let mut ledger = Ledger::open(&dirs.ledger())?;
     let anchor = ledger.anchor()?;
@@ -198,7 +197,9 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         resolver,
     )
     .map_err(StartError::Other)?;
-    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home).with_proxies(proxies);
+    let runner = SandboxedRunner::new(direct, config.sandbox.clone(), &home)
+        .with_proxies(proxies)
+        .with_aside(dirs.state.join("moved-aside"));
     let runner: Arc<dyn super::runner::Runner> = match &config.sandbox.podman_image {
         None => Arc::new(runner),
         Some(image) => {

@@ -559,6 +559,10 @@ fn each_denial_has_its_sentence_and_the_ten_seed_ones_are_exact() {
             DenyReason::BackgroundCommand,
             "Denied: `&` would leave a command running after this call ends; start it with bash_bg instead.",
         ),
+        (
+            DenyReason::TrustedPlace,
+            "Denied: this path is configuration that programs outside the box read or run (git, the shell, ssh, an agent's or editor's settings); only a grant that names it may change it.",
+        ),
     ];
     for (reason, sentence) in sentences {
         assert_eq!(denial_text(reason), sentence);

@@ -18,11 +18,14 @@ use crate::hosts::https_host;
 use crate::memory::MemoryAction;
 use crate::paths::resolve;
 use crate::shell;
+use crate::trusted::{Reached, TrustedPlaces};
 
 mod prepare;
+mod trusted;
 
 pub use prepare::resolve_args;
 use prepare::{named_paths, prepare};
+use trusted::trusted_refusal;
 
 /// What a session has seen so far: the two labels that meet the grants on every call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,13 +38,13 @@ pub struct Labels {
 
 /// What the decision knows of the machine beside the grants: boxmaker's own folders (config,
 /// grants, ledger, audit log, sessions, runtime), which no call may name whatever a grant says,
-/// and the owner's home and global git configuration, which a write may reach only through a
-/// grant that names it.
+/// and the owner's home and trusted places ([`crate::trusted`]), which a write may reach only
+/// through a grant that names them.
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     folders: Vec<PathBuf>,
     home: Option<PathBuf>,
-    git_configs: Vec<PathBuf>,
+    places: TrustedPlaces,
 }
 
 impl Protected {
@@ -51,27 +54,28 @@ impl Protected {
             // A protected folder that cannot be resolved is kept as written.
             folders: folders.iter().map(|f| resolved_or_as_is(f)).collect(),
             home: None,
-            git_configs: Vec::new(),
+            places: TrustedPlaces::default(),
         }
     }
 
-    /// The same, knowing the owner's home (for `~` in command arguments) and their global git
-    /// configuration places ([`crate::git::global_configs`]).
-    pub fn with_home(mut self, home: &Path, git_configs: &[PathBuf]) -> Protected {
+    /// The same, knowing the owner's home (for `~` in command arguments, and the trusted
+    /// places in it) and their `$XDG_CONFIG_HOME`, when set.
+    pub fn with_home(mut self, home: &Path, xdg_config_home: Option<&Path>) -> Protected {
         self.home = Some(resolved_or_as_is(home));
-        self.git_configs = git_configs.iter().map(|f| resolved_or_as_is(f)).collect();
+        self.places = TrustedPlaces::new(home, xdg_config_home);
         self
+    }
+
+    /// The owner's trusted places: what a write may reach only through a grant that names
+    /// it, and what every box keeps ([`TrustedPlaces::box_pins`]).
+    pub fn places(&self) -> &TrustedPlaces {
+        &self.places
     }
 
     /// The protected folders, resolved: what a box masks inside the paths it binds, and what
     /// the walkers prune.
     pub fn folders(&self) -> &[PathBuf] {
         &self.folders
-    }
-
-    /// The owner's global git configuration places, resolved (see [`crate::git::box_pins`]).
-    pub fn git_configs(&self) -> &[PathBuf] {
-        &self.git_configs
     }
 
     /// The protected folder that holds `resolved`, if any.
@@ -100,7 +104,7 @@ pub enum Scope {
 }
 
 /// A call as the grants meet it: its arguments with every path resolved, and each place it
-/// writes (resolved, with the git-controlled place it changes, if any).
+/// writes (resolved, with the trusted place it changes, if any).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
     /// The arguments, paths resolved; for a `shell` call without `cwd`, the folder it will run in.
@@ -122,9 +126,9 @@ pub struct Call {
 pub struct Write {
     /// The path, resolved.
     pub path: PathBuf,
-    /// The `.git` folder, bare repository or global git configuration it changes, which the
-    /// grant must name ([`crate::git::git_root`]).
-    pub git_root: Option<PathBuf>,
+    /// The trusted place it changes (a `.git` folder, a bare repository, `~/.bashrc`, a
+    /// workspace's `.claude`, …), which the grant must name ([`crate::trusted`]).
+    pub place: Option<Reached>,
 }
 
 /// Whether `grant` covers `call`: `None` if not; `Some(None)` for a tool without constraints
@@ -140,18 +144,18 @@ pub fn covers(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
     if grant.deny {
         return Some(scope);
     }
-    Some(scope.map(|scope| with_git_places(scope, call)))
+    Some(scope.map(|scope| with_trusted_places(scope, call)))
 }
 
-/// `scope` with the git-controlled places the call writes (each named by the grant, or the call
+/// `scope` with the trusted places the call writes (each named by the grant, or the call
 /// would not be covered): a box keeps such a place unchanged unless its read-write paths name
-/// it ([`crate::git::box_pins`]), and this call may change it.
-fn with_git_places(scope: Scope, call: &Call) -> Scope {
+/// it ([`TrustedPlaces::box_pins`]), and this call may change it.
+fn with_trusted_places(scope: Scope, call: &Call) -> Scope {
     match scope {
         Scope::Paths(mut paths) => {
-            for root in call.writes.iter().filter_map(|w| w.git_root.as_ref()) {
-                if !paths.contains(root) {
-                    paths.push(root.clone());
+            for reached in call.writes.iter().filter_map(|w| w.place.as_ref()) {
+                if !paths.contains(&reached.place) {
+                    paths.push(reached.place.clone());
                 }
             }
             Scope::Paths(paths)
@@ -249,13 +253,13 @@ fn tags_scope(grant: &Grant) -> Option<Scope> {
 }
 
 /// Whether an allow grant lets the call write `write`: one of its paths covers it, and when it
-/// changes a git-controlled place, one of its paths names that place.
+/// changes a trusted place, one of its paths names that place.
 fn writable(grant: &Grant, write: &Write) -> bool {
     grant.paths.iter().any(|rule| rule.covers(&write.path))
         && write
-            .git_root
+            .place
             .as_ref()
-            .is_none_or(|root| grant.paths.iter().any(|rule| rule.names(root)))
+            .is_none_or(|reached| grant.paths.iter().any(|rule| rule.names(&reached.place)))
 }
 
 /// An allow grant covers a script when every command starts with one of its prefixes; a deny
@@ -448,6 +452,9 @@ pub fn decide_in(
                 Some(grant),
                 format!("grant {} has expired", grant.id),
             );
+        }
+        if let Some(refused) = trusted_refusal(&call, grants, now) {
+            return refused;
         }
         let detail = match &call.unknown_writes {
             Some(why) => format!("no grant covers this {} call: {why}", tool.as_str()),

@@ -11,6 +11,7 @@ use super::{Call, Protected, Write, shell_covered, shell_dialect};
 use crate::args::ToolArgs;
 use crate::grants::Grant;
 use crate::paths::resolve;
+use crate::trusted::Reached;
 use crate::{git, shell};
 
 /// `args` with every path it names resolved (symbolic links and `..`), or why a path cannot be
@@ -56,6 +57,7 @@ pub(super) fn prepare(
     protected: &Protected,
     walls: shell::PathWalls,
 ) -> Result<Call, String> {
+    let spelled = args.path().map(PathBuf::from);
     let mut args = resolve_args(args)?;
     let tool = args.tool();
     let dialect = match args.script() {
@@ -73,10 +75,10 @@ pub(super) fn prepare(
             .map(|rule| rule.base().to_string_lossy().into_owned());
     }
     let (writes, unknown_writes) = match &args {
-        ToolArgs::WriteFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
-        ToolArgs::EditFile(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
+        ToolArgs::WriteFile(a) => (vec![write_at(spelled.as_deref(), &a.path, protected)], None),
+        ToolArgs::EditFile(a) => (vec![write_at(spelled.as_deref(), &a.path, protected)], None),
         // A clone writes its destination (and below it, which the grant's paths cover too).
-        ToolArgs::GitClone(a) => (vec![write_at(PathBuf::from(&a.path), protected)], None),
+        ToolArgs::GitClone(a) => (vec![write_at(spelled.as_deref(), &a.path, protected)], None),
         ToolArgs::Shell(a) | ToolArgs::BashBg(a) => {
             match shell::write_targets_in(&a.command, dialect, walls) {
                 Ok(targets) => (shell_writes(a, &targets, protected)?, None),
@@ -94,9 +96,11 @@ pub(super) fn prepare(
     })
 }
 
-fn write_at(path: PathBuf, protected: &Protected) -> Write {
-    let git_root = git::git_root(&path, &protected.git_configs);
-    Write { path, git_root }
+/// A write to `resolved`, spelled `spelled` by the call, with the trusted place it changes.
+fn write_at(spelled: Option<&Path>, resolved: impl AsRef<Path>, protected: &Protected) -> Write {
+    let path = resolved.as_ref().to_path_buf();
+    let place = protected.places.place_of(spelled, &path);
+    Write { path, place }
 }
 
 /// The places a `shell` script writes, resolved against its `cwd` (and `~` against the
@@ -107,6 +111,14 @@ fn shell_writes(
     protected: &Protected,
 ) -> Result<Vec<Write>, String> {
     let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
+    let spelled = |word: &str| -> Option<PathBuf> {
+        if word == "~" || word.starts_with("~/") {
+            let home = protected.home.as_ref()?;
+            Some(home.join(word.trim_start_matches('~').trim_start_matches('/')))
+        } else {
+            Some(cwd.join(word))
+        }
+    };
     let place = |word: &str| -> Result<PathBuf, String> {
         let path = if word == "~" || word.starts_with("~/") {
             let home = protected
@@ -124,7 +136,9 @@ fn shell_writes(
     let mut writes = Vec::new();
     for target in targets {
         match target {
-            shell::WriteTarget::Path(word) => writes.push(write_at(place(word)?, protected)),
+            shell::WriteTarget::Path(word) => {
+                writes.push(write_at(spelled(word).as_deref(), place(word)?, protected))
+            }
             shell::WriteTarget::GitConfig { scope } => {
                 let (path, root) = match scope {
                     shell::GitConfigScope::Local | shell::GitConfigScope::Worktree => {
@@ -146,7 +160,10 @@ fn shell_writes(
                 };
                 writes.push(Write {
                     path,
-                    git_root: Some(root),
+                    place: Some(Reached {
+                        place: root,
+                        read_by: "git",
+                    }),
                 });
             }
         }

@@ -22,6 +22,7 @@ mod owner_socket;
 mod podman;
 mod restart;
 mod sandbox;
+mod trusted;
 mod warm;
 mod web_search;
 

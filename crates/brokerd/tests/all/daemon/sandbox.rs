@@ -142,6 +142,37 @@ on_untrusted = "allow"
 }
 
 #[test]
+fn a_shell_grant_on_the_folder_holding_the_state_folder_runs_with_every_protected_folder_masked() {
+    // The memory folder is a protected folder inside the state folder, itself protected: the
+    // box masks the outer one only (masking the inner one inside the outer's read-only tmpfs
+    // failed every command with bubblewrap's "Can't mkdir …: Read-only file system").
+    let grants = r#"
+[[grant]]
+id = "ls-parent"
+tool = "shell"
+commands = ["ls", "cat"]
+paths = ["{work}/.."]
+untrusted = false
+on_untrusted = "allow"
+"#;
+    let broker = BrokerProcess::start(grants, FAST);
+    let memory = broker.state.join("memory");
+    fs::create_dir_all(&memory).unwrap();
+    fs::write(memory.join("secret"), "memory\n").unwrap();
+    let parent = broker.work.parent().unwrap().to_path_buf();
+    fs::write(parent.join("note.txt"), "granted\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({ "command": "cat note.txt && ls", "cwd": parent });
+    let response = client.call(1, "shell", &args.to_string()).unwrap();
+    let text = content(&response).to_string();
+    let (header, body) = text.split_once('\n').unwrap();
+    let header: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(header["exit_code"], 0, "{text}");
+    assert!(body.starts_with("granted\n"), "{body}");
+    assert!(body.contains("state"), "{body}");
+}
+
+#[test]
 fn read_file_and_write_file_run_in_brokerds_worker_in_a_box() {
     let broker = BrokerProcess::start(super::WORK, FAST);
     fs::write(broker.work.join("a.txt"), "hello\n").unwrap();

@@ -33,7 +33,7 @@ fn a_write_into_dot_git_needs_a_grant_that_names_it() {
     ] {
         assert_eq!(
             reason(&write(&tree, &broad, &tree.path(path))),
-            Some(DenyReason::NoGrant),
+            Some(DenyReason::TrustedPlace),
             "{path}"
         );
     }
@@ -46,7 +46,7 @@ fn a_write_into_dot_git_needs_a_grant_that_names_it() {
     );
     assert_eq!(
         reason(&write(&tree, &globbed, &tree.path("work/app/.git/config"))),
-        Some(DenyReason::NoGrant),
+        Some(DenyReason::TrustedPlace),
         "a ** glob does not name .git"
     );
     let named = tree.grants(
@@ -75,7 +75,7 @@ fn a_write_into_a_folder_that_looks_like_a_bare_repository_needs_a_grant_that_na
     ] {
         assert_eq!(
             reason(&write(&tree, &broad, &tree.path(path))),
-            Some(DenyReason::NoGrant),
+            Some(DenyReason::TrustedPlace),
             "{path}"
         );
     }
@@ -86,9 +86,7 @@ fn a_write_to_the_global_git_config_needs_a_grant_that_names_it() {
     let tree = Tree::new();
     let home = tree.root().join("work/home");
     fs::create_dir_all(home.join(".config/git")).unwrap();
-    let protected = tree
-        .protected()
-        .with_home(&home, &policy::git::global_configs(&home, None));
+    let protected = tree.protected().with_home(&home, None);
     let broad = tree.grants(WORK_WRITES);
     for path in [home.join(".gitconfig"), home.join(".config/git/config")] {
         let args = parse(
@@ -97,7 +95,11 @@ fn a_write_to_the_global_git_config_needs_a_grant_that_names_it() {
         )
         .unwrap();
         let decision = decide(&args, &broad, Labels::default(), now(), &protected);
-        assert_eq!(reason(&decision), Some(DenyReason::NoGrant), "{path:?}");
+        assert_eq!(
+            reason(&decision),
+            Some(DenyReason::TrustedPlace),
+            "{path:?}"
+        );
     }
     let named = tree.grants(&format!(
         "{WORK_WRITES}[[grant]]\nid=\"cfg\"\ntool=\"write_file\"\npaths=[\"{}\"]\non_untrusted=\"allow\"\n",
@@ -112,6 +114,117 @@ fn a_write_to_the_global_git_config_needs_a_grant_that_names_it() {
         decide(&args, &named, Labels::default(), now(), &protected),
         Decision::Allow(_)
     ));
+}
+
+#[test]
+fn a_write_to_any_trusted_place_needs_a_grant_that_names_it_as_spelled_or_through_its_link() {
+    use std::os::unix::fs::symlink;
+    let tree = Tree::new();
+    let home = tree.root().join("work/home");
+    let dotfiles = tree.root().join("work/dotfiles");
+    fs::create_dir_all(home.join("app/.vscode")).unwrap();
+    fs::create_dir_all(&dotfiles).unwrap();
+    fs::write(dotfiles.join("bashrc"), "").unwrap();
+    symlink(dotfiles.join("bashrc"), home.join(".bashrc")).unwrap();
+    symlink(&dotfiles, home.join("app/.claude")).unwrap();
+    let protected = tree.protected().with_home(&home, None);
+    let broad = tree.grants(&WORK_WRITES.replace(
+        "tool=\"write_file\"",
+        "tool=[\"write_file\", \"edit_file\"]",
+    ));
+    let edit = |grants: &[Grant], tool: ToolName, path: &std::path::Path| {
+        let arguments = match tool {
+            ToolName::EditFile => {
+                serde_json::json!({"path": path, "edits": [{"old_str": "a", "new_str": "b"}]})
+            }
+            _ => serde_json::json!({"path": path, "content": "x"}),
+        };
+        let args = parse(tool, &arguments.to_string()).unwrap();
+        decide(&args, grants, Labels::default(), now(), &protected)
+    };
+    let places = [
+        home.join(".bashrc"),
+        dotfiles.join("bashrc"),
+        home.join(".profile"),
+        home.join(".ssh/authorized_keys"),
+        home.join(".claude.json"),
+        home.join(".local/bin/git"),
+        home.join(".config/systemd/user/x.service"),
+        home.join("app/.claude/settings.json"),
+        home.join("app/.vscode/tasks.json"),
+        home.join("app/.vscode/settings.json"),
+        home.join("app/.envrc"),
+        home.join("app/.mcp.json"),
+    ];
+    for path in &places {
+        let decision = edit(&broad, ToolName::WriteFile, path);
+        let Decision::Deny(denied) = &decision else {
+            panic!("{}: {decision:?}", path.display())
+        };
+        assert_eq!(
+            denied.reason,
+            DenyReason::TrustedPlace,
+            "{}",
+            path.display()
+        );
+        assert!(
+            denied.detail.contains("paths = ["),
+            "the detail says how a grant opens it: {}",
+            denied.detail
+        );
+    }
+    assert_eq!(
+        reason(&edit(&broad, ToolName::EditFile, &home.join(".bashrc"))),
+        Some(DenyReason::TrustedPlace)
+    );
+    assert_eq!(
+        allowed_grant(&edit(
+            &broad,
+            ToolName::WriteFile,
+            &home.join("app/notes.md")
+        )),
+        Some("work")
+    );
+    // A grant naming the place literally opens it (as spelled: a link is resolved like
+    // every grant path).
+    for (named, path) in [
+        (home.join(".bashrc"), home.join(".bashrc")),
+        (home.join(".bashrc"), dotfiles.join("bashrc")),
+        (
+            home.join("app/.vscode/tasks.json"),
+            home.join("app/.vscode/tasks.json"),
+        ),
+        (
+            home.join("app/.claude"),
+            home.join("app/.claude/settings.json"),
+        ),
+        (home.join(".ssh"), home.join(".ssh/authorized_keys")),
+    ] {
+        let grants = tree.grants(&format!(
+            "{WORK_WRITES}[[grant]]\nid=\"named\"\ntool=[\"write_file\", \"edit_file\"]\npaths=[\"{}\"]\non_untrusted=\"allow\"\n",
+            named.display()
+        ));
+        assert_eq!(
+            allowed_grant(&edit(&grants, ToolName::WriteFile, &path)),
+            Some("named"),
+            "{}",
+            path.display()
+        );
+    }
+    // A shell redirection is held to the same rule.
+    let tee = tree.grants(
+        "[[grant]]\nid=\"tee\"\ntool=\"shell\"\ncommands=[\"tee\"]\npaths=[\"{root}/work\"]\non_untrusted=\"allow\"\n",
+    );
+    for target in ["app/.envrc", ".bashrc", "app/.claude/settings.json"] {
+        let arguments = serde_json::json!({"command": format!("tee {target}"), "cwd": home});
+        let args = parse(ToolName::Shell, &arguments.to_string()).unwrap();
+        let decision = decide(&args, &tee, Labels::default(), now(), &protected);
+        assert_eq!(
+            reason(&decision),
+            Some(DenyReason::TrustedPlace),
+            "{target}"
+        );
+    }
 }
 
 // ---- shell: where a call without cwd runs ----
@@ -190,7 +303,7 @@ fn a_command_that_writes_git_config_needs_a_grant_that_names_dot_git() {
     ] {
         assert_eq!(
             reason(&shell_call(&tree, &grants, command, "work/app")),
-            Some(DenyReason::NoGrant),
+            Some(DenyReason::TrustedPlace),
             "{command}"
         );
     }
