@@ -3,6 +3,7 @@
 //! effect after a read ask).
 
 mod approvals;
+mod approved;
 mod ask;
 mod audit;
 mod calls;
