@@ -20,6 +20,7 @@ mod owner_socket;
 mod podman;
 mod restart;
 mod sandbox;
+mod state_folder;
 mod warm;
 mod web_search;
 
