@@ -283,3 +283,62 @@ fn an_approved_call_runs_when_nothing_changed_and_its_approval_is_used_once() {
     assert_eq!(log.matches("\"type\":\"decided\"").count(), 1, "{log}");
     assert_eq!(audit_verify(&broker).0, 0);
 }
+
+#[test]
+fn a_downstream_call_whose_session_became_untrusted_while_it_waited_asks_again() {
+    let mut probe = super::gateway::Probe::start("");
+    let pins = super::gateway::pins_of(&probe.broker, "probe");
+    let pin = |tool: &str| {
+        let named = format!("\"probe.{tool}\" = ");
+        pins.split(", ")
+            .find(|p| p.starts_with(&named))
+            .unwrap()
+            .to_string()
+    };
+    let grants = format!(
+        "[[grant]]\nid = \"echo\"\ntool = \"probe.echo\"\non_untrusted = \"allow\"\npins = {{ {} }}\n\n\
+         [[grant]]\nid = \"read-asks\"\ntool = \"probe.read\"\napproval = \"ask\"\non_untrusted = \"ask\"\npins = {{ {} }}\n",
+        pin("echo"),
+        pin("read")
+    );
+    probe.grant(&grants);
+    let broker = &probe.broker;
+    fs::write(broker.work.join("a.txt"), "the file").unwrap();
+    let args = serde_json::json!({ "path": broker.work.join("a.txt") }).to_string();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let first = client.call_pending(1, "probe.read", &args);
+    let resume = client.session.clone().unwrap();
+    drop(client);
+    assert!(broker.wait_for_log(
+        "the client waiting for this approval left",
+        1,
+        Duration::from_secs(20)
+    ));
+    // Another call of the session, while call 1 waits, brings untrusted content.
+    let mut again = AgentClient::open(&broker.socket(), Some(resume));
+    let echoed = again.call(2, "probe.echo", r#"{"text":"hi"}"#).unwrap();
+    assert!(
+        matches!(
+            echoed,
+            ToolResponse::Result {
+                untrusted: true,
+                ..
+            }
+        ),
+        "{echoed:?}"
+    );
+    assert_eq!(again.call_pending(1, "probe.read", &args), first);
+    let mut owner = OwnerClient::open(&broker.owner_socket());
+    done(owner.approve(ApprovalId(first), false));
+    let second = match again.receive() {
+        Some(BrokerFrame::Response {
+            response: ToolResponse::PendingApproval { approval, .. },
+            ..
+        }) => approval,
+        other => panic!("the call did not ask again: {other:?}"),
+    };
+    assert_ne!(second, first);
+    assert_eq!(owner.wait_pending().why, AskWhy::AfterUntrusted);
+    let answer = approve_and_answer(&mut owner, &mut again, second);
+    assert!(super::content(&answer).contains("the file"), "{answer:?}");
+}
