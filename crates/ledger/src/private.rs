@@ -22,8 +22,17 @@ pub const PRIVATE_FILE: u32 = 0o600;
 const COMPANIONS: [&str; 3] = ["-wal", "-shm", "-journal"];
 
 /// Readies the SQLite database at `path` to be opened: made (empty, mode 0600) when `create`
-/// and it is missing, and it and its companions narrowed to 0600 where they are wider.
+/// and it is missing, and it and its companions narrowed to 0600 where they are wider. A reader
+/// (`create` false) that may not change a file's mode (not its owner) leaves it as it is: it
+/// makes nothing, and the broker narrows the files when it opens them.
 pub fn prepare_database(path: &Path, create: bool) -> io::Result<()> {
+    match narrow_database(path, create) {
+        Err(e) if !create && e.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        done => done,
+    }
+}
+
+fn narrow_database(path: &Path, create: bool) -> io::Result<()> {
     if create {
         // Opened to make it when missing; an existing file is left as it is (not truncated).
         OpenOptions::new()
