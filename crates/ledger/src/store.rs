@@ -32,6 +32,14 @@ pub enum LedgerError {
         /// What is wrong.
         detail: String,
     },
+    /// The database file cannot be made the owner's alone (mode 0600).
+    #[error("the ledger {path} cannot be made readable by its owner alone (mode 0600): {source}")]
+    Private {
+        /// The database file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// The database was written by a newer boxmaker.
     #[error("the ledger {path} has schema version {found}; this boxmaker knows up to {known}")]
     TooNew {
@@ -131,9 +139,14 @@ pub struct Ledger {
 const STATEMENT_CACHE: usize = 64;
 
 impl Ledger {
-    /// Opens (or creates) the ledger at `path`: WAL, `synchronous=NORMAL`, migrations applied.
+    /// Opens (or creates) the ledger at `path`: WAL, `synchronous=NORMAL`, migrations applied;
+    /// it and the files SQLite keeps beside it mode 0600 ([`crate::private`]).
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
         let shown = path.display().to_string();
+        crate::private::prepare_database(path, true).map_err(|source| LedgerError::Private {
+            path: shown.clone(),
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|source| LedgerError::Sqlite {
             path: shown.clone(),
             source,
@@ -152,9 +165,14 @@ impl Ledger {
     }
 
     /// Opens an existing ledger to read it (while a broker may be writing it): no migration,
-    /// no change.
+    /// no change to its content (a file found wider than 0600 is narrowed first, so the shared
+    /// memory index SQLite may make for this reader is 0600 too).
     pub fn open_read_only(path: &Path) -> Result<Ledger, LedgerError> {
         let shown = path.display().to_string();
+        crate::private::prepare_database(path, false).map_err(|source| LedgerError::Private {
+            path: shown.clone(),
+            source,
+        })?;
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|source| LedgerError::Sqlite {
                 path: shown.clone(),

@@ -29,6 +29,16 @@ pub enum MemoryError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The database file cannot be made the owner's alone (mode 0600).
+    #[error(
+        "the memory store {path} cannot be made readable by its owner alone (mode 0600): {source}"
+    )]
+    Private {
+        /// The database file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// SQLite failed (a missing, locked or damaged file).
     #[error("the memory store {path}: {source}")]
     Sqlite {
@@ -157,12 +167,17 @@ const COLUMNS: &str =
 
 impl Store {
     /// Opens (or creates) the store at `path`, making its folder (mode 0700) if needed: WAL,
-    /// `synchronous=NORMAL`, migrations applied.
+    /// `synchronous=NORMAL`, migrations applied; the file mode 0600.
     pub fn open(path: &Path) -> Result<Store, MemoryError> {
         if let Some(folder) = path.parent() {
             make_folder(folder)?;
         }
         let shown = path.display().to_string();
+        // It and the files SQLite keeps beside it are mode 0600, whatever the umask.
+        ledger::private::prepare_database(path, true).map_err(|source| MemoryError::Private {
+            path: shown.clone(),
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|source| MemoryError::Sqlite {
             path: shown.clone(),
             source,

@@ -12,17 +12,21 @@ use rustix::fs::{FlockOperation, flock};
 /// Why the broker cannot use its folders.
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
-    /// The runtime folder is not private to this user.
+    /// The runtime or the state folder is not private to this user.
     #[error(
-        "the runtime folder {path} {why}; it must be a real directory owned by uid {uid} with mode 0700 (remove it or fix it)"
+        "the {which} folder {path} {why}; it must be a real directory owned by uid {uid} with mode 0700: {fix}"
     )]
-    UnsafeRuntime {
+    NotPrivate {
+        /// `runtime` or `state`.
+        which: &'static str,
         /// The folder.
         path: String,
         /// What is wrong.
         why: String,
         /// The broker's uid.
         uid: u32,
+        /// What fixes it.
+        fix: String,
     },
     /// The socket path would be too long for a Unix socket.
     #[error(
@@ -64,38 +68,10 @@ pub fn make_private_dir(dir: &Path) -> Result<(), FolderError> {
         })
 }
 
-/// Makes the runtime folder when missing and checks that it is private: a real directory (not
-/// a symbolic link), owned by this uid, mode 0700. Also checks that the socket path fits.
+/// Makes the runtime folder when missing and checks that it is private ([`check_private`]).
+/// Also checks that the socket path fits.
 pub fn check_runtime(dirs: &Dirs) -> Result<(), FolderError> {
-    let uid = rustix::process::getuid().as_raw();
-    let path = &dirs.runtime;
-    if fs::symlink_metadata(path).is_err() {
-        make_private_dir(path)?;
-    }
-    let unsafe_because = |why: String| FolderError::UnsafeRuntime {
-        path: path.display().to_string(),
-        why,
-        uid,
-    };
-    let meta = fs::symlink_metadata(path).map_err(|source| FolderError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    if meta.file_type().is_symlink() {
-        return Err(unsafe_because("is a symbolic link".into()));
-    }
-    if !meta.is_dir() {
-        return Err(unsafe_because("is not a directory".into()));
-    }
-    if meta.uid() != uid {
-        return Err(unsafe_because(format!("is owned by uid {}", meta.uid())));
-    }
-    if meta.permissions().mode() & 0o777 != 0o700 {
-        return Err(unsafe_because(format!(
-            "has mode {:04o}",
-            meta.permissions().mode() & 0o7777
-        )));
-    }
+    check_private(&dirs.runtime, "runtime")?;
     let socket = dirs.agent_socket();
     let len = socket.as_os_str().len();
     if len > MAX_SOCKET_PATH {
@@ -103,6 +79,53 @@ pub fn check_runtime(dirs: &Dirs) -> Result<(), FolderError> {
             path: socket.display().to_string(),
             len,
         });
+    }
+    Ok(())
+}
+
+/// Makes the state folder when missing and checks that it is private ([`check_private`]): it
+/// holds every call's answer and every waiting call's arguments.
+pub fn check_state(dirs: &Dirs) -> Result<(), FolderError> {
+    check_private(&dirs.state, "state")
+}
+
+/// Makes `path` (the `which` folder) when missing, and checks that it is private: a real
+/// directory (not a symbolic link), owned by this uid, mode 0700; else refused with a sentence
+/// naming it and what fixes it. One made or fixed once stays accepted.
+pub fn check_private(path: &Path, which: &'static str) -> Result<(), FolderError> {
+    let uid = rustix::process::getuid().as_raw();
+    if fs::symlink_metadata(path).is_err() {
+        make_private_dir(path)?;
+    }
+    let shown = path.display().to_string();
+    let refused = |why: String, fix: String| FolderError::NotPrivate {
+        which,
+        path: shown.clone(),
+        why,
+        uid,
+        fix,
+    };
+    let meta = fs::symlink_metadata(path).map_err(|source| FolderError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let elsewhere = format!("or name another folder with --{which}-dir");
+    if meta.file_type().is_symlink() {
+        let fix = format!("replace the link with a directory, {elsewhere}");
+        return Err(refused("is a symbolic link".into(), fix));
+    }
+    if !meta.is_dir() {
+        let fix = format!("remove it, {elsewhere}");
+        return Err(refused("is not a directory".into(), fix));
+    }
+    if meta.uid() != uid {
+        let fix = format!("`chown {uid} {shown}` (as root), {elsewhere}");
+        return Err(refused(format!("is owned by uid {}", meta.uid()), fix));
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o777 != 0o700 {
+        let fix = format!("`chmod 700 {shown}`");
+        return Err(refused(format!("has mode {:04o}", mode & 0o7777), fix));
     }
     Ok(())
 }
@@ -146,6 +169,10 @@ pub fn lock(dirs: &Dirs) -> Result<Locks, FolderError> {
         .truncate(false)
         .mode(0o600)
         .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    // 0600 as every file in the state folder, also when an older install made it wider.
+    state
+        .set_permissions(fs::Permissions::from_mode(0o600))
         .map_err(io(&lock_path))?;
     if !lock_within(&state, LOCK_WAIT) {
         let mut pid = String::new();

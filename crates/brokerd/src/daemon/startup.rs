@@ -17,7 +17,7 @@ use crate::consult::ConsultClient;
 use crate::policy::Protected;
 
 use super::config::Config;
-use super::dirs::{FolderError, Locks, check_runtime, lock, make_private_dir};
+use super::dirs::{FolderError, Locks, check_runtime, check_state, lock, make_private_dir};
 use super::journal::Journal;
 use super::memory::{MemoryService, STORE_FILE};
 use super::runner::DirectRunner;
@@ -90,7 +90,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
         &|name| std::env::var_os(name),
         uid,
     )?;
-    make_private_dir(&dirs.state)?;
+    check_state(&dirs)?;
     make_private_dir(&dirs.config)?;
     check_runtime(&dirs)?;
     let locks = lock(&dirs)?;

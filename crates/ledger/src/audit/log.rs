@@ -234,6 +234,8 @@ fn open_file(path: &Path) -> Result<(File, Vec<u8>), AuditError> {
     if !meta.is_file() {
         return Err(io(path, std::io::Error::other("it is not a regular file")));
     }
+    // Made 0600; one an older install left wider is narrowed.
+    crate::private::narrow(path).map_err(|e| io(path, e))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(|e| io(path, e))?;
     Ok((file, bytes))

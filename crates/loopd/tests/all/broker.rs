@@ -319,3 +319,51 @@ fn loopd_killed_mid_turn_resumes_the_same_broker_session_with_its_labels() {
     assert_eq!(of_type(&events, "chat_end")[0]["session"], id.as_str());
     assert_eq!(only_session(&state), session);
 }
+
+#[test]
+fn under_umask_022_the_state_folder_loopd_shares_with_the_broker_holds_only_private_files() {
+    // The umask most owners run with: a file made with the default mode is readable by all.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+    let broker = BrokerProcess::start(READ_WORK, FAST);
+    let file = broker.work.join("notes.txt");
+    std::fs::write(&file, "the notes\n").unwrap();
+    let server = ScriptServer::from_json(
+        &json!({"turns": [{"replies": [
+            {"call": [call("read_file", json!({"path": file}))]},
+            {"say": "read"}
+        ]}]})
+        .to_string(),
+    );
+    // One state folder for both, as by default: loopd's conversations beside the ledger.
+    let output = chat(
+        &broker,
+        &broker.state,
+        &server.base_url(),
+        &["-m", "read it"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    only_session(&broker.state);
+    let mut wrong = Vec::new();
+    let mut files = 0;
+    let mut folders = vec![broker.state.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.is_dir() {
+                folders.push(path.clone());
+                if mode != 0o700 {
+                    wrong.push((path, mode));
+                }
+            } else {
+                files += 1;
+                if mode != 0o600 {
+                    wrong.push((path, mode));
+                }
+            }
+        }
+    }
+    assert!(files >= 6, "{files} files");
+    assert!(wrong.is_empty(), "readable by others: {wrong:?}");
+}

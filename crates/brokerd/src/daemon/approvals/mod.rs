@@ -8,8 +8,8 @@
 //! wins, and the losers are told it is no longer pending. A refusal, an expiry or an answer is
 //! recorded with the call's final answer in the same batch, so a client that comes back later
 //! gets it from the ledger. An approved call stays here until the connection waiting for it
-//! takes it and runs it; a call whose client left is kept `pending_grace_ms` for the client to
-//! resume, then abandoned (never run, and recorded).
+//! takes it (once) and decides it again before it runs; a call whose client left is kept
+//! `pending_grace_ms` for the client to resume, then abandoned (never run, and recorded).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,6 +3,11 @@
 //! side-effecting run, the run under the tool's time limit, the rendered and labelled answer,
 //! and the answer on disk before it leaves. A call id sent again gets the answer it got, and
 //! never runs twice.
+//!
+//! Every call takes one path: after an approval (given while it waited here, or to a call id
+//! sent again) it is decided again from the top with the grants and labels of that moment. An
+//! approval answers the ask it was given (the same grant, the same reason); anything stricter
+//! that appeared meanwhile wins, and a new reason to ask asks again under a new approval.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -13,14 +18,14 @@ use proto::{
     ToolRequest, ToolResponse,
 };
 
-use crate::args::{ToolArgs, ToolName, parse};
-use crate::policy::{AskReason, Decision, Labels};
+use crate::policy::{AskReason, Labels};
 
 use super::approvals::{Request, Settled, Waiter};
 use super::memo::{SessionMemo, Unapplied};
 use super::sessions::Refusal;
 use super::{Broker, GrantsState, SessionSlot};
 
+mod decide;
 mod downstream;
 mod record;
 mod run;
@@ -119,14 +124,23 @@ async fn answer_locked(
         arguments: request.arguments.clone(),
         identity: identity.to_string(),
     };
+    // The asks the owner approved for this call, each standing for itself alone (its grant and
+    // its reason), and the last approval, named in the record of a refusal that follows it.
+    let mut approved: Vec<Asked> = Vec::new();
+    let mut last_approval: Option<ApprovalId> = None;
     // A call id sent again: its answer, or (after a lost connection or a restart) the approval
     // it still waits for.
-    let approved = match earlier_answer(broker, memo, &call)? {
+    match earlier_answer(broker, memo, &call)? {
         Earlier::Answered(response) => return Ok(Answered::unrecorded(response)),
-        Earlier::Waiting(id) => match broker.approvals.attach(broker, id) {
+        Earlier::Waiting(id, asked) => match broker.approvals.attach(broker, id) {
             Some((waiter, expires)) => match wait(waiter, expires, pending).await {
                 Settled::Final(response) => return Ok(Answered::unrecorded(response)),
-                Settled::Approved => Some(id),
+                Settled::Approved => {
+                    broker.approvals.take(id);
+                    let _ = pending.send(None);
+                    approved.extend(asked);
+                    last_approval = Some(id);
+                }
             },
             None => {
                 return Ok(Answered::unrecorded(ToolResponse::Failed {
@@ -142,124 +156,174 @@ async fn answer_locked(
                 tool: call.tool.clone(),
                 arguments: call.arguments.clone(),
             });
-            None
         }
-    };
-    let labels = match session_state(broker, session, slot, memo) {
-        Ok(labels) => labels,
-        Err(StateProblem::Ended) => {
-            return Err(Refusal::new(
-                ErrorCode::SessionEnded,
-                format!("session {session} has ended"),
-            ));
-        }
-        Err(StateProblem::Unreadable(detail)) => {
-            return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
-        }
-    };
-    let (grants, downstream) = match broker.grants_now() {
-        GrantsState::Loaded(grants, downstream) => (grants, downstream),
-        GrantsState::Invalid(problems) => {
-            let detail = format!("the grant files have {} problem(s)", problems.len());
-            return deny(broker, &call, DenyReason::GrantsInvalid, None, detail).await;
-        }
-    };
-    if let Some((server, tool)) = policy::downstream::split(&request.tool) {
-        let target = downstream::Target { server, tool };
-        return downstream::answer(
-            broker,
-            &call,
-            target,
-            labels,
-            &downstream,
-            approved,
-            pending,
-        )
-        .await;
     }
-    let Some(tool) = ToolName::parse(&request.tool) else {
-        let known: Vec<&str> = ToolName::KNOWN
-            .iter()
-            .chain(&ToolName::JOB_COMPANIONS)
-            .map(|t| t.as_str())
-            .collect();
-        let detail = format!(
-            "there is no tool {:?}; the tools are {}",
-            request.tool,
-            known.join(", ")
-        );
-        return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
-    };
-    let args = match parse(tool, &request.arguments) {
-        // With a consult model, ask_memory sends entries out: it has side effects.
-        Ok(ToolArgs::AskMemory(mut ask)) => {
-            ask.consults = broker.memory.consults();
-            ToolArgs::AskMemory(ask)
-        }
-        Ok(args) => args,
-        Err(error) => {
-            let detail = error.detail();
-            return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
-        }
-    };
-    // Decided again after an approval, so the path is opened again before the run.
-    let now = Timestamp::now();
-    let walls = broker.runner.path_walls();
-    let decision = policy::decide::decide_in(&args, &grants, labels, now, &broker.protected, walls);
-    if let Some(id) = approved {
-        broker.approvals.take(id);
-        let _ = pending.send(None);
-    }
-    // Read before write: after coverage (decide), before any approval.
-    let mut expected = None;
-    if let Decision::Allow(allowed) | Decision::Ask(allowed, _) = &decision {
-        match super::reads::check(broker, session, memo, allowed) {
-            Ok(expecting) => expected = expecting,
-            Err((reason, detail)) => {
-                let grant = Some(GrantId::from(allowed.grant.as_str()));
+    // One path for every call: decided from the top with the grants and labels of the moment,
+    // and decided again the same way after each approval. Whatever is stricter now wins (a
+    // deny, the grant gone or expired, `max_taint` passed, read before write, a path that
+    // resolves elsewhere); a reason to ask that no approval of this call answered asks again,
+    // under a new approval.
+    loop {
+        let labels = match session_state(broker, session, slot, memo) {
+            Ok(labels) => labels,
+            Err(StateProblem::Ended) => {
+                return Err(Refusal::new(
+                    ErrorCode::SessionEnded,
+                    format!("session {session} has ended"),
+                ));
+            }
+            Err(StateProblem::Unreadable(detail)) => {
+                return deny(broker, &call, DenyReason::StateUnreadable, None, detail).await;
+            }
+        };
+        let (grants, downstream) = match broker.grants_now() {
+            GrantsState::Loaded(grants, downstream) => (grants, downstream),
+            GrantsState::Invalid(problems) => {
+                let detail = format!("the grant files have {} problem(s)", problems.len());
+                return deny(broker, &call, DenyReason::GrantsInvalid, None, detail).await;
+            }
+        };
+        let step = match policy::downstream::split(&request.tool) {
+            Some((server, tool)) => {
+                let target = downstream::Target { server, tool };
+                downstream::decide(broker, &call, target, labels, &downstream).await?
+            }
+            None => decide::decide(broker, &call, memo, labels, grants),
+        };
+        let (runnable, ask) = match step {
+            Step::Answered(answered) => return Ok(answered),
+            Step::Denied(refused) => {
+                let Refused {
+                    reason,
+                    grant,
+                    mut detail,
+                } = refused;
+                if let Some(id) = last_approval {
+                    detail.push_str(&format!(" (decided again after approval {id})"));
+                }
                 return deny(broker, &call, reason, grant, detail).await;
             }
-        }
-    }
-    match decision {
-        Decision::Deny(denied) => {
-            let grant = denied.grant.as_deref().map(GrantId::from);
-            deny(broker, &call, denied.reason, grant, denied.detail).await
-        }
-        Decision::Allow(allowed) | Decision::Ask(allowed, _) if tool == ToolName::Ask => {
-            let ToolArgs::Ask(question) = &allowed.args else {
-                let detail = "ask arguments did not parse as a question".to_string();
-                return deny(broker, &call, DenyReason::InvalidArguments, None, detail).await;
-            };
-            let question = Some((question.question.clone(), question.choices.clone()));
-            let grant = Some(GrantId::from(allowed.grant.as_str()));
-            let why = AskWhy::Question;
-            let asked = ask_owner(broker, &call, grant, why, labels, question, pending).await?;
-            Ok(Answered::unrecorded(
-                asked.unwrap_or_else(|_| unavailable()),
-            ))
-        }
-        Decision::Ask(allowed, why) if approved.is_none() => {
-            let grant = GrantId::from(allowed.grant.as_str());
-            let for_session = broker.with_ledger(|l| l.approved_for_session(session, &grant));
+            Step::Question {
+                grant,
+                question,
+                choices,
+            } => {
+                let question = Some((question, choices));
+                let why = AskWhy::Question;
+                let asked =
+                    ask_owner(broker, &call, Some(grant), why, labels, question, pending).await?;
+                return Ok(Answered::unrecorded(
+                    asked.unwrap_or_else(|_| unavailable()),
+                ));
+            }
+            Step::Run(runnable) => (runnable, None),
+            Step::Ask(runnable, asked) => (runnable, Some(asked)),
+        };
+        if let Some(asked) = ask
+            && !approved.contains(&asked)
+        {
+            let grant = &asked.grant;
+            let for_session = broker.with_ledger(|l| l.approved_for_session(session, grant));
             if !matches!(for_session, Ok(true)) {
-                let why = match why {
-                    AskReason::GrantAsks => AskWhy::GrantAsks,
-                    AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
-                };
-                let asked = ask_owner(broker, &call, Some(grant), why, labels, None, pending);
-                match asked.await? {
+                let grant = Some(asked.grant.clone());
+                let asking = ask_owner(broker, &call, grant, asked.why, labels, None, pending);
+                match asking.await? {
                     Ok(response) => return Ok(Answered::unrecorded(response)),
                     Err(id) => {
                         broker.approvals.take(id);
                         let _ = pending.send(None);
+                        approved.push(asked);
+                        last_approval = Some(id);
+                        continue;
                     }
                 }
             }
-            run(broker, &call, tool, allowed, grants, labels, expected).await
         }
-        Decision::Allow(allowed) | Decision::Ask(allowed, _) => {
-            run(broker, &call, tool, allowed, grants, labels, expected).await
+        return runnable.run(broker, &call, labels).await;
+    }
+}
+
+/// What deciding a call came to.
+enum Step {
+    /// Answered without running, the answer already recorded.
+    Answered(Answered),
+    /// Refused (recorded by the caller).
+    Denied(Refused),
+    /// The model's `ask`: a question for the owner.
+    Question {
+        /// The grant that lets the model ask.
+        grant: GrantId,
+        /// The question.
+        question: String,
+        /// The answers offered, if any.
+        choices: Vec<String>,
+    },
+    /// Runs as decided.
+    Run(Runnable),
+    /// Runs once the owner approves this ask (unless an approval given to this call, or the
+    /// owner's approval of the grant for the session, already answers it).
+    Ask(Runnable, Asked),
+}
+
+/// A refusal, before it is recorded.
+struct Refused {
+    reason: DenyReason,
+    grant: Option<GrantId>,
+    detail: String,
+}
+
+impl Refused {
+    fn new(reason: DenyReason, grant: Option<GrantId>, detail: String) -> Refused {
+        Refused {
+            reason,
+            grant,
+            detail,
+        }
+    }
+}
+
+/// An ask the owner is shown, and what their approval answers: the grant that asks and why.
+/// An approval answers that ask alone; another grant or another reason asks again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Asked {
+    grant: GrantId,
+    why: AskWhy,
+}
+
+impl Asked {
+    fn new(grant: GrantId, reason: AskReason) -> Asked {
+        let why = match reason {
+            AskReason::GrantAsks => AskWhy::GrantAsks,
+            AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
+        };
+        Asked { grant, why }
+    }
+}
+
+/// A decided call, ready to run.
+enum Runnable {
+    /// One of boxmaker's tools.
+    Builtin(decide::Builtin),
+    /// A downstream server's tool.
+    Downstream(downstream::Cleared),
+}
+
+impl Runnable {
+    /// Runs it for a session with `labels`, and records its answer.
+    async fn run(
+        self,
+        broker: &Arc<Broker>,
+        call: &Pending,
+        labels: Labels,
+    ) -> Result<Answered, Refusal> {
+        match self {
+            Runnable::Builtin(b) => {
+                run(
+                    broker, call, b.tool, b.allowed, b.grants, labels, b.expected,
+                )
+                .await
+            }
+            Runnable::Downstream(cleared) => downstream::run(broker, call, cleared, labels).await,
         }
     }
 }
@@ -375,8 +439,9 @@ enum Earlier {
     New,
     /// Answered: the same answer again.
     Answered(ToolResponse),
-    /// Waiting for the owner (or approved and not yet run): wait for this approval again.
-    Waiting(ApprovalId),
+    /// Waiting for the owner (or approved and not yet run): wait for this approval again; the
+    /// ask it answers, when a grant asked.
+    Waiting(ApprovalId, Option<Asked>),
 }
 
 /// The answer already given to this call id, or the approval it waits for.
@@ -407,7 +472,11 @@ fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result
         && let Ok(Some(approval)) =
             broker.with_reader(|l| l.approval_of_call(&call.session, call.call_id))
     {
-        return Ok(Earlier::Waiting(approval.id));
+        let asked = approval.grant.map(|grant| Asked {
+            grant,
+            why: approval.why,
+        });
+        return Ok(Earlier::Waiting(approval.id, asked));
     }
     Ok(Earlier::Answered(match (row.state, row.response) {
         (CallState::Done, Some(response)) => response,

@@ -2,6 +2,8 @@
 //! as its instances list them, and the definitions kept by hash in the state folder so that a
 //! pinned tool's old definition can be shown beside its new one.
 
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -106,7 +108,7 @@ impl Gateway {
         if named.is_empty() {
             return;
         }
-        if let Err(error) = std::fs::create_dir_all(folder) {
+        if let Err(error) = crate::daemon::dirs::make_private_dir(folder) {
             tracing::warn!(%error, "the folder of downstream definitions cannot be made");
             return;
         }
@@ -127,8 +129,15 @@ impl Gateway {
                 continue;
             };
             let temporary = folder.join(format!(".{}.tmp", definition.hash));
-            let written =
-                std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &path));
+            // Mode 0600, as every file in the state folder.
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&temporary)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+                .and_then(|()| std::fs::rename(&temporary, &path));
             if let Err(error) = written {
                 tracing::warn!(%error, "a downstream definition was not kept");
             }

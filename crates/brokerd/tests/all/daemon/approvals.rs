@@ -22,11 +22,11 @@ untrusted = false
 approval = "ask"
 "#;
 
-fn write_args(path: &std::path::Path, text: &str) -> String {
+pub(super) fn write_args(path: &std::path::Path, text: &str) -> String {
     serde_json::json!({ "path": path, "content": text }).to_string()
 }
 
-fn done(reply: Option<OwnerReply>) -> String {
+pub(super) fn done(reply: Option<OwnerReply>) -> String {
     match reply {
         Some(OwnerReply::Done { message }) => message,
         other => panic!("not done: {other:?}"),

@@ -3,6 +3,7 @@
 //! effect after a read ask).
 
 mod approvals;
+mod approved;
 mod ask;
 mod audit;
 mod calls;
@@ -22,6 +23,7 @@ mod owner_socket;
 mod podman;
 mod restart;
 mod sandbox;
+mod state_folder;
 mod trusted;
 mod warm;
 mod web_search;

@@ -1,0 +1,97 @@
+//! The decision on a call of one of boxmaker's own tools, from the top, with the grants and the
+//! session's labels of the moment: the tool and its arguments, `decide_in` (every path
+//! resolved now), then read before write. Made for every call, and made again after each
+//! approval: what the owner approved is the ask they were shown, not what the call may do now.
+
+use std::sync::Arc;
+
+use proto::{DenyReason, GrantId, Timestamp};
+
+use super::{Asked, Pending, Refused, Runnable, Step};
+use crate::args::{ToolArgs, ToolName, parse};
+use crate::daemon::Broker;
+use crate::daemon::memo::SessionMemo;
+use crate::grants::Grant;
+use crate::policy::{Decision, Labels};
+
+/// A decided call of one of boxmaker's tools, ready to run.
+pub(super) struct Builtin {
+    /// The tool.
+    pub tool: ToolName,
+    /// What the decision allows, its arguments resolved.
+    pub allowed: crate::policy::Allowed,
+    /// The grants it was decided against (a walker leaves out what their deny grants cover).
+    pub grants: Arc<Vec<Grant>>,
+    /// What a write must find (read before write).
+    pub expected: Option<tools::fs::Expected>,
+}
+
+/// Decides `call` for a session with `labels` under `grants`, now.
+pub(super) fn decide(
+    broker: &Broker,
+    call: &Pending,
+    memo: &SessionMemo,
+    labels: Labels,
+    grants: Arc<Vec<Grant>>,
+) -> Step {
+    let invalid =
+        |detail: String| Step::Denied(Refused::new(DenyReason::InvalidArguments, None, detail));
+    let Some(tool) = ToolName::parse(&call.tool) else {
+        let known: Vec<&str> = ToolName::KNOWN
+            .iter()
+            .chain(&ToolName::JOB_COMPANIONS)
+            .map(|t| t.as_str())
+            .collect();
+        return invalid(format!(
+            "there is no tool {:?}; the tools are {}",
+            call.tool,
+            known.join(", ")
+        ));
+    };
+    let args = match parse(tool, &call.arguments) {
+        // With a consult model, ask_memory sends entries out: it has side effects.
+        Ok(ToolArgs::AskMemory(mut ask)) => {
+            ask.consults = broker.memory.consults();
+            ToolArgs::AskMemory(ask)
+        }
+        Ok(args) => args,
+        Err(error) => return invalid(error.detail()),
+    };
+    let now = Timestamp::now();
+    let walls = broker.runner.path_walls();
+    let decision = policy::decide::decide_in(&args, &grants, labels, now, &broker.protected, walls);
+    let (allowed, ask) = match decision {
+        Decision::Deny(denied) => {
+            let grant = denied.grant.as_deref().map(GrantId::from);
+            return Step::Denied(Refused::new(denied.reason, grant, denied.detail));
+        }
+        Decision::Allow(allowed) => (allowed, None),
+        Decision::Ask(allowed, why) => (allowed, Some(why)),
+    };
+    let grant = GrantId::from(allowed.grant.as_str());
+    // Read before write: after coverage (decide), before any approval.
+    let expected = match crate::daemon::reads::check(broker, &call.session, memo, &allowed) {
+        Ok(expecting) => expecting,
+        Err((reason, detail)) => return Step::Denied(Refused::new(reason, Some(grant), detail)),
+    };
+    if tool == ToolName::Ask {
+        let ToolArgs::Ask(question) = &allowed.args else {
+            return invalid("ask arguments did not parse as a question".to_string());
+        };
+        return Step::Question {
+            grant,
+            question: question.question.clone(),
+            choices: question.choices.clone(),
+        };
+    }
+    let runnable = Runnable::Builtin(Builtin {
+        tool,
+        allowed,
+        grants,
+        expected,
+    });
+    match ask {
+        None => Step::Run(runnable),
+        Some(why) => Step::Ask(runnable, Asked::new(grant, why)),
+    }
+}
