@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopd::broker::BrokerPort;
+use loopd::broker::{BrokerPort, PortError};
 
 use crate::gate::{Connect, Connected};
 use crate::session;
@@ -42,6 +42,14 @@ impl Connect for BrokerConnect {
         let resumed = stored.is_some();
         let port = BrokerPort::connect_for(&self.socket, stored, Some(client.to_string()))
             .map_err(|e| {
+                // `bx mcp` names the broker's folder with bx's flag, not loopd's --socket.
+                let e = match e {
+                    PortError::NoBroker { socket } => proto::rendezvous::no_broker(
+                        std::path::Path::new(&socket),
+                        "--runtime-dir DIR",
+                    ),
+                    other => other.to_string(),
+                };
                 if resumed {
                     format!(
                         "{e}; pass --new-session to start a new session (its labels start clean)"
