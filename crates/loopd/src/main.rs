@@ -96,8 +96,9 @@ struct ChatArgs {
     /// Bytes of a tool result the model sees.
     #[arg(long, default_value_t = Limits::default().result_cap)]
     result_cap: usize,
-    /// tool_choice of each turn's first request: auto, none, required, or a tool's name
-    /// (makes a small model start with that tool).
+    /// tool_choice of each turn's first request: auto (the default), none, required, or a
+    /// tool's name (makes a small model start with that tool). Every later request says auto,
+    /// and none once --max-tool-calls are spent.
     #[arg(long)]
     first_tool_choice: Option<String>,
 }

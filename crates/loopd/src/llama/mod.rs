@@ -3,8 +3,8 @@
 //!
 //! What it sends (`POST {base}/chat/completions`, `Content-Type: application/json`, and
 //! `Authorization: Bearer …` when a key is set): `model`, `messages`, `tools` (each
-//! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` when a turn
-//! restricts or forces calls, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
+//! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` (the turn
+//! loop sends one on every request), `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
 //! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
 //!
 //! What it reads: of `choices`, only the choice whose `index` is 0 (its position when it has no
