@@ -172,7 +172,9 @@ impl<'a> Printer<'a> {
             });
             return writeln!(self.out, "{line}");
         }
-        let place = if summary.removed {
+        let place = if summary.removed && !summary.reached {
+            "no folder (no turn reached the model server)".to_string()
+        } else if summary.removed {
             "a temporary folder, now removed".to_string()
         } else {
             escape_terminal(&summary.dir.display().to_string()).into_owned()

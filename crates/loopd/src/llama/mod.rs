@@ -175,7 +175,9 @@ pub trait Model: Send + Sync {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlamaError {
     /// Nothing listens at the address, or it cannot be reached.
-    #[error("the model server at {url} cannot be reached: {cause}")]
+    #[error(
+        "the model server at {url} cannot be reached ({cause}): start one there (README: a small local model), or pass --model URL naming one that runs"
+    )]
     Unreachable {
         /// The URL tried.
         url: String,
