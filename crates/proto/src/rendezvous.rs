@@ -172,7 +172,7 @@ pub fn runtime_for_client(
 /// `flag` is the printing program's own way to name it (e.g. `--runtime-dir DIR`).
 pub fn no_broker(socket: &Path, flag: &str) -> String {
     format!(
-        "no broker is running on {}: start one with `brokerd serve`; if one is running, it serves another folder (it was started with another XDG_RUNTIME_DIR, --runtime-dir or config folder, where it records the folder it serves in {RECORD_FILE}): pass {flag} with what `bx status` prints in the broker's shell",
+        "no broker is running on {}: start one with `brokerd serve`; if one is running, it serves another folder (it was started with another XDG_RUNTIME_DIR, --runtime-dir or config folder, where it records the folder it serves in {RECORD_FILE}): pass {flag} (`bx status` in the broker's shell shows where its sockets are)",
         socket.display()
     )
 }

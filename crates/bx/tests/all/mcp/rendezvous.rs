@@ -76,6 +76,39 @@ fn an_sdk_launched_bx_mcp_reaches_a_broker_started_with_xdg_runtime_dir_it_never
             "{mode}: {answers:?}"
         );
     }
+    // Its broker stopped, the kept session's client is told of the broker, not of
+    // --new-session (a new session would not help).
+    stop(&broker);
+    let output = client_from_shell(
+        &broker.home(),
+        &broker.xdg_runtime_dir(),
+        &broker.work,
+        "v1",
+        &plan,
+    );
+    let answers = answers(&output);
+    let text = answers[0]["text"].as_str().unwrap();
+    assert!(text.contains("pass --runtime-dir DIR"), "{text}");
+    assert!(!text.contains("--new-session"), "{text}");
+}
+
+/// SIGTERM, and waits until the broker has removed its record of the runtime folder.
+fn stop(broker: &BrokerProcess) {
+    let record = broker.config.join(proto::rendezvous::RECORD_FILE);
+    assert!(record.exists());
+    let pid = broker.pid().unwrap().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while record.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!record.exists(), "{}", broker.log());
 }
 
 #[test]
@@ -155,19 +188,5 @@ fn bx_and_loopd_without_xdg_runtime_dir_find_the_broker_and_its_record_goes_at_i
         "{result}"
     );
     // A broker stopped as usual removes its record.
-    let record = broker.config.join(proto::rendezvous::RECORD_FILE);
-    assert!(record.exists());
-    let pid = broker.pid().unwrap().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while record.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!record.exists(), "{}", broker.log());
+    stop(&broker);
 }
