@@ -178,6 +178,10 @@ fn serve(args: ServeArgs) -> ExitCode {
         let socket = running.broker.dirs.agent_socket();
         tracing::info!(socket = %socket.display(), "brokerd is serving");
         let owner_socket = running.broker.dirs.owner_socket();
+        let (config_dir, runtime_dir) = (
+            running.broker.dirs.config.clone(),
+            running.broker.dirs.runtime.clone(),
+        );
         let brokerd::daemon::startup::Running {
             broker,
             listener,
@@ -203,6 +207,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         drop(locks);
         let _ = std::fs::remove_file(&socket);
         let _ = std::fs::remove_file(&owner_socket);
+        proto::rendezvous::forget(&config_dir, &runtime_dir);
         match served {
             Ok(()) => {
                 tracing::info!("brokerd stopped");

@@ -67,6 +67,8 @@ Folders (flag, variable, default), the same as brokerd's:
   config   --config-dir   BOXMAKER_CONFIG_DIR   $XDG_CONFIG_HOME/boxmaker
   state    --state-dir    BOXMAKER_STATE_DIR    $XDG_STATE_HOME/boxmaker
   runtime  --runtime-dir  BOXMAKER_RUNTIME_DIR  $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid>
+With no runtime flag or variable and no broker there, bx uses the folder the running broker
+recorded in the config folder (brokerd.runtime): an MCP client's launcher may drop XDG_RUNTIME_DIR.
 
 Exit status: 0 done, 1 refused or failed, 2 bad usage, 3 no broker running.";
 
@@ -236,13 +238,26 @@ fn main() -> ExitCode {
         Some(args) => Cli::parse_from(args),
         None => Cli::parse(),
     };
-    let dirs = match proto::dirs::Dirs::resolve(
+    let uid = rustix::process::getuid().as_raw();
+    let env = |name: &str| std::env::var_os(name);
+    let dirs = proto::dirs::Dirs::resolve(
         cli.folders.config_dir.as_deref(),
         cli.folders.state_dir.as_deref(),
         cli.folders.runtime_dir.as_deref(),
-        &|name| std::env::var_os(name),
-        rustix::process::getuid().as_raw(),
-    ) {
+        &env,
+        uid,
+    )
+    .and_then(|dirs| {
+        // Where the default finds no socket, the folder the running broker recorded.
+        let runtime = proto::rendezvous::runtime_for_client(
+            cli.folders.runtime_dir.as_deref(),
+            Some(&dirs.config),
+            &env,
+            uid,
+        )?;
+        Ok(proto::dirs::Dirs { runtime, ..dirs })
+    });
+    let dirs = match dirs {
         Ok(dirs) => dirs,
         Err(e) => {
             eprintln!("bx: {e}");

@@ -10,9 +10,7 @@ use proto::{OwnerReply, OwnerRequest, PROTOCOL_VERSION, read_frame, write_frame}
 #[derive(Debug, thiserror::Error)]
 pub enum OwnerError {
     /// Nothing listens on the socket (exit status 3).
-    #[error(
-        "no broker is running on {0}: start one with `brokerd` (or pass the --runtime-dir it uses)"
-    )]
+    #[error("{}", proto::rendezvous::no_broker(.0, "--runtime-dir DIR"))]
     NoBroker(PathBuf),
     /// The connection failed or the broker answered something unexpected.
     #[error("the broker at {socket}: {message}")]

@@ -30,9 +30,7 @@ pub const RECONNECT_FOR: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PortError {
     /// Nothing listens on the socket.
-    #[error(
-        "no broker is running on {socket}: start one with `brokerd serve` (or pass --socket PATH)"
-    )]
+    #[error("{}", proto::rendezvous::no_broker(std::path::Path::new(.socket), "--socket PATH"))]
     NoBroker {
         /// The socket tried.
         socket: String,

@@ -49,7 +49,9 @@ struct ChatArgs {
     #[arg(long)]
     port: String,
     /// brokerd's agent socket, with --port broker (default: agent.sock in the runtime folder,
-    /// $BOXMAKER_RUNTIME_DIR, else $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid>).
+    /// $BOXMAKER_RUNTIME_DIR, else $XDG_RUNTIME_DIR/boxmaker, else /tmp/boxmaker-<uid>; where
+    /// that default holds no socket, the folder the running broker recorded in its config
+    /// folder's brokerd.runtime).
     #[arg(long)]
     socket: Option<PathBuf>,
     /// boxmaker's state folder; conversations are kept in its sessions/ (default:
@@ -94,8 +96,9 @@ struct ChatArgs {
     /// Bytes of a tool result the model sees.
     #[arg(long, default_value_t = Limits::default().result_cap)]
     result_cap: usize,
-    /// tool_choice of each turn's first request: auto, none, required, or a tool's name
-    /// (makes a small model start with that tool).
+    /// tool_choice of each turn's first request: auto (the default), none, required, or a
+    /// tool's name (makes a small model start with that tool). Every later request says auto,
+    /// and none once --max-tool-calls are spent.
     #[arg(long)]
     first_tool_choice: Option<String>,
 }
@@ -175,11 +178,18 @@ fn state_dir(flag: Option<&std::path::Path>) -> Result<std::path::PathBuf, Strin
     Dirs::state_dir(flag, &env).map_err(|e| e.to_string())
 }
 
-/// The agent socket in the runtime folder as brokerd finds it (`proto::dirs`).
+/// The agent socket in the runtime folder as brokerd finds it (`proto::dirs`), or, where that
+/// holds no socket, in the folder the running broker recorded (`proto::rendezvous`).
 fn agent_socket() -> Result<std::path::PathBuf, String> {
-    Dirs::runtime_dir(None, &env, rustix::process::getuid().as_raw())
-        .map(|runtime| runtime.join(proto::dirs::AGENT_SOCKET))
-        .map_err(|e| e.to_string())
+    let config = Dirs::config_dir(None, &env).ok();
+    proto::rendezvous::runtime_for_client(
+        None,
+        config.as_deref(),
+        &env,
+        rustix::process::getuid().as_raw(),
+    )
+    .map(|runtime| runtime.join(proto::dirs::AGENT_SOCKET))
+    .map_err(|e| e.to_string())
 }
 
 fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {

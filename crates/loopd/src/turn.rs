@@ -27,7 +27,8 @@ pub struct Limits {
     /// Bytes of one tool result the model sees ([`cap_result`]); never below the broker's cap.
     pub result_cap: usize,
     /// The `tool_choice` of each turn's first request (e.g. to make a small model start with a
-    /// tool); later requests leave the server's default.
+    /// tool); `None`: `auto`. Every other request says `auto`, and `none` once the turn's
+    /// [`Limits::max_tool_calls`] are spent.
     pub first_tool_choice: Option<ToolChoice>,
 }
 
@@ -182,15 +183,20 @@ fn turn(
     let mut previous: Option<(String, String)> = None;
     for round in 0..rt.limits.max_rounds {
         let remaining = limit.saturating_sub(calls_made);
+        // Always said: llama-cpp-python's `chatml-function-calling` renders no tools into a
+        // request without a `tool_choice`, so a model there could never make a second call.
         let tool_choice = if remaining == 0 {
-            Some(ToolChoice::None)
+            ToolChoice::None
         } else if round == 0 {
-            rt.limits.first_tool_choice.clone()
+            rt.limits
+                .first_tool_choice
+                .clone()
+                .unwrap_or(ToolChoice::Auto)
         } else {
-            None
+            ToolChoice::Auto
         };
         let reply = {
-            let mut request = session.request(tool_choice);
+            let mut request = session.request(Some(tool_choice));
             request.keep_calls = remaining.saturating_add(1);
             let mut on_text = |text: &str| {
                 on_event(&TurnEvent::TextDelta {

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopd::broker::BrokerPort;
+use loopd::broker::{BrokerPort, PortError};
 
 use crate::gate::{Connect, Connected};
 use crate::session;
@@ -41,14 +41,16 @@ impl Connect for BrokerConnect {
         };
         let resumed = stored.is_some();
         let port = BrokerPort::connect_for(&self.socket, stored, Some(client.to_string()))
-            .map_err(|e| {
-                if resumed {
-                    format!(
-                        "{e}; pass --new-session to start a new session (its labels start clean)"
-                    )
-                } else {
-                    e.to_string()
+            .map_err(|e| match e {
+                // `bx mcp` names the broker's folder with bx's flag, not loopd's --socket; a
+                // new session would not help.
+                PortError::NoBroker { socket } => {
+                    proto::rendezvous::no_broker(std::path::Path::new(&socket), "--runtime-dir DIR")
                 }
+                other if resumed => format!(
+                    "{other}; pass --new-session to start a new session (its labels start clean)"
+                ),
+                other => other.to_string(),
             })?;
         let id = port.session().session.0.clone();
         if !resumed {

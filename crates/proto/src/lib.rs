@@ -4,7 +4,8 @@
 //! [`text::escape_terminal`] makes text from outside safe to print on a terminal.
 //!
 //! Every crate names these types; none of them does I/O beyond the frame codec, which reads and
-//! writes any `std::io::Read`/`Write` the caller hands it.
+//! writes any `std::io::Read`/`Write` the caller hands it, and [`rendezvous`], the record of
+//! the folder a running broker serves.
 //!
 //! Conventions (the design brief's "Wire"): enums are internally tagged with `"type"` in
 //! snake_case, a [`Timestamp`] is written as RFC 3339 UTC with milliseconds, and a frame is a
@@ -15,6 +16,7 @@ pub mod dirs;
 mod frame;
 pub mod ids;
 mod owner;
+pub mod rendezvous;
 mod schema;
 pub mod text;
 mod timestamp;

@@ -36,6 +36,8 @@ pub struct BrokerProcess {
     wrapper: Vec<String>,
     /// The user it runs as, when not the test's (see [`BrokerProcess::start_as`]).
     uid: Option<u32>,
+    /// Started with no folder flags (see [`BrokerProcess::start_from_home`]).
+    from_home: bool,
 }
 
 impl BrokerProcess {
@@ -53,18 +55,66 @@ impl BrokerProcess {
         broker
     }
 
+    /// [`BrokerProcess::start`] as an owner starts it from a shell: no folder flags, `HOME` the
+    /// folder `home` of its root and `XDG_RUNTIME_DIR` its folder `xdg` (no `BOXMAKER_*_DIR`,
+    /// `XDG_CONFIG_HOME` or `XDG_STATE_HOME`), so it serves the default folders:
+    /// `home/.config/boxmaker`, `home/.local/state/boxmaker` and `xdg/boxmaker`.
+    pub fn start_from_home(grants: &str, config: &str) -> BrokerProcess {
+        let mut broker = BrokerProcess::prepared_with(grants, config, &[], true);
+        broker.spawn();
+        broker
+    }
+
+    /// The `HOME` of a broker from [`BrokerProcess::start_from_home`].
+    pub fn home(&self) -> PathBuf {
+        self.root_path().join("home")
+    }
+
+    /// The `XDG_RUNTIME_DIR` of a broker from [`BrokerProcess::start_from_home`].
+    pub fn xdg_runtime_dir(&self) -> PathBuf {
+        self.root_path().join("xdg")
+    }
+
+    fn root_path(&self) -> PathBuf {
+        self.work
+            .parent()
+            .map_or_else(|| self.root.path().to_path_buf(), Path::to_path_buf)
+    }
+
     /// Its folders and files, `grants` and `config` written; not started.
     fn prepared(grants: &str, config: &str, env: &[(&str, &str)]) -> BrokerProcess {
+        BrokerProcess::prepared_with(grants, config, env, false)
+    }
+
+    /// [`BrokerProcess::prepared`], its folders the defaults under `home` and `xdg` when
+    /// `from_home`.
+    fn prepared_with(
+        grants: &str,
+        config: &str,
+        env: &[(&str, &str)],
+        from_home: bool,
+    ) -> BrokerProcess {
         let root = crate::temp_dir();
         let base = match root.path().canonicalize() {
             Ok(base) => base,
             Err(e) => panic!("cannot resolve the temporary folder: {e}"),
         };
+        let (config_dir, state, runtime) = if from_home {
+            let home = base.join("home");
+            (
+                home.join(".config/boxmaker"),
+                home.join(".local/state/boxmaker"),
+                base.join("xdg/boxmaker"),
+            )
+        } else {
+            (base.join("config"), base.join("state"), base.join("rt"))
+        };
         let broker = BrokerProcess {
             child: None,
-            config: base.join("config"),
-            state: base.join("state"),
-            runtime: base.join("rt"),
+            config: config_dir,
+            state,
+            runtime,
+            from_home,
             work: base.join("work"),
             log: base.join("brokerd.log"),
             root,
@@ -247,16 +297,32 @@ impl BrokerProcess {
             use std::os::unix::process::CommandExt;
             command.uid(uid).gid(uid).current_dir(self.root.path());
         }
-        let child = must(
+        command.arg("serve");
+        if self.from_home {
             command
-                .arg("serve")
+                .env("HOME", self.home())
+                .env("XDG_RUNTIME_DIR", self.xdg_runtime_dir());
+            for variable in [
+                "BOXMAKER_CONFIG_DIR",
+                "BOXMAKER_STATE_DIR",
+                "BOXMAKER_RUNTIME_DIR",
+                "XDG_CONFIG_HOME",
+                "XDG_STATE_HOME",
+            ] {
+                command.env_remove(variable);
+            }
+        } else {
+            command
                 .arg("--config-dir")
                 .arg(&self.config)
                 .arg("--state-dir")
                 .arg(&self.state)
                 .arg("--runtime-dir")
                 .arg(&self.runtime)
-                .env("HOME", self.root.path())
+                .env("HOME", self.root.path());
+        }
+        let child = must(
+            command
                 .env("BOXMAKER_LOG", if self.verbose { "debug" } else { "info" })
                 .envs(self.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())

@@ -35,13 +35,29 @@ pub fn load(grants: &Path, home: &Path) -> GrantsState {
     }
 }
 
+/// Whether every path of an event is the runtime folder's record or its temporary file.
+fn only_the_record(paths: &[PathBuf]) -> bool {
+    !paths.is_empty()
+        && paths.iter().all(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| {
+                    name.trim_start_matches('.')
+                        .starts_with(proto::rendezvous::RECORD_FILE)
+                })
+        })
+}
+
 /// Watches the config folder and reloads the grants into `broker` on every change; the
 /// watcher lives as long as the returned value.
 pub fn watch(broker: Arc<Broker>, home: PathBuf) -> notify::Result<notify::RecommendedWatcher> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // Reading the files (our own reload included) is an access, not a change.
-        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+        // Reading the files (our own reload included) is an access, not a change; the record
+        // of the runtime folder (`proto::rendezvous`) is no grant.
+        if event.is_ok_and(|e| {
+            !matches!(e.kind, notify::EventKind::Access(_)) && !only_the_record(&e.paths)
+        }) {
             let _ = tx.send(());
         }
     })?;
@@ -75,4 +91,21 @@ pub fn watch(broker: Arc<Broker>, home: PathBuf) -> notify::Result<notify::Recom
         }
     });
     Ok(watcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_folders_record_and_its_temporary_file_are_no_change_of_the_grants() {
+        let config = Path::new("/c");
+        let record = config.join(proto::rendezvous::RECORD_FILE);
+        let temporary = config.join(format!(".{}.42", proto::rendezvous::RECORD_FILE));
+        assert!(only_the_record(std::slice::from_ref(&record)));
+        assert!(only_the_record(&[temporary, record.clone()]));
+        assert!(!only_the_record(&[record, config.join("grants/a.toml")]));
+        assert!(!only_the_record(&[config.join("brokerd.toml")]));
+        assert!(!only_the_record(&[]));
+    }
 }

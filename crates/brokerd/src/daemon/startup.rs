@@ -2,7 +2,8 @@
 //! settings and grants read, the ledger caught up from the audit log, calls the last broker
 //! left running marked as such, calls waiting for the owner loaded, the folder of the boxes'
 //! proxy sockets made (`<runtime>/proxy/`), the open-file limit raised and each socket's cap
-//! on open connections set under it, and the agent and owner sockets bound (mode 0600).
+//! on open connections set under it, the agent and owner sockets bound (mode 0600), and the
+//! runtime folder recorded in the config folder for clients without `XDG_RUNTIME_DIR`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -264,6 +265,14 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     })?;
     std::fs::set_permissions(&owner_socket, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| StartError::Other(format!("{}: {e}", owner_socket.display())))?;
+    // Clients whose environment lost XDG_RUNTIME_DIR (an MCP SDK's stdio launcher) find the
+    // folder served here through the config folder (`proto::rendezvous`).
+    if let Err(e) = proto::rendezvous::record(&dirs.config, &dirs.runtime) {
+        tracing::warn!(
+            config = %dirs.config.display(),
+            "cannot record the runtime folder for clients started without XDG_RUNTIME_DIR: {e}"
+        );
+    }
     Ok(Running {
         broker,
         listener,

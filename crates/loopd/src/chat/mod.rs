@@ -11,10 +11,10 @@ use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use crate::broker::PortError;
-use crate::llama::{LlamaClient, LlamaConfig, Model};
+use crate::llama::{LlamaClient, LlamaConfig, LlamaError, Model};
 use crate::script::{Script, ScriptError, ScriptModel};
 use crate::session::{Session, SessionError};
-use crate::turn::{Limits, Runtime, run_turn};
+use crate::turn::{Limits, Runtime, TurnError, TurnEvent, run_turn};
 
 mod ports;
 mod printer;
@@ -154,8 +154,12 @@ pub struct ChatSummary {
     pub session: String,
     /// The session's folder.
     pub dir: PathBuf,
-    /// Whether that folder was temporary and has been removed (`loopd demo`).
+    /// Whether that folder has been removed: it was temporary (`loopd demo`), or the session
+    /// was new and no turn of it reached the model server (`reached`).
     pub removed: bool,
+    /// Whether a turn reached the model server: it answered, or failed in any way but
+    /// [`LlamaError::Unreachable`] before anything came.
+    pub reached: bool,
     /// Turns that ended with an answer.
     pub done: usize,
     /// Turns that failed.
@@ -232,6 +236,7 @@ fn chat_in(
         session: session.ids().id.clone(),
         dir: session.dir().to_path_buf(),
         removed: temporary,
+        reached: false,
         done: 0,
         failed: 0,
     };
@@ -270,6 +275,16 @@ fn chat_in(
             port.check()?;
         }
     }
+    // A new conversation whose every turn found no model server keeps nothing: there is
+    // nothing in it to continue, and a folder per failed attempt would pile up.
+    if options.session.is_none() && !temporary && summary.failed > 0 && !summary.reached {
+        let dir = session.dir().to_path_buf();
+        drop(session);
+        std::fs::remove_dir_all(&dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot remove {}: {e}", dir.display()))
+        })?;
+        summary.removed = true;
+    }
     printer.end(&summary)?;
     Ok(summary)
 }
@@ -286,7 +301,9 @@ fn one_turn(
         printer.user(text)?;
     }
     let mut failure: Option<io::Error> = None;
+    let mut answered = false;
     let result = run_turn(rt, session, text, &mut |event| {
+        answered |= !matches!(event, TurnEvent::TurnFailed { .. });
         if failure.is_none()
             && let Err(e) = printer.event(event)
         {
@@ -296,6 +313,11 @@ fn one_turn(
     if let Some(e) = failure {
         return Err(ChatError::Io(e));
     }
+    let unreachable = matches!(
+        result,
+        Err(TurnError::Model(LlamaError::Unreachable { .. }))
+    );
+    summary.reached |= answered || !unreachable;
     match result {
         Ok(_) => summary.done += 1,
         Err(_) => summary.failed += 1,

@@ -173,7 +173,9 @@ impl<'a> Printer<'a> {
             .to_string();
             return writeln!(self.out, "{}", escape_unicode(&line));
         }
-        let place = if summary.removed {
+        let place = if summary.removed && !summary.reached {
+            "no folder (no turn reached the model server)".to_string()
+        } else if summary.removed {
             "a temporary folder, now removed".to_string()
         } else {
             escape_terminal(&summary.dir.display().to_string()).into_owned()

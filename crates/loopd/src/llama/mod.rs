@@ -3,8 +3,8 @@
 //!
 //! What it sends (`POST {base}/chat/completions`, `Content-Type: application/json`, and
 //! `Authorization: Bearer …` when a key is set): `model`, `messages`, `tools` (each
-//! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` when a turn
-//! restricts or forces calls, `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
+//! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` (the turn
+//! loop sends one on every request), `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
 //! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
 //!
 //! What it reads: of `choices`, only the choice whose `index` is 0 (its position when it has no
@@ -175,7 +175,9 @@ pub trait Model: Send + Sync {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlamaError {
     /// Nothing listens at the address, or it cannot be reached.
-    #[error("the model server at {url} cannot be reached: {cause}")]
+    #[error(
+        "the model server at {url} cannot be reached ({cause}): start one there (README: a small local model), or pass --model URL naming one that runs"
+    )]
     Unreachable {
         /// The URL tried.
         url: String,

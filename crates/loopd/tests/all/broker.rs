@@ -367,3 +367,34 @@ fn under_umask_022_the_state_folder_loopd_shares_with_the_broker_holds_only_priv
     assert!(files >= 6, "{files} files");
     assert!(wrong.is_empty(), "readable by others: {wrong:?}");
 }
+
+#[test]
+fn a_broker_conversation_whose_model_server_is_down_leaves_no_session_folder() {
+    let broker = testkit::BrokerProcess::start("", "");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let state = broker.root.path().join("loopd-state");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_loopd"))
+        .args(["chat", "--port", "broker", "--socket"])
+        .arg(broker.socket())
+        .args([
+            "--model",
+            &format!("http://127.0.0.1:{port}/v1"),
+            "-m",
+            "hi",
+        ])
+        .arg("--state-dir")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(out.contains("pass --model URL"), "{out}");
+    let left: Vec<_> = std::fs::read_dir(state.join("sessions"))
+        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}

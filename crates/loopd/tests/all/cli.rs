@@ -290,15 +290,91 @@ fn chat_reads_messages_from_standard_input_over_http_and_resumes_the_session() {
     );
 }
 
-#[test]
-fn chat_against_a_server_that_is_down_fails_the_turn_and_exits_1() {
-    let dir = testkit::temp_dir();
+/// A loopback URL nothing listens on.
+fn closed_url() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let url = format!("http://127.0.0.1:{port}/v1");
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+/// The session folders under `state`.
+fn session_folders(state: &Path) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(state.join("sessions")) {
+        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn a_server_that_is_down_fails_the_turn_says_what_to_do_and_leaves_no_session_folder() {
+    let dir = testkit::temp_dir();
+    let url = closed_url();
+    for json in [false, true] {
+        let mut args = vec!["chat", "--port", "fake", "--model", &url];
+        args.extend(["-m", "hello", "-m", "again"]);
+        let state_dir = state(dir.path());
+        args.extend(["--state-dir", &state_dir]);
+        if json {
+            args.push("--json");
+        }
+        let output = loopd(&args, "");
+        let (out, _) = text(&output);
+        assert_eq!(output.status.code(), Some(1));
+        assert!(out.contains("cannot be reached"), "{out}");
+        assert!(
+            out.contains("start one there") && out.contains("--model URL"),
+            "{out}"
+        );
+        if json {
+            assert!(out.contains(r#""removed":true"#), "{out}");
+        } else {
+            assert!(out.contains("0 turn(s) answered, 2 failed"), "{out}");
+            assert!(out.contains("no turn reached the model server"), "{out}");
+        }
+        assert_eq!(
+            session_folders(&dir.path().join("state")),
+            Vec::<std::path::PathBuf>::new()
+        );
+    }
+}
+
+#[test]
+fn a_session_that_reached_a_model_before_keeps_its_folder_when_the_server_is_down() {
+    let dir = testkit::temp_dir();
+    let script = dir.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"{"turns":[{"user":"hi","replies":[{"say":"x"}]}]}"#,
+    )
+    .unwrap();
+    let model = format!("script:{}", script.display());
+    let state_dir = state(dir.path());
+    let output = loopd(
+        &[
+            "chat",
+            "--port",
+            "fake",
+            "--model",
+            &model,
+            "--state-dir",
+            &state_dir,
+        ],
+        "",
+    );
+    assert!(output.status.success(), "{:?}", text(&output));
+    let folders = session_folders(&dir.path().join("state"));
+    assert_eq!(folders.len(), 1);
+    let id = folders[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    // Resumed against a server that is down: its turn fails, its folder stays.
+    let url = closed_url();
     let output = loopd(
         &[
             "chat",
@@ -306,20 +382,19 @@ fn chat_against_a_server_that_is_down_fails_the_turn_and_exits_1() {
             "fake",
             "--model",
             &url,
+            "--session",
+            &id,
             "-m",
-            "hello",
+            "more",
             "--state-dir",
-            &state(dir.path()),
+            &state_dir,
         ],
         "",
     );
     let (out, _) = text(&output);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        out.contains("! turn failed: the model server at") && out.contains("cannot be reached"),
-        "{out}"
-    );
-    assert!(out.contains("0 turn(s) answered, 1 failed"), "{out}");
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(out.contains("cannot be reached"), "{out}");
+    assert_eq!(session_folders(&dir.path().join("state")), folders);
 }
 
 #[test]

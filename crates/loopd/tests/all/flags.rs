@@ -165,10 +165,12 @@ fn no_broker_running_is_exit_3_with_one_sentence_naming_the_socket() {
         &[("BOXMAKER_STATE_DIR", &state)],
     );
     assert_eq!(code, Some(3));
+    assert!(err.contains("pass --socket PATH"), "{err}");
     assert_eq!(
         err.trim(),
         format!(
-            "loopd: no broker is running on {given}: start one with `brokerd serve` (or pass --socket PATH)"
+            "loopd: {}",
+            proto::rendezvous::no_broker(&socket, "--socket PATH")
         )
     );
     // Without --socket: agent.sock in the runtime folder.

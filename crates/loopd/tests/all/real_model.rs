@@ -1,6 +1,7 @@
 //! loopd against a real OpenAI-compatible server: llama-cpp-python serving SmolLM2-135M with
 //! `--chat_format chatml-function-calling`, started by the test on a free port. A forced
-//! `tool_choice` makes the small model emit real `tool_calls`, streamed and whole.
+//! `tool_choice` makes the small model emit real `tool_calls`, streamed and whole, and loopd's
+//! `auto` on the requests after it lets the model chain a second call in the same turn.
 //!
 //! Needs the venv that `scripts/test-deps` installs (`$BOXMAKER_LLAMA_VENV`, default
 //! `/opt/boxmaker-llama`); without it the test fails and says so.
@@ -156,6 +157,8 @@ fn a_real_model_server_makes_real_tool_calls_that_loopd_answers() {
             "--no-stream",
             "--first-tool-choice",
             "clock",
+            "--max-tool-calls",
+            "1",
             "-m",
             "What time is it?",
         ],
@@ -176,6 +179,8 @@ fn a_real_model_server_makes_real_tool_calls_that_loopd_answers() {
         &[
             "--first-tool-choice",
             "find_tool",
+            "--max-tool-calls",
+            "1",
             "-m",
             "Find a tool that repeats text.",
         ],
@@ -186,5 +191,46 @@ fn a_real_model_server_makes_real_tool_calls_that_loopd_answers() {
     assert!(
         content.contains("tool(s) match:") || content == "No tool matches.",
         "{content}"
+    );
+}
+
+#[test]
+fn a_real_model_server_chains_two_calls_in_one_turn_on_loopds_default_tool_choice() {
+    // Each request after the first says `auto` (none at all left llama-cpp-python rendering no
+    // tools, so no second call was possible), and `none` once --max-tool-calls 2 are spent.
+    // Whole answers: llama-cpp-python's chatml-function-calling cannot stream an automatic
+    // tool choice that picks a tool ("Automatic streaming tool choice is not supported": the
+    // connection drops), which README says.
+    let server = start_server();
+    let dir = testkit::temp_dir();
+    let (output, events) = chat(
+        &server.url,
+        dir.path(),
+        &[
+            "--no-stream",
+            "--first-tool-choice",
+            "clock",
+            "--max-tool-calls",
+            "2",
+            "-m",
+            "What time is it? Then find a tool that repeats text.",
+        ],
+    );
+    assert!(output.status.success(), "{events:?}");
+    let called: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_started")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(called.len(), 2, "{events:?}");
+    assert_eq!(called[0], "clock");
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "tool_result").count(),
+        2,
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "turn_done"),
+        "{events:?}"
     );
 }

@@ -369,7 +369,7 @@ fn calls_past_the_per_turn_limit_are_not_run_and_the_model_must_answer() {
     );
     let last = fx.server.request_json().pop().unwrap();
     assert_eq!(last["tool_choice"], "none");
-    assert!(fx.server.request_json()[0].get("tool_choice").is_none());
+    assert_eq!(fx.server.request_json()[0]["tool_choice"], "auto");
 }
 
 #[test]
@@ -481,7 +481,7 @@ fn a_failed_turn_leaves_the_session_usable_for_the_next_one() {
 }
 
 #[test]
-fn a_first_tool_choice_forces_the_first_request_of_each_turn_only() {
+fn a_first_tool_choice_forces_the_first_request_of_each_turn_and_the_rest_say_auto() {
     let mut fx = Fixture::new(FIND_THEN_CALL);
     fx.limits.first_tool_choice = Some(loopd::llama::ToolChoice::parse("find_tool"));
     fx.turn(&FakeTools::new(), "x").0.unwrap();
@@ -490,8 +490,42 @@ fn a_first_tool_choice_forces_the_first_request_of_each_turn_only() {
         requests[0]["tool_choice"],
         serde_json::json!({"type":"function","function":{"name":"find_tool"}})
     );
-    assert!(requests[1].get("tool_choice").is_none());
-    assert!(requests[2].get("tool_choice").is_none());
+    assert_eq!(requests[1]["tool_choice"], "auto");
+    assert_eq!(requests[2]["tool_choice"], "auto");
+}
+
+#[test]
+fn every_request_of_a_turn_with_two_calls_says_auto_and_none_once_the_budget_is_spent() {
+    // llama-cpp-python renders the tools only into a request that says `tool_choice`: each
+    // request after a call must say it too, or the model can never chain a second call.
+    let two_calls = r#"{"turns":[{"replies":[
+        {"call":[{"name":"clock"}]},
+        {"call":[{"name":"find_tool","arguments":{"query":"echo"}}]},
+        {"say":"done"}]},
+      {"replies":[{"call":[{"name":"clock"}]},{"say":"again"}]}]}"#;
+    // A budget left after both calls: every request says auto, the second turn's first too.
+    let mut fx = Fixture::new(two_calls);
+    assert_eq!(fx.turn(&FakeTools::new(), "x").0.unwrap(), "done");
+    assert_eq!(fx.turn(&FakeTools::new(), "y").0.unwrap(), "again");
+    let choices: Vec<serde_json::Value> = fx
+        .server
+        .request_json()
+        .iter()
+        .map(|r| r["tool_choice"].clone())
+        .collect();
+    assert_eq!(choices, ["auto", "auto", "auto", "auto", "auto"]);
+    // A budget of two: the request after the second call says none, and `required` is never
+    // sent unless asked for (llama-cpp-python answers it with HTTP 500).
+    let mut fx = Fixture::new(two_calls);
+    fx.limits.max_tool_calls = 2;
+    assert_eq!(fx.turn(&FakeTools::new(), "x").0.unwrap(), "done");
+    let choices: Vec<serde_json::Value> = fx
+        .server
+        .request_json()
+        .iter()
+        .map(|r| r["tool_choice"].clone())
+        .collect();
+    assert_eq!(choices, ["auto", "auto", "none"]);
 }
 
 /// A port whose catalog is `catalog` and that answers every call with its tool's name.
