@@ -5,11 +5,14 @@
 //!
 //! The broker session is opened at the first request that needs it ([`Connect`]), named after
 //! the client and the workspace unless the owner named one; calls wait on the broker in a
-//! blocking thread each, and a call that waits for the owner sends the client progress
-//! notifications (when the client gave a progress token) until the owner answers in `bx`.
+//! blocking thread each, and a call that waits for the owner sends the client a progress
+//! notification (when the client gave a progress token) at once and then every
+//! [`Gate::with_progress_every`] (10 s by default) until it is answered, so a client that
+//! resets its timeout on progress keeps waiting. [`Gate::withdraw_waiting`] withdraws what
+//! waits when the client is gone.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -71,7 +74,15 @@ pub struct Gate {
     last_call: Arc<AtomicU64>,
     /// The calls put to the client with `InputRequired` (2026-07-28), by their `requestState`.
     asked: Arc<Mutex<HashMap<String, Asked>>>,
+    /// How often a call waiting for the owner tells the client so.
+    progress_every: std::time::Duration,
+    /// How many calls the broker said wait for the owner and have not been answered yet.
+    waiting_now: Arc<AtomicUsize>,
 }
+
+/// How often a waiting call sends progress unless told otherwise: well under the 60 s after
+/// which the TypeScript SDK and MCP Inspector give up on a call that sends none.
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A call waiting for the owner that was put to the client with `InputRequired`: its answer
 /// arrives on the blocking thread, and the client's retry takes it.
@@ -96,6 +107,38 @@ impl Gate {
             connected: Arc::new(OnceCell::new()),
             last_call: Arc::new(AtomicU64::new(0)),
             asked: Arc::new(Mutex::new(HashMap::new())),
+            progress_every: PROGRESS_EVERY,
+            waiting_now: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The gate sending a waiting call's progress every `every` (at least 10 ms).
+    #[must_use]
+    pub fn with_progress_every(mut self, every: std::time::Duration) -> Gate {
+        self.progress_every = every.max(std::time::Duration::from_millis(10));
+        self
+    }
+
+    /// Withdraws the call waiting for the owner, if one is (its client is gone): the broker
+    /// abandons it (recorded; it never runs). Returns once its answer came back, or after
+    /// `patience`.
+    pub async fn withdraw_waiting(&self, patience: std::time::Duration) {
+        let Some(connected) = self.connected.get() else {
+            return;
+        };
+        if self.waiting_now.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let port = connected.port.clone();
+        let sent = tokio::task::spawn_blocking(move || port.withdraw()).await;
+        tracing::info!(
+            withdrawn = matches!(sent, Ok(true)),
+            "the client is gone: withdrew the call waiting for the owner"
+        );
+        let deadline = tokio::time::Instant::now() + patience;
+        while self.waiting_now.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
 
@@ -253,10 +296,15 @@ impl Gate {
         let tell_answerable = answerable.clone();
         let question = Question::of(&request.tool, &request.arguments);
         let asked_about = question.clone();
+        let every = self.progress_every;
+        let waiting_now = self.waiting_now.clone();
         let mut answered = tokio::task::spawn_blocking(move || {
             let mut asking: Option<tokio::task::JoinHandle<()>> = None;
+            let mut telling: Option<tokio::task::JoinHandle<()>> = None;
             let mut on_pending = |pending: &Pending| {
-                waits.store(true, Ordering::SeqCst);
+                if !waits.swap(true, Ordering::SeqCst) {
+                    waiting_now.fetch_add(1, Ordering::SeqCst);
+                }
                 if pending.answerable && by_input {
                     tell_answerable.notify_one();
                 }
@@ -268,25 +316,29 @@ impl Gate {
                         asked_about.clone(),
                     )));
                 }
-                if let Some(token) = &progress {
-                    let note = ProgressNotificationParam::new(token.clone(), 0.0).with_message(
-                        format!(
-                            "waiting for the owner: approval {} (`bx approve {}` or `bx refuse {}`), until {}",
-                            pending.approval,
-                            pending.approval,
-                            pending.approval,
-                            pending.expires.to_rfc3339()
-                        ),
+                if let (Some(token), None) = (&progress, &telling) {
+                    let message = format!(
+                        "waiting for the owner: approval {} (`bx approve {}` or `bx refuse {}`), until {}",
+                        pending.approval,
+                        pending.approval,
+                        pending.approval,
+                        pending.expires.to_rfc3339()
                     );
-                    if let Err(error) = runtime.block_on(peer.notify_progress(note)) {
-                        tracing::debug!(%error, "cannot send a progress notification");
-                    }
+                    telling = Some(runtime.spawn(tell_progress(
+                        peer.clone(),
+                        token.clone(),
+                        message,
+                        every,
+                    )));
                 }
             };
             let response = port.call(&request, &mut on_pending);
             // Answered (in the client, in `bx`, or not at all): the client's question is moot.
-            if let Some(asking) = asking {
-                asking.abort();
+            for task in [asking, telling].into_iter().flatten() {
+                task.abort();
+            }
+            if waits.load(Ordering::SeqCst) {
+                waiting_now.fetch_sub(1, Ordering::SeqCst);
             }
             response
         });
@@ -342,6 +394,27 @@ impl Gate {
             Err(e) => failed(&format!("the call to the broker failed: {e}")),
         }
         .into()
+    }
+}
+
+/// Tells the client the call still waits, at once and then every `every`, until aborted (a
+/// progress value that grows by one each time, as MCP requires).
+async fn tell_progress(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+    message: String,
+    every: std::time::Duration,
+) {
+    let mut told = 0u32;
+    loop {
+        told = told.saturating_add(1);
+        let note =
+            ProgressNotificationParam::new(token.clone(), f64::from(told)).with_message(&message);
+        if let Err(error) = peer.notify_progress(note).await {
+            tracing::debug!(%error, "cannot send a progress notification");
+            return;
+        }
+        tokio::time::sleep(every).await;
     }
 }
 

@@ -23,11 +23,14 @@ pub mod http;
 pub mod session;
 
 pub use connect::BrokerConnect;
-pub use gate::{Catalog, Connect, Connected, Gate};
+pub use gate::{Catalog, Connect, Connected, Gate, PROGRESS_EVERY};
 pub use http::{HttpOptions, read_token, serve_http, token_or_new};
 
-/// Serves `gate` over standard input and output until the client closes them (a client that
-/// goes away before its first request is an end like any other).
+/// Serves `gate` over standard input and output until the client is gone: it closed them, or
+/// the process that started this one (the client) died (a client killed by a signal can
+/// leave its child's input open). A call then waiting for the owner is withdrawn (the broker
+/// abandons it: it never runs) before this returns. A client that goes away before its first
+/// request is an end like any other.
 ///
 /// Input that is not JSON is ignored, as every official MCP SDK does (answering it can start
 /// an error storm with a peer that echoes); JSON that is not a JSON-RPC message gets
@@ -35,7 +38,8 @@ pub use http::{HttpOptions, read_token, serve_http, token_or_new};
 /// its revision requires `Invalid params`, and a line over 16 MiB is dropped.
 pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
     use rmcp::ServiceExt;
-    let running = match gate.serve(rmcp::transport::stdio()).await {
+    let parent = std::os::unix::process::parent_id();
+    let running = match gate.clone().serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => {
@@ -44,9 +48,33 @@ pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
             ));
         }
     };
-    running
-        .waiting()
-        .await
-        .map_err(|e| format!("the MCP server stopped: {e}"))?;
-    Ok(())
+    let stop = running.cancellation_token();
+    let ended = tokio::select! {
+        ended = running.waiting() => ended.map(|_| ()),
+        () = parent_gone(parent) => {
+            tracing::info!(parent, "the client (this process's parent) is gone");
+            gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
+            stop.cancel();
+            Ok(())
+        }
+    };
+    gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
+    ended.map_err(|e| format!("the MCP server stopped: {e}"))
+}
+
+/// How long the end of a client waits for the broker to answer the call it withdrew.
+const WITHDRAW_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Returns once this process's parent is no longer `parent` (it died and this process was
+/// given to another); never when the parent was already init.
+async fn parent_gone(parent: u32) {
+    if parent <= 1 {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+    }
 }

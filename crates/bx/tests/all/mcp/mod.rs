@@ -8,6 +8,7 @@ mod garbage;
 mod gateway;
 mod http;
 mod idle;
+mod waiting;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
