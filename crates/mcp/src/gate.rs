@@ -29,6 +29,7 @@ use tokio::sync::OnceCell;
 use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
 
 use crate::ask::{APPROVAL_INPUT, AskBy, Question, ask_in_client, asks_by, request_state, send};
+use crate::names::Names;
 use proto::{ToolRequest, ToolResponse, ToolSchema};
 
 /// Which tools `tools/list` offers.
@@ -78,6 +79,8 @@ pub struct Gate {
     progress_every: std::time::Duration,
     /// How many calls the broker said wait for the owner and have not been answered yet.
     waiting_now: Arc<AtomicUsize>,
+    /// The catalog's names as MCP clients see them, as of the last listing.
+    names: Arc<Mutex<Names>>,
 }
 
 /// How often a waiting call sends progress unless told otherwise: well under the 60 s after
@@ -109,6 +112,7 @@ impl Gate {
             asked: Arc::new(Mutex::new(HashMap::new())),
             progress_every: PROGRESS_EVERY,
             waiting_now: Arc::new(AtomicUsize::new(0)),
+            names: Arc::new(Mutex::new(Names::default())),
         }
     }
 
@@ -181,10 +185,36 @@ impl Gate {
             .await
             .map_err(|e| format!("reading the broker's tools failed: {e}"))?;
         match catalog {
-            Some(Ok(tools)) => Ok(self.registry.with_catalog(tools)),
+            Some(Ok(tools)) => {
+                let registry = self.registry.with_catalog(tools);
+                let names = Names::of(registry.entries().iter().map(|e| e.schema.name.as_str()));
+                *self.names.lock().unwrap_or_else(PoisonError::into_inner) = names;
+                Ok(registry)
+            }
             Some(Err(why)) => Err(why),
             None => Ok(self.registry.clone()),
         }
+    }
+
+    /// The owner's spelling of the tool a client called `name` (see [`Names`]): `name` itself
+    /// unless the catalog spells a tool that way for MCP clients; an unknown name refreshes the
+    /// catalog first.
+    async fn owners_spelling(&self, name: &str, port: Arc<dyn ToolPort>) -> Result<String, String> {
+        if self.registry.get(name).is_some() || name.contains('.') {
+            return Ok(name.to_string());
+        }
+        let known = |gate: &Gate| {
+            gate.names
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .owners(name)
+                .map(str::to_string)
+        };
+        if let Some(owners) = known(self) {
+            return Ok(owners);
+        }
+        self.live_registry(port).await?;
+        Ok(known(self).unwrap_or_else(|| name.to_string()))
     }
 
     async fn call(
@@ -260,6 +290,10 @@ impl Gate {
         let connected = match self.connected(client).await {
             Ok(connected) => connected,
             Err(why) => return failed(&why).into(),
+        };
+        let name = match self.owners_spelling(&name, connected.port.clone()).await {
+            Ok(name) => name,
+            Err(why) => return failed(&format!("cannot read the broker's tools: {why}")).into(),
         };
         let registry = if name == FIND_TOOL || name == CALL_TOOL {
             match self.live_registry(connected.port.clone()).await {
@@ -534,8 +568,25 @@ impl ServerHandler for Gate {
                 schemas
             }
         };
+        let names = self
+            .names
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Ok(ListToolsResult::with_all_items(
-            schemas.iter().map(tool_of).collect(),
+            schemas
+                .iter()
+                .map(|schema| {
+                    let mut tool = tool_of(schema);
+                    let listed = names.listed(&schema.name);
+                    if listed != schema.name {
+                        // The owner's spelling, as grants and `bx approvals` show it.
+                        tool.title = Some(schema.name.clone());
+                        tool.name = listed.to_string().into();
+                    }
+                    tool
+                })
+                .collect(),
         ))
     }
 

@@ -12,7 +12,8 @@
 //!
 //! Modules: [`gate`] (the MCP handler), [`annotations`] (read-only, destructive, idempotent,
 //! open-world hints per tool), [`session`] (the broker session a client resumes, kept 0600),
-//! [`connect`] (opening or resuming it over the agent socket), [`http`] (streamable HTTP), and
+//! [`connect`] (opening or resuming it over the agent socket), [`http`] (streamable HTTP),
+//! [`names`] (tool names as strict model providers take them), and
 //! `ask` (putting a waiting call to the client's user, when the owner lets that client).
 
 pub mod annotations;
@@ -20,6 +21,7 @@ mod ask;
 pub mod connect;
 pub mod gate;
 pub mod http;
+pub mod names;
 pub mod session;
 
 pub use connect::BrokerConnect;

@@ -8,6 +8,7 @@ mod garbage;
 mod gateway;
 mod http;
 mod idle;
+mod names;
 mod waiting;
 
 use std::ffi::{OsStr, OsString};
