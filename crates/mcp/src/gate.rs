@@ -217,6 +217,31 @@ impl Gate {
         Ok(known(self).unwrap_or_else(|| name.to_string()))
     }
 
+    /// `call_tool`'s `arguments` with the tool's name in the owner's spelling, when it was
+    /// given as the listing spells it.
+    fn with_owners_name(&self, arguments: String) -> String {
+        let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&arguments) else {
+            return arguments;
+        };
+        let owners = object
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|listed| {
+                self.names
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .owners(listed)
+                    .map(str::to_string)
+            });
+        match owners {
+            Some(owners) => {
+                object.insert("name".to_string(), Value::String(owners));
+                Value::Object(object).to_string()
+            }
+            None => arguments,
+        }
+    }
+
     async fn call(
         &self,
         request: CallToolRequestParams,
@@ -304,6 +329,12 @@ impl Gate {
             }
         } else {
             self.registry.clone()
+        };
+        // `call_tool` may name a tool as the listing spells it (the catalog was just read).
+        let arguments = if name == CALL_TOOL {
+            self.with_owners_name(arguments)
+        } else {
+            arguments
         };
         let (tool, arguments) = match loopd::tools::dispatch(&registry, &name, &arguments) {
             Dispatch::Local(text) => {

@@ -24,6 +24,8 @@ pub mod http;
 pub mod names;
 pub mod session;
 
+use std::sync::Arc;
+
 pub use connect::BrokerConnect;
 pub use gate::{Catalog, Connect, Connected, Gate, PROGRESS_EVERY};
 pub use http::{HttpOptions, read_token, serve_http, token_or_new};
@@ -41,7 +43,12 @@ pub use http::{HttpOptions, read_token, serve_http, token_or_new};
 pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
     use rmcp::ServiceExt;
     let parent = std::os::unix::process::parent_id();
-    let running = match gate.clone().serve(rmcp::transport::stdio()).await {
+    let ended_input = Arc::new(tokio::sync::Notify::new());
+    let input = EndSignalled {
+        inner: tokio::io::stdin(),
+        ended: ended_input.clone(),
+    };
+    let running = match gate.clone().serve((input, tokio::io::stdout())).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => {
@@ -51,8 +58,16 @@ pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
         }
     };
     let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
     let ended = tokio::select! {
-        ended = running.waiting() => ended.map(|_| ()),
+        ended = &mut waiting => ended.map(|_| ()),
+        // The server answers what it still can (rmcp drains for a few seconds), but a call
+        // waiting for the owner is withdrawn at once: no approval may run it meanwhile.
+        () = ended_input.notified() => {
+            gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
+            waiting.await.map(|_| ())
+        }
         () = parent_gone(parent) => {
             tracing::info!(parent, "the client (this process's parent) is gone");
             gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
@@ -62,6 +77,31 @@ pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
     };
     gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
     ended.map_err(|e| format!("the MCP server stopped: {e}"))
+}
+
+/// Standard input that tells `ended` when it has ended.
+struct EndSignalled {
+    inner: tokio::io::Stdin,
+    ended: Arc<tokio::sync::Notify>,
+}
+
+impl tokio::io::AsyncRead for EndSignalled {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let asked = buf.remaining() > 0;
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(context, buf);
+        let at_end = matches!(polled, std::task::Poll::Ready(Ok(())))
+            && asked
+            && buf.filled().len() == before;
+        if at_end || matches!(polled, std::task::Poll::Ready(Err(_))) {
+            self.ended.notify_one();
+        }
+        polled
+    }
 }
 
 /// How long the end of a client waits for the broker to answer the call it withdrew.

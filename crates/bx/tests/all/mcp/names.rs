@@ -2,7 +2,7 @@
 //! (written here on the official Python SDK) has a tool with a dot in its name, one whose
 //! `__` spelling collides with it, and one too long; `bx mcp --catalog all` lists every name
 //! matching `^[a-zA-Z0-9_-]{1,64}$`, a call by the listed name or by the owner's dotted name
-//! reaches the same tool, and the approval and the audit log keep the dotted name.
+//! (directly or through `call_tool`) reaches the same tool, and the approval and the audit log keep the dotted name.
 
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
@@ -11,7 +11,7 @@ use proto::{OwnerReply, OwnerRequest};
 use serde_json::{Value, json};
 use testkit::{BrokerProcess, OwnerClient};
 
-use super::{FAST, bx, call, run, start};
+use super::{FAST, bx, call, call_tool, run, start};
 
 /// The server: each tool says its own name.
 const SERVER: &str = r#"
@@ -130,7 +130,19 @@ fn listed_downstream_names_fit_strict_providers_and_both_spellings_reach_the_sam
         plan.push(call(owners, json!({ "text": "dotted" })));
         plan.push(call(listed, json!({ "text": "listed" })));
     }
+    // Through the core's call_tool too, by either spelling.
+    plan.push(call_tool(&spellings[0], json!({ "text": "core" })));
+    plan.push(call_tool(&dotted[0], json!({ "text": "core" })));
     let (answers, _) = run(&broker, "modern", &Value::Array(plan), &[]);
+    for answer in &answers[6..8] {
+        assert!(
+            answer["text"]
+                .as_str()
+                .unwrap()
+                .contains("ran read.text: core"),
+            "{answer}"
+        );
+    }
     for (n, owners) in dotted.iter().enumerate() {
         let tool = owners.trim_start_matches("names.");
         for (answer, how) in [(&answers[2 * n], "dotted"), (&answers[2 * n + 1], "listed")] {
