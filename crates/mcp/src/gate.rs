@@ -18,8 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -30,6 +30,7 @@ use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, Too
 
 use crate::ask::{APPROVAL_INPUT, AskBy, Question, ask_in_client, asks_by, request_state, send};
 use crate::names::Names;
+use crate::progress::{PROGRESS_EVERY, tell_progress};
 use proto::{ToolRequest, ToolResponse, ToolSchema};
 
 /// Which tools `tools/list` offers.
@@ -82,10 +83,6 @@ pub struct Gate {
     /// The catalog's names as MCP clients see them, as of the last listing.
     names: Arc<Mutex<Names>>,
 }
-
-/// How often a waiting call sends progress unless told otherwise: well under the 60 s after
-/// which the TypeScript SDK and MCP Inspector give up on a call that sends none.
-pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A call waiting for the owner that was put to the client with `InputRequired`: its answer
 /// arrives on the blocking thread, and the client's retry takes it.
@@ -459,27 +456,6 @@ impl Gate {
             Err(e) => failed(&format!("the call to the broker failed: {e}")),
         }
         .into()
-    }
-}
-
-/// Tells the client the call still waits, at once and then every `every`, until aborted (a
-/// progress value that grows by one each time, as MCP requires).
-async fn tell_progress(
-    peer: rmcp::Peer<RoleServer>,
-    token: rmcp::model::ProgressToken,
-    message: String,
-    every: std::time::Duration,
-) {
-    let mut told = 0u32;
-    loop {
-        told = told.saturating_add(1);
-        let note =
-            ProgressNotificationParam::new(token.clone(), f64::from(told)).with_message(&message);
-        if let Err(error) = peer.notify_progress(note).await {
-            tracing::debug!(%error, "cannot send a progress notification");
-            return;
-        }
-        tokio::time::sleep(every).await;
     }
 }
 

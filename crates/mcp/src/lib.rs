@@ -13,7 +13,8 @@
 //! Modules: [`gate`] (the MCP handler), [`annotations`] (read-only, destructive, idempotent,
 //! open-world hints per tool), [`session`] (the broker session a client resumes, kept 0600),
 //! [`connect`] (opening or resuming it over the agent socket), [`http`] (streamable HTTP),
-//! [`names`] (tool names as strict model providers take them), and
+//! [`names`] (tool names as strict model providers take them), `progress` (a waiting call's
+//! progress notifications), and
 //! `ask` (putting a waiting call to the client's user, when the owner lets that client).
 
 pub mod annotations;
@@ -22,13 +23,15 @@ pub mod connect;
 pub mod gate;
 pub mod http;
 pub mod names;
+mod progress;
 pub mod session;
 
 use std::sync::Arc;
 
 pub use connect::BrokerConnect;
-pub use gate::{Catalog, Connect, Connected, Gate, PROGRESS_EVERY};
+pub use gate::{Catalog, Connect, Connected, Gate};
 pub use http::{HttpOptions, read_token, serve_http, token_or_new};
+pub use progress::PROGRESS_EVERY;
 
 /// Serves `gate` over standard input and output until the client is gone: it closed them, or
 /// the process that started this one (the client) died (a client killed by a signal can
