@@ -34,6 +34,24 @@ pub struct McpArgs {
     /// written to it, mode 0600.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<std::path::PathBuf>,
+    /// While a call waits for the owner, send the client a progress notification every
+    /// SECONDS (a decimal, e.g. 0.5), so a client that resets its timeout on progress
+    /// (the TypeScript SDK with `resetTimeoutOnProgress`, MCP Inspector) keeps waiting.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub progress_every: std::time::Duration,
+}
+
+/// `--progress-every`'s value: a positive number of seconds, at most a day.
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds (e.g. 10 or 0.5)"))?;
+    if !(value > 0.0 && value <= 86_400.0) {
+        return Err(format!(
+            "{text} is not between 0 and 86400 seconds: give e.g. 10 or 0.5"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(value))
 }
 
 /// `--catalog`'s values.
@@ -45,7 +63,7 @@ pub enum CatalogArg {
     All,
 }
 
-/// Serves until the client closes standard input.
+/// Serves until the client is gone (it closed standard input, or this process's parent died).
 pub fn run(dirs: &proto::dirs::Dirs, args: &McpArgs) -> Exit {
     let workspace = match std::env::current_dir() {
         Ok(dir) => dir,
@@ -76,7 +94,7 @@ pub fn run(dirs: &proto::dirs::Dirs, args: &McpArgs) -> Exit {
             return Exit::Failed;
         }
     };
-    let gate = mcp::Gate::new(catalog, Arc::new(connect));
+    let gate = mcp::Gate::new(catalog, Arc::new(connect)).with_progress_every(args.progress_every);
     let served = match (&args.http, &args.token_file) {
         (Some(addr), Some(token_file)) => {
             let token = match mcp::token_or_new(token_file) {
@@ -101,6 +119,9 @@ pub fn run(dirs: &proto::dirs::Dirs, args: &McpArgs) -> Exit {
         }
         _ => runtime.block_on(mcp::serve_stdio(gate)),
     };
+    // A call still running in the broker is not waited for: its client is gone, and the
+    // broker records its answer.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match served {
         Ok(()) => Exit::Done,
         Err(e) => {

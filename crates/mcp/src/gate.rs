@@ -5,18 +5,21 @@
 //!
 //! The broker session is opened at the first request that needs it ([`Connect`]), named after
 //! the client and the workspace unless the owner named one; calls wait on the broker in a
-//! blocking thread each, and a call that waits for the owner sends the client progress
-//! notifications (when the client gave a progress token) until the owner answers in `bx`.
+//! blocking thread each, and a call that waits for the owner sends the client a progress
+//! notification (when the client gave a progress token) at once and then every
+//! [`Gate::with_progress_every`] (10 s by default) until it is answered, so a client that
+//! resets its timeout on progress keeps waiting. [`Gate::withdraw_waiting`] withdraws what
+//! waits when the client is gone.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -26,6 +29,8 @@ use tokio::sync::OnceCell;
 use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
 
 use crate::ask::{APPROVAL_INPUT, AskBy, Question, ask_in_client, asks_by, request_state, send};
+use crate::names::Names;
+use crate::progress::{PROGRESS_EVERY, tell_progress};
 use proto::{ToolRequest, ToolResponse, ToolSchema};
 
 /// Which tools `tools/list` offers.
@@ -71,6 +76,12 @@ pub struct Gate {
     last_call: Arc<AtomicU64>,
     /// The calls put to the client with `InputRequired` (2026-07-28), by their `requestState`.
     asked: Arc<Mutex<HashMap<String, Asked>>>,
+    /// How often a call waiting for the owner tells the client so.
+    progress_every: std::time::Duration,
+    /// How many calls the broker said wait for the owner and have not been answered yet.
+    waiting_now: Arc<AtomicUsize>,
+    /// The catalog's names as MCP clients see them, as of the last listing.
+    names: Arc<Mutex<Names>>,
 }
 
 /// A call waiting for the owner that was put to the client with `InputRequired`: its answer
@@ -96,6 +107,39 @@ impl Gate {
             connected: Arc::new(OnceCell::new()),
             last_call: Arc::new(AtomicU64::new(0)),
             asked: Arc::new(Mutex::new(HashMap::new())),
+            progress_every: PROGRESS_EVERY,
+            waiting_now: Arc::new(AtomicUsize::new(0)),
+            names: Arc::new(Mutex::new(Names::default())),
+        }
+    }
+
+    /// The gate sending a waiting call's progress every `every` (at least 10 ms).
+    #[must_use]
+    pub fn with_progress_every(mut self, every: std::time::Duration) -> Gate {
+        self.progress_every = every.max(std::time::Duration::from_millis(10));
+        self
+    }
+
+    /// Withdraws the call waiting for the owner, if one is (its client is gone): the broker
+    /// abandons it (recorded; it never runs). Returns once its answer came back, or after
+    /// `patience`.
+    pub async fn withdraw_waiting(&self, patience: std::time::Duration) {
+        let Some(connected) = self.connected.get() else {
+            return;
+        };
+        if self.waiting_now.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let port = connected.port.clone();
+        let sent = tokio::task::spawn_blocking(move || port.withdraw()).await;
+        tracing::info!(
+            withdrawn = matches!(sent, Ok(true)),
+            "the client is gone: withdrew the call waiting for the owner"
+        );
+        let deadline = tokio::time::Instant::now() + patience;
+        while self.waiting_now.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
 
@@ -138,9 +182,60 @@ impl Gate {
             .await
             .map_err(|e| format!("reading the broker's tools failed: {e}"))?;
         match catalog {
-            Some(Ok(tools)) => Ok(self.registry.with_catalog(tools)),
+            Some(Ok(tools)) => {
+                let registry = self.registry.with_catalog(tools);
+                let names = Names::of(registry.entries().iter().map(|e| e.schema.name.as_str()));
+                *self.names.lock().unwrap_or_else(PoisonError::into_inner) = names;
+                Ok(registry)
+            }
             Some(Err(why)) => Err(why),
             None => Ok(self.registry.clone()),
+        }
+    }
+
+    /// The owner's spelling of the tool a client called `name` (see [`Names`]): `name` itself
+    /// unless the catalog spells a tool that way for MCP clients; an unknown name refreshes the
+    /// catalog first.
+    async fn owners_spelling(&self, name: &str, port: Arc<dyn ToolPort>) -> Result<String, String> {
+        if self.registry.get(name).is_some() || name.contains('.') {
+            return Ok(name.to_string());
+        }
+        let known = |gate: &Gate| {
+            gate.names
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .owners(name)
+                .map(str::to_string)
+        };
+        if let Some(owners) = known(self) {
+            return Ok(owners);
+        }
+        self.live_registry(port).await?;
+        Ok(known(self).unwrap_or_else(|| name.to_string()))
+    }
+
+    /// `call_tool`'s `arguments` with the tool's name in the owner's spelling, when it was
+    /// given as the listing spells it.
+    fn with_owners_name(&self, arguments: String) -> String {
+        let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&arguments) else {
+            return arguments;
+        };
+        let owners = object
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|listed| {
+                self.names
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .owners(listed)
+                    .map(str::to_string)
+            });
+        match owners {
+            Some(owners) => {
+                object.insert("name".to_string(), Value::String(owners));
+                Value::Object(object).to_string()
+            }
+            None => arguments,
         }
     }
 
@@ -218,6 +313,10 @@ impl Gate {
             Ok(connected) => connected,
             Err(why) => return failed(&why).into(),
         };
+        let name = match self.owners_spelling(&name, connected.port.clone()).await {
+            Ok(name) => name,
+            Err(why) => return failed(&format!("cannot read the broker's tools: {why}")).into(),
+        };
         let registry = if name == FIND_TOOL || name == CALL_TOOL {
             match self.live_registry(connected.port.clone()).await {
                 Ok(registry) => registry,
@@ -227,6 +326,12 @@ impl Gate {
             }
         } else {
             self.registry.clone()
+        };
+        // `call_tool` may name a tool as the listing spells it (the catalog was just read).
+        let arguments = if name == CALL_TOOL {
+            self.with_owners_name(arguments)
+        } else {
+            arguments
         };
         let (tool, arguments) = match loopd::tools::dispatch(&registry, &name, &arguments) {
             Dispatch::Local(text) => {
@@ -253,10 +358,15 @@ impl Gate {
         let tell_answerable = answerable.clone();
         let question = Question::of(&request.tool, &request.arguments);
         let asked_about = question.clone();
+        let every = self.progress_every;
+        let waiting_now = self.waiting_now.clone();
         let mut answered = tokio::task::spawn_blocking(move || {
             let mut asking: Option<tokio::task::JoinHandle<()>> = None;
+            let mut telling: Option<tokio::task::JoinHandle<()>> = None;
             let mut on_pending = |pending: &Pending| {
-                waits.store(true, Ordering::SeqCst);
+                if !waits.swap(true, Ordering::SeqCst) {
+                    waiting_now.fetch_add(1, Ordering::SeqCst);
+                }
                 if pending.answerable && by_input {
                     tell_answerable.notify_one();
                 }
@@ -268,25 +378,29 @@ impl Gate {
                         asked_about.clone(),
                     )));
                 }
-                if let Some(token) = &progress {
-                    let note = ProgressNotificationParam::new(token.clone(), 0.0).with_message(
-                        format!(
-                            "waiting for the owner: approval {} (`bx approve {}` or `bx refuse {}`), until {}",
-                            pending.approval,
-                            pending.approval,
-                            pending.approval,
-                            pending.expires.to_rfc3339()
-                        ),
+                if let (Some(token), None) = (&progress, &telling) {
+                    let message = format!(
+                        "waiting for the owner: approval {} (`bx approve {}` or `bx refuse {}`), until {}",
+                        pending.approval,
+                        pending.approval,
+                        pending.approval,
+                        pending.expires.to_rfc3339()
                     );
-                    if let Err(error) = runtime.block_on(peer.notify_progress(note)) {
-                        tracing::debug!(%error, "cannot send a progress notification");
-                    }
+                    telling = Some(runtime.spawn(tell_progress(
+                        peer.clone(),
+                        token.clone(),
+                        message,
+                        every,
+                    )));
                 }
             };
             let response = port.call(&request, &mut on_pending);
             // Answered (in the client, in `bx`, or not at all): the client's question is moot.
-            if let Some(asking) = asking {
-                asking.abort();
+            for task in [asking, telling].into_iter().flatten() {
+                task.abort();
+            }
+            if waits.load(Ordering::SeqCst) {
+                waiting_now.fetch_sub(1, Ordering::SeqCst);
             }
             response
         });
@@ -461,8 +575,25 @@ impl ServerHandler for Gate {
                 schemas
             }
         };
+        let names = self
+            .names
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Ok(ListToolsResult::with_all_items(
-            schemas.iter().map(tool_of).collect(),
+            schemas
+                .iter()
+                .map(|schema| {
+                    let mut tool = tool_of(schema);
+                    let listed = names.listed(&schema.name);
+                    if listed != schema.name {
+                        // The owner's spelling, as grants and `bx approvals` show it.
+                        tool.title = Some(schema.name.clone());
+                        tool.name = listed.to_string().into();
+                    }
+                    tool
+                })
+                .collect(),
         ))
     }
 

@@ -12,7 +12,9 @@
 //!
 //! Modules: [`gate`] (the MCP handler), [`annotations`] (read-only, destructive, idempotent,
 //! open-world hints per tool), [`session`] (the broker session a client resumes, kept 0600),
-//! [`connect`] (opening or resuming it over the agent socket), [`http`] (streamable HTTP), and
+//! [`connect`] (opening or resuming it over the agent socket), [`http`] (streamable HTTP),
+//! [`names`] (tool names as strict model providers take them), `progress` (a waiting call's
+//! progress notifications), and
 //! `ask` (putting a waiting call to the client's user, when the owner lets that client).
 
 pub mod annotations;
@@ -20,14 +22,22 @@ mod ask;
 pub mod connect;
 pub mod gate;
 pub mod http;
+pub mod names;
+mod progress;
 pub mod session;
+
+use std::sync::Arc;
 
 pub use connect::BrokerConnect;
 pub use gate::{Catalog, Connect, Connected, Gate};
 pub use http::{HttpOptions, read_token, serve_http, token_or_new};
+pub use progress::PROGRESS_EVERY;
 
-/// Serves `gate` over standard input and output until the client closes them (a client that
-/// goes away before its first request is an end like any other).
+/// Serves `gate` over standard input and output until the client is gone: it closed them, or
+/// the process that started this one (the client) died (a client killed by a signal can
+/// leave its child's input open). A call then waiting for the owner is withdrawn (the broker
+/// abandons it: it never runs) before this returns. A client that goes away before its first
+/// request is an end like any other.
 ///
 /// Input that is not JSON is ignored, as every official MCP SDK does (answering it can start
 /// an error storm with a peer that echoes); JSON that is not a JSON-RPC message gets
@@ -35,7 +45,13 @@ pub use http::{HttpOptions, read_token, serve_http, token_or_new};
 /// its revision requires `Invalid params`, and a line over 16 MiB is dropped.
 pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
     use rmcp::ServiceExt;
-    let running = match gate.serve(rmcp::transport::stdio()).await {
+    let parent = std::os::unix::process::parent_id();
+    let ended_input = Arc::new(tokio::sync::Notify::new());
+    let input = EndSignalled {
+        inner: tokio::io::stdin(),
+        ended: ended_input.clone(),
+    };
+    let running = match gate.clone().serve((input, tokio::io::stdout())).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => {
@@ -44,9 +60,66 @@ pub async fn serve_stdio(gate: Gate) -> Result<(), String> {
             ));
         }
     };
-    running
-        .waiting()
-        .await
-        .map_err(|e| format!("the MCP server stopped: {e}"))?;
-    Ok(())
+    let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let ended = tokio::select! {
+        ended = &mut waiting => ended.map(|_| ()),
+        // The server answers what it still can (rmcp drains for a few seconds), but a call
+        // waiting for the owner is withdrawn at once: no approval may run it meanwhile.
+        () = ended_input.notified() => {
+            gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
+            waiting.await.map(|_| ())
+        }
+        () = parent_gone(parent) => {
+            tracing::info!(parent, "the client (this process's parent) is gone");
+            gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
+            stop.cancel();
+            Ok(())
+        }
+    };
+    gate.withdraw_waiting(WITHDRAW_PATIENCE).await;
+    ended.map_err(|e| format!("the MCP server stopped: {e}"))
+}
+
+/// Standard input that tells `ended` when it has ended.
+struct EndSignalled {
+    inner: tokio::io::Stdin,
+    ended: Arc<tokio::sync::Notify>,
+}
+
+impl tokio::io::AsyncRead for EndSignalled {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let asked = buf.remaining() > 0;
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(context, buf);
+        let at_end = matches!(polled, std::task::Poll::Ready(Ok(())))
+            && asked
+            && buf.filled().len() == before;
+        if at_end || matches!(polled, std::task::Poll::Ready(Err(_))) {
+            self.ended.notify_one();
+        }
+        polled
+    }
+}
+
+/// How long the end of a client waits for the broker to answer the call it withdrew.
+const WITHDRAW_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Returns once this process's parent is no longer `parent` (it died and this process was
+/// given to another); never when the parent was already init.
+async fn parent_gone(parent: u32) {
+    if parent <= 1 {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+    }
 }

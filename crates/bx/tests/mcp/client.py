@@ -87,9 +87,11 @@ def announce(message):
 
 async def elicit(context, params):
     """Answers an elicitation as BOXMAKER_TEST_ELICIT says (approve, refuse, text:ANSWER,
-    decline, cancel)."""
+    decline, cancel, or hang: a user who never answers)."""
     answer = os.environ.get("BOXMAKER_TEST_ELICIT", "cancel")
     print(json.dumps({"elicited": params.message}), flush=True)
+    if answer == "hang":
+        await asyncio.Event().wait()
     if answer in ("approve", "refuse"):
         return mcp.types.ElicitResult(action="accept", content={"decision": answer})
     if answer.startswith("text:"):

@@ -56,11 +56,14 @@ fn an_mcp_client_calls_a_downstream_servers_tool_through_bx_mcp() {
     let tools = answers[0]["tools"].as_array().unwrap();
     let listed = tools
         .iter()
-        .find(|t| t["name"] == "git.git_status")
+        .find(|t| t["name"] == "git__git_status")
         .unwrap();
+    assert_eq!(listed["title"], "git.git_status", "{listed}");
     assert!(listed.get("annotations").is_none(), "{listed}");
     assert!(
-        !tools.iter().any(|t| t["name"] == "git.git_commit"),
+        !tools
+            .iter()
+            .any(|t| t["name"] == "git__git_commit" || t["name"] == "git.git_commit"),
         "{tools:?}"
     );
     let result = &answers[1];

@@ -8,7 +8,9 @@ mod garbage;
 mod gateway;
 mod http;
 mod idle;
+mod names;
 mod rendezvous;
+mod waiting;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
