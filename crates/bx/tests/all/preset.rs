@@ -69,6 +69,23 @@ fn assert_checks_clean(check: &Ran, written: &str) {
     );
 }
 
+const RUST: &[&str] = &[
+    "cargo build",
+    "cargo check",
+    "cargo test",
+    "cargo clippy",
+    "cargo fmt",
+];
+const PYTHON: &[&str] = &[
+    "pytest",
+    "python -m pytest",
+    "python3 -m pytest",
+    "python -m unittest",
+    "python3 -m unittest",
+];
+const NODE: &[&str] = &["npm test", "npm run build", "npx tsc"];
+const GO: &[&str] = &["go build", "go test", "go vet"];
+const MAKE: &[&str] = &["make"];
 const COMMON: &[&str] = &[
     "git status",
     "git diff",
@@ -83,23 +100,7 @@ const COMMON: &[&str] = &[
 #[test]
 fn the_preset_grants_each_kind_of_project_its_build_and_test_commands_and_checks_without_a_warning()
 {
-    let rust = [
-        "cargo build",
-        "cargo check",
-        "cargo test",
-        "cargo clippy",
-        "cargo fmt",
-    ];
-    let python = [
-        "pytest",
-        "python -m pytest",
-        "python3 -m pytest",
-        "python -m unittest",
-        "python3 -m unittest",
-    ];
-    let node = ["npm test", "npm run build", "npx tsc"];
-    let go = ["go build", "go test", "go vet"];
-    let make = ["make"];
+    let (rust, python, node, go, make) = (RUST, PYTHON, NODE, GO, MAKE);
     let cases: &[(&[&str], Vec<&str>)] = &[
         (&["Cargo.toml"], rust.to_vec()),
         (&["pyproject.toml"], python.to_vec()),
@@ -110,12 +111,9 @@ fn the_preset_grants_each_kind_of_project_its_build_and_test_commands_and_checks
         (&["Makefile"], make.to_vec()),
         (
             &["Makefile", "pyproject.toml", "go.mod"],
-            [&python[..], &go[..], &make[..]].concat(),
+            [python, go, make].concat(),
         ),
-        (
-            &["Cargo.toml", "package.json"],
-            [&rust[..], &node[..]].concat(),
-        ),
+        (&["Cargo.toml", "package.json"], [rust, node].concat()),
     ];
     for (files, kinds) in cases {
         let (written, ran, check, _root) = preset_for(files);
@@ -229,4 +227,74 @@ fn approvals_says_what_approving_an_after_untrusted_ask_for_the_session_turns_of
         "{}",
         listed.stdout
     );
+}
+
+/// docs/GRANTS.md's section "The coding preset".
+fn grants_md_preset() -> String {
+    let doc =
+        fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/GRANTS.md")).unwrap();
+    let start = doc.find("## The coding preset").unwrap();
+    let rest = &doc[start + 1..];
+    let end = rest.find("\n## ").map_or(doc.len(), |e| start + 1 + e);
+    doc[start..end].to_string()
+}
+
+/// The backticked words of column `column` (from 0) of the row starting `| {first} |` in
+/// docs/GRANTS.md's coding preset section.
+fn grants_md_cell(first: &str, column: usize) -> Vec<String> {
+    let section = grants_md_preset();
+    let row = section
+        .lines()
+        .find(|line| line.starts_with(&format!("| {first} |")))
+        .unwrap_or_else(|| panic!("no row {first} in GRANTS.md's coding preset"))
+        .to_string();
+    let cell = row.split('|').nth(column + 1).unwrap().to_string();
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_owners_tables_in_grants_md_list_what_the_preset_grants_and_count_it_as_check_does() {
+    for (kind, file, prefixes) in [
+        ("rust", "Cargo.toml", RUST),
+        ("python", "pyproject.toml", PYTHON),
+        ("node", "package.json", NODE),
+        ("go", "go.mod", GO),
+        ("make", "Makefile", MAKE),
+    ] {
+        assert_eq!(grants_md_cell(kind, 2), prefixes, "{kind}");
+        let (written, _ran, _check, _root) = preset_for(&[file]);
+        let granted = commands(&written);
+        assert_eq!(&granted[..prefixes.len()], prefixes, "{kind}");
+        assert_eq!(grants_md_cell("any of them", 2), &granted[prefixes.len()..]);
+    }
+    let (written, _ran, check, _root) = preset_for(&["go.mod"]);
+    let section = grants_md_preset();
+    assert!(section.contains("| total | | 10 (9 without `workspace-shell`) | |"));
+    assert!(check.stdout.contains(": 10 grant(s)"), "{}", check.stdout);
+    let ids: Vec<&str> = written
+        .lines()
+        .filter_map(|line| line.strip_prefix("id = \""))
+        .map(|rest| rest.trim_end_matches('"'))
+        .collect();
+    assert_eq!(ids.len(), 6, "{written}");
+    let counted: usize = ids
+        .iter()
+        .map(|id| {
+            let row = section
+                .lines()
+                .find(|line| line.starts_with(&format!("| `{id}` |")))
+                .unwrap_or_else(|| panic!("GRANTS.md's table lacks {id}"));
+            row.split('|')
+                .nth(3)
+                .unwrap()
+                .trim()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(counted, 10);
 }
