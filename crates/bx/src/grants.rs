@@ -22,17 +22,26 @@ pub fn check(dirs: &Dirs) -> Exit {
     let folder = dirs.grants();
     match policy::grants::load_dir(&folder, &home()) {
         Ok(set) => {
-            for warning in &set.warnings {
+            let mut files = FileLines::default();
+            let (kept, shown): (Vec<_>, Vec<_>) = set
+                .warnings
+                .iter()
+                .partition(|warning| acknowledged(warning, &mut files));
+            for warning in &shown {
                 println!("warning: {}", escape_terminal(&warning.to_string()));
             }
             let downstream = &set.downstream;
             println!(
-                "{}: {} grant(s), no problems{}",
+                "{}: {} grant(s), no problems{}{}",
                 folder.display(),
                 set.grants.len() + downstream.tools.len() + downstream.servers.len(),
-                match set.warnings.len() {
+                match shown.len() {
                     0 => String::new(),
                     n => format!(", {n} warning(s) above"),
+                },
+                match kept.len() {
+                    0 => String::new(),
+                    n => format!(", {n} warning(s) kept as comments beside their lines"),
                 }
             );
             check_downstream(downstream, dirs)
@@ -49,6 +58,53 @@ pub fn check(dirs: &Dirs) -> Exit {
             Exit::Failed
         }
     }
+}
+
+/// The grant files' lines, each file read once, for [`acknowledged`].
+#[derive(Default)]
+struct FileLines(std::collections::HashMap<PathBuf, Vec<String>>);
+
+impl FileLines {
+    /// Line `line` (from 1) of `file`, if it can be read.
+    fn line(&mut self, file: &Path, line: usize) -> Option<&str> {
+        let lines = self.0.entry(file.to_path_buf()).or_insert_with(|| {
+            std::fs::read_to_string(file)
+                .map(|text| text.lines().map(str::to_owned).collect())
+                .unwrap_or_default()
+        });
+        lines.get(line.checked_sub(1)?).map(String::as_str)
+    }
+}
+
+/// Whether the owner keeps `warning` knowingly: its line carries a comment holding
+/// `warning: ` and the warning's sentence word for word (as `bx grants preset coding` writes
+/// them). A warning whose sentence changes, or that moves to another line, shows again.
+fn acknowledged(warning: &policy::grants::Problem, files: &mut FileLines) -> bool {
+    let Some(line) = warning.line else {
+        return false;
+    };
+    files
+        .line(&warning.file, line)
+        .and_then(comment_of)
+        .is_some_and(|comment| comment.contains(&format!("warning: {}", warning.message)))
+}
+
+/// The comment of one TOML line: the text after the first `#` outside a string.
+fn comment_of(line: &str) -> Option<&str> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (at, c) in line.char_indices() {
+        match quote {
+            Some('"') if escaped => escaped = false,
+            Some('"') if c == '\\' => escaped = true,
+            Some(open) if c == open => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '#' => return line.get(at + 1..),
+            None => {}
+        }
+    }
+    None
 }
 
 /// The downstream servers' tools against the grants, when the broker runs (only it starts
@@ -81,41 +137,178 @@ fn check_downstream(grants: &policy::downstream::Downstream, dirs: &Dirs) -> Exi
     }
 }
 
-/// The `shell` grant of the coding preset, offered where the full box is available.
-const SHELL_GRANT: &str = r#"
-# Commands in the workspace: each runs in a fresh box holding the workspace (read-write), a
-# read-only system and the toolchains of brokerd.toml's [sandbox] read_only, with no network
-# and nothing else of this machine (boxmaker's own folders masked). Results are untrusted (a
-# test's output can hold planted text), so after untrusted input a command asks you.
+/// A kind of project the coding preset recognises by a file at the workspace's top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProjectKind {
+    /// The kind's name, as the preset's comments and docs/GRANTS.md say it.
+    pub name: &'static str,
+    /// The files whose presence at the workspace's top marks this kind.
+    pub markers: &'static [&'static str],
+    /// The build and test command prefixes the preset grants for it: nothing that installs
+    /// from the network (the box has none), nothing that publishes.
+    pub commands: &'static [&'static str],
+    /// The documentation hosts `docs-fetch` names for it.
+    pub hosts: &'static [&'static str],
+}
+
+/// Every kind the preset knows, in the order its grant lists them (docs/GRANTS.md's table).
+pub const PROJECT_KINDS: &[ProjectKind] = &[
+    ProjectKind {
+        name: "rust",
+        markers: &["Cargo.toml"],
+        commands: &[
+            "cargo build",
+            "cargo check",
+            "cargo test",
+            "cargo clippy",
+            "cargo fmt",
+        ],
+        hosts: &["docs.rs", "crates.io", "doc.rust-lang.org"],
+    },
+    ProjectKind {
+        name: "python",
+        markers: &["pyproject.toml", "setup.py", "setup.cfg"],
+        commands: &[
+            "pytest",
+            "python -m pytest",
+            "python3 -m pytest",
+            "python -m unittest",
+            "python3 -m unittest",
+        ],
+        hosts: &["docs.python.org", "pypi.org"],
+    },
+    ProjectKind {
+        name: "node",
+        markers: &["package.json"],
+        commands: &["npm test", "npm run build", "npx tsc"],
+        hosts: &["nodejs.org", "developer.mozilla.org", "www.npmjs.com"],
+    },
+    ProjectKind {
+        name: "go",
+        markers: &["go.mod"],
+        commands: &["go build", "go test", "go vet"],
+        hosts: &["pkg.go.dev", "go.dev"],
+    },
+    ProjectKind {
+        name: "make",
+        markers: &["Makefile", "makefile", "GNUmakefile"],
+        commands: &["make"],
+        hosts: &[],
+    },
+];
+
+/// The commands every project's `shell` grant adds to its kinds' own: git's read-only
+/// subcommands and the file viewers.
+const COMMON_COMMANDS: &[&str] = &[
+    "git status",
+    "git diff",
+    "git log",
+    "ls",
+    "cat",
+    "wc",
+    "head",
+    "tail",
+];
+
+/// The hosts `docs-fetch` names whatever the project.
+const COMMON_HOSTS: &[&str] = &["github.com", "*.github.com"];
+
+/// The kinds of project at the top of `workspace`, in [`PROJECT_KINDS`]' order (several can be
+/// present: a Python package with a Makefile).
+pub fn project_kinds(workspace: &Path) -> Vec<&'static ProjectKind> {
+    PROJECT_KINDS
+        .iter()
+        .filter(|kind| {
+            kind.markers
+                .iter()
+                .any(|marker| workspace.join(marker).is_file())
+        })
+        .collect()
+}
+
+/// One command prefix as a line of the `commands` list; a prefix `bx grants check` warns about
+/// carries the warning, word for word, as a comment beside it (see [`acknowledged`]).
+fn command_line(prefix: &str) -> String {
+    let warning = policy::shell::prefix_words(prefix)
+        .ok()
+        .and_then(|words| policy::shell::prefix_warning(&words));
+    let value = toml_string(prefix);
+    match warning {
+        Some(warning) => format!("    {value}, # warning: {warning}\n"),
+        None => format!("    {value},\n"),
+    }
+}
+
+/// The `shell` grant of the coding preset for these kinds, offered where the full box is.
+fn shell_grant(ws: &str, kinds: &[&ProjectKind]) -> String {
+    let names: Vec<&str> = kinds.iter().map(|kind| kind.name).collect();
+    let mut commands = String::new();
+    for prefix in kinds
+        .iter()
+        .flat_map(|kind| kind.commands.iter())
+        .chain(COMMON_COMMANDS)
+    {
+        commands.push_str(&command_line(prefix));
+    }
+    format!(
+        r#"
+# Commands in the workspace ({names} project): each runs in a fresh box holding the workspace
+# (read-write), a read-only system and the toolchains of brokerd.toml's [sandbox] read_only,
+# with no network and nothing else of this machine (boxmaker's own folders masked).
+# The build and test commands run whatever the project's own files say (build.rs, a Makefile,
+# package.json's scripts, conftest.py, a _test.go file), and the write grant above lets the
+# agent change those files: the box, not the command's name, is what holds them in.
+#
+# Expect to be asked: every workspace read is untrusted, and this grant keeps
+# on_untrusted = "ask", so after the session's first read every command here waits for you
+# (`bx approvals`, `bx watch`). `bx approve ID` runs that one command. `bx approve ID
+# --session` turns this integrity check off for this grant for the rest of the session: every
+# later command it covers runs unasked, whatever the agent has read. Results are untrusted too
+# (a test's output can hold planted text).
+#
+# A line marked `# warning:` is a warning `bx grants check` gives for that prefix, kept here
+# beside it; check does not repeat a warning its line carries word for word.
 [[grant]]
 id = "workspace-shell"
 tool = "shell"
-commands = ["cargo build", "cargo check", "cargo test", "cargo clippy", "cargo fmt", "git status", "git diff", "git log", "ls", "cat", "wc", "head", "tail"]
+commands = [
+{commands}]
 paths = [{ws}]
 class = "private"
-"#;
+"#,
+        names = names.join(", "),
+    )
+}
 
 /// What the preset says instead where there is no full box.
 const NO_SHELL: &str = "# No `shell` grant: this machine has no bubblewrap (or no user namespaces), so a command's\n# box would be Landlock alone, with the host's processes and sockets in view. Install\n# bubblewrap (`bx doctor` says what is missing) and write the preset again.\n";
+
+/// What the preset says where the workspace shows no project it knows.
+const NO_PROJECT: &str = "# No `shell` grant: the workspace has none of Cargo.toml, pyproject.toml, setup.py, setup.cfg,\n# package.json, go.mod or a Makefile at its top, so the preset knows no build or test command\n# to grant. Write the preset again once it has one, or add a shell grant (docs/GRANTS.md).\n";
 
 /// Whether `shell` joins the coding preset: only where its commands run in the full box.
 pub fn shell_in_preset() -> bool {
     sandbox::FileWalls::detect() == sandbox::FileWalls::Bubblewrap
 }
 
-/// The coding preset for `workspace` (an absolute folder), with a `shell` grant when `shell`.
-pub fn coding_preset(workspace: &Path, shell: bool) -> String {
+/// The coding preset for `workspace` (an absolute folder) holding projects of `kinds`, with a
+/// `shell` grant when `shell` (the full box is here) and `kinds` is not empty.
+pub fn coding_preset(workspace: &Path, kinds: &[&ProjectKind], shell: bool) -> String {
     let ws = toml_string(&workspace.display().to_string());
-    let shell_part = if shell {
-        SHELL_GRANT.replace("{ws}", &ws)
-    } else {
-        String::new()
+    let (header, shell_part) = match (shell, kinds.is_empty()) {
+        (false, _) => (NO_SHELL, String::new()),
+        (true, true) => (NO_PROJECT, String::new()),
+        (true, false) => (
+            "# shell runs each command in a fresh box (`bx doctor` shows its walls).\n",
+            shell_grant(&ws, kinds),
+        ),
     };
-    let header = if shell {
-        "# shell runs each command in a fresh box (`bx doctor` shows its walls).\n"
-    } else {
-        NO_SHELL
-    };
+    let hosts: Vec<String> = kinds
+        .iter()
+        .flat_map(|kind| kind.hosts.iter())
+        .chain(COMMON_HOSTS)
+        .map(|host| toml_string(host))
+        .collect();
     format!(
         r#"# boxmaker grants: a starting set for coding in {shown}
 # (written by `bx grants preset coding`). Edit freely: the broker reloads this folder when it
@@ -124,7 +317,7 @@ pub fn coding_preset(workspace: &Path, shell: bool) -> String {
 {header}
 # Read anything in the workspace (the group read: read_file, grep, glob, list_files). Results
 # are untrusted (the default): a file may hold text someone else planted, so side effects after
-# it follow each grant's on_untrusted.
+# it follow each grant's on_untrusted (for shell below: ask you).
 [[grant]]
 id = "workspace-read"
 tool = "read"
@@ -145,7 +338,7 @@ on_untrusted = "allow"
 [[grant]]
 id = "docs-fetch"
 tool = "http_fetch"
-hosts = ["docs.rs", "crates.io", "doc.rust-lang.org", "github.com", "*.github.com"]
+hosts = [{hosts}]
 class = "public"
 approval = "ask"
 
@@ -164,6 +357,7 @@ untrusted = false
 class = "public"
 {shell_part}"#,
         shown = workspace.display(),
+        hosts = hosts.join(", "),
     )
 }
 
@@ -219,7 +413,8 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
     let folder = dirs.grants();
     let file = folder.join("coding.toml");
     let shell = shell_in_preset();
-    let text = coding_preset(&workspace, shell);
+    let kinds = project_kinds(&workspace);
+    let text = coding_preset(&workspace, &kinds, shell);
     let parsed = policy::grants::parse_file(&text, &file, &home());
     if let Some(problem) = parsed.problems.first() {
         eprintln!("bx: the preset for this workspace has a problem: {problem}");
@@ -252,24 +447,38 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
         eprintln!("bx: cannot write {}: {e}", file.display());
         return Exit::Failed;
     }
+    let names: Vec<&str> = kinds.iter().map(|kind| kind.name).collect();
     println!(
-        "wrote {} ({} grants for {}); check it with `bx grants check`",
+        "wrote {} ({} grants, one per tool as `bx grants check` counts them, for {}: {}); check it with `bx grants check`",
         file.display(),
         parsed.grants.len(),
-        workspace.display()
-    );
-    if shell {
-        match read_only_line(&home()) {
-            Some(line) => println!(
-                "shell's box sees only the workspace and the system; for commands like `cargo test`, add the toolchains found to brokerd.toml:\n{line}"
-            ),
-            None => println!(
-                "shell's box sees only the workspace and the system; no toolchain found under {} (brokerd.toml's [sandbox] read_only names more folders)",
-                home().display()
-            ),
+        workspace.display(),
+        match names.len() {
+            0 => "no project found".to_string(),
+            _ => format!("project kinds {}", names.join(", ")),
         }
-    } else {
+    );
+    if !shell {
         println!("no shell grant: this machine has no full box (see `bx doctor`)");
+        return Exit::Done;
+    }
+    if kinds.is_empty() {
+        println!(
+            "no shell grant: no Cargo.toml, pyproject.toml, setup.py, setup.cfg, package.json, go.mod or Makefile at the workspace's top"
+        );
+        return Exit::Done;
+    }
+    println!(
+        "every shell command after the session's first read waits for you (`bx approvals`): workspace reads are untrusted and the shell grant keeps on_untrusted = \"ask\"; `bx approve ID --session` turns that check off for the rest of the session"
+    );
+    match read_only_line(&home()) {
+        Some(line) => println!(
+            "shell's box sees only the workspace and the system; for commands like `cargo test`, add the toolchains found to brokerd.toml:\n{line}"
+        ),
+        None => println!(
+            "shell's box sees only the workspace and the system; no toolchain found under {} (brokerd.toml's [sandbox] read_only names more folders)",
+            home().display()
+        ),
     }
     Exit::Done
 }
@@ -278,21 +487,33 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
 mod tests {
     use std::path::Path;
 
-    use super::coding_preset;
+    use super::{PROJECT_KINDS, coding_preset, comment_of};
 
     #[test]
     fn the_preset_grants_shell_only_where_the_full_box_is_and_says_why_not() {
         let ws = Path::new("/home/owner/src/app");
-        let with = coding_preset(ws, true);
+        let rust: Vec<_> = PROJECT_KINDS.iter().take(1).collect();
+        let with = coding_preset(ws, &rust, true);
         assert!(with.contains("id = \"workspace-shell\""), "{with}");
-        let without = coding_preset(ws, false);
+        let without = coding_preset(ws, &rust, false);
         assert!(!without.contains("tool = \"shell\""), "{without}");
         assert!(without.contains("No `shell` grant: this machine has no bubblewrap"));
-        for preset in [&with, &without] {
+        let no_project = coding_preset(ws, &[], true);
+        assert!(!no_project.contains("tool = \"shell\""), "{no_project}");
+        assert!(no_project.contains("the workspace has none of Cargo.toml"));
+        for preset in [&with, &without, &no_project] {
             let dir = tempfile::tempdir().unwrap();
             std::fs::write(dir.path().join("coding.toml"), preset).unwrap();
             let loaded = policy::grants::load_dir(dir.path(), Path::new("/home/owner"));
             assert!(loaded.is_ok(), "{loaded:?}");
         }
+    }
+
+    #[test]
+    fn a_comment_starts_at_the_first_hash_outside_a_string() {
+        assert_eq!(comment_of(r#"  "a # b", # c"#), Some(" c"));
+        assert_eq!(comment_of(r#"  'a # b' # c"#), Some(" c"));
+        assert_eq!(comment_of(r#"  "a \" # b" # c"#), Some(" c"));
+        assert_eq!(comment_of(r#"  "a # b","#), None);
     }
 }

@@ -39,11 +39,13 @@ pub fn pending(view: &PendingView) -> String {
     let why = match view.why {
         AskWhy::GrantAsks => format!("grant {grant} says approval = \"ask\""),
         AskWhy::AfterUntrusted => format!(
-            "the session has received untrusted content{}, and grant {grant} says on_untrusted = \"ask\"; approving for the session turns this integrity check off for {grant}",
+            "the session has received untrusted content{}, and grant {grant} says on_untrusted = \"ask\"; `bx approve {id}` runs this call only, while `bx approve {id} --session` turns this integrity check off for grant {grant} for the rest of session {session}: its later calls run without asking, whatever untrusted content the session has read",
             view.untrusted_by
                 .as_deref()
                 .map(|by| format!(" (from {})", escape_terminal(by)))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            id = view.approval,
+            session = view.session,
         ),
         AskWhy::Question => format!("the model asks you (grant {grant})"),
     };

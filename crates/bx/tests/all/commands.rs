@@ -222,6 +222,7 @@ fn watch_until(broker: &BrokerProcess, pending: usize) -> String {
 #[test]
 fn grants_check_names_file_and_line_and_preset_refuses_to_overwrite() {
     let broker = BrokerProcess::start("", "");
+    fs::write(broker.work.join("Cargo.toml"), "").unwrap();
     let ran = bx(
         &broker,
         &[

@@ -8,6 +8,7 @@ mod doctor;
 mod mcp;
 mod memory;
 mod outside_text;
+mod preset;
 mod watch;
 
 use std::path::Path;
