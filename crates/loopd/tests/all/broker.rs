@@ -224,7 +224,7 @@ fn a_grant_added_mid_session_is_found_by_find_tool_and_reached_by_call_tool() {
         "[[grant]]\nid = \"write-work\"\ntool = \"write_file\"\npaths = [\"{work}\"]\nuntrusted = false\non_untrusted = \"allow\"\n",
     );
     assert!(
-        broker.wait_for_log("grants reloaded", 1, Duration::from_secs(10)),
+        broker.wait_for_log("grants reloaded", 1, Duration::from_secs(60)),
         "{}",
         broker.log()
     );

@@ -48,7 +48,7 @@ fn an_mcp_client_calls_a_downstream_servers_tool_through_bx_mcp() {
             status.hash
         ),
     );
-    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(10)));
+    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(60)));
 
     let arguments = json!({ "repo_path": repo });
     let plan = json!([{ "op": "list" }, call("git.git_status", arguments.clone())]);

@@ -62,7 +62,7 @@ fn mcp_server_git_works_on_its_granted_repository_and_nowhere_else() {
         pin("git.git_diff_unstaged")
     );
     broker.write_grants("grants.toml", &grants);
-    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(10)));
+    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(60)));
 
     let mut client = testkit::AgentClient::open(&broker.socket(), None);
     let listed: Vec<String> = catalog(&mut client).into_iter().map(|t| t.name).collect();

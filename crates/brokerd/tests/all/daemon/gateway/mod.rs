@@ -651,7 +651,7 @@ fn a_server_reached_by_url_is_granted_pinned_and_audited_the_same_way() {
             echo.hash
         ),
     );
-    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(10)));
+    assert!(broker.wait_for_log("grants reloaded", 1, Duration::from_secs(60)));
     let mut client = AgentClient::open(&broker.socket(), None);
     let listed: Vec<String> = catalog(&mut client).into_iter().map(|t| t.name).collect();
     assert_eq!(
