@@ -278,6 +278,19 @@ proptest! {
         prop_assert!(text.starts_with(&result.content));
         prop_assert!(result.content.len() <= cap);
         prop_assert_eq!(result.truncated, text.len() > cap);
+        // The lines named whole are whole in the content, and reading on starts after them.
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let whole = lines
+            .iter()
+            .scan(0usize, |used, line| {
+                *used += line.len();
+                Some(*used)
+            })
+            .take_while(|&used| used <= result.content.len())
+            .count() as u64;
+        prop_assert_eq!(result.end_line, (whole > 0).then_some(whole));
+        let next = if result.truncated && whole == 0 { 2 } else { whole + 1 };
+        prop_assert_eq!(result.next_offset(), (next <= lines.len() as u64).then_some(next));
     }
 
     #[test]
