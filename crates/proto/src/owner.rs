@@ -298,7 +298,8 @@ pub enum OwnerEvent {
         reason: Option<DenyReason>,
         /// The grant that decided it.
         grant: Option<GrantId>,
-        /// Why, for the owner (may hold model-controlled text).
+        /// Why, for the owner (may hold model-controlled text); for a result, the walls it ran
+        /// in (`sandbox: …`).
         detail: String,
     },
     /// A call waits for the owner.

@@ -7,6 +7,11 @@
 //! body keeps its head and its tail with a marker line between that says how much was cut.
 //! A body cannot forge the header, which is always the first line; `untrusted: true` there
 //! tells the agent the body came from outside the owner's control.
+//!
+//! The header carries what a model acts on. The sentence a runner writes about a run's walls
+//! (`sandbox`) is the owner's: [`owner_walls`] leaves the model a token (`box` or `none`) and
+//! hands the sentence to the owner's views (the audit record's detail and `bx watch`; `bx
+//! status` lists every wall).
 
 use serde_json::{Map, Value};
 
@@ -50,6 +55,30 @@ pub fn render(
         text: format!("{}\n{body}", Value::Object(header)),
         truncated: cut > 0,
     }
+}
+
+/// The header field in which a runner describes the walls a run had.
+pub const SANDBOX: &str = "sandbox";
+
+/// Takes the walls sentence out of `fields` and returns it for the owner, leaving in its place
+/// the token a model acts on: `none` when the run had no box (every such sentence starts with
+/// `none:`), else `box`. Fields without a sentence are left as they are.
+pub fn owner_walls(fields: &mut Map<String, Value>) -> Option<String> {
+    let Some(Value::String(sentence)) = fields.remove(SANDBOX) else {
+        return None;
+    };
+    let token = if sentence.starts_with("none:") {
+        "none"
+    } else {
+        "box"
+    };
+    fields.insert(SANDBOX.to_string(), Value::from(token));
+    Some(sentence)
+}
+
+/// The owner's detail of a result whose run had the walls `sentence`.
+pub fn walls_detail(sentence: &str) -> String {
+    format!("{SANDBOX}: {sentence}")
 }
 
 /// `text` within `room` bytes: whole, or its first quarter and last three quarters of the room
@@ -98,6 +127,43 @@ mod tests {
             "{\"tool\":\"shell\",\"class\":\"private\",\"untrusted\":true,\"exit_code\":0}\nhi\n"
         );
         assert!(!r.truncated);
+    }
+
+    #[test]
+    fn the_walls_sentence_leaves_the_header_for_the_owner_and_a_token_stays() {
+        for (sentence, token) in [
+            (
+                crate::daemon::sandboxed::boxed(
+                    sandbox::FileWalls::Bubblewrap,
+                    sandbox::Enforcement::Full,
+                ),
+                "box",
+            ),
+            (crate::daemon::sandboxed::UNBOXED.to_string(), "none"),
+            (crate::daemon::sandboxed::FILE_UNBOXED.to_string(), "none"),
+            (crate::daemon::sandboxed::GIT_UNBOXED.to_string(), "none"),
+            (crate::daemon::sandboxed::FETCH_UNBOXED.to_string(), "none"),
+            (
+                format!("none: {}", crate::daemon::runner::GIT_CLONE_WALLS),
+                "none",
+            ),
+        ] {
+            let mut fields = Map::new();
+            fields.insert("exit_code".into(), Value::from(0));
+            fields.insert(SANDBOX.into(), Value::from(sentence.clone()));
+            assert_eq!(owner_walls(&mut fields), Some(sentence.clone()));
+            let r = render("shell", proto::Class::Private, true, fields, "", 1024);
+            assert_eq!(
+                r.text,
+                format!(
+                    "{{\"tool\":\"shell\",\"class\":\"private\",\"untrusted\":true,\"exit_code\":0,\"sandbox\":\"{token}\"}}\n"
+                ),
+                "{sentence}"
+            );
+        }
+        let mut none = Map::new();
+        assert_eq!(owner_walls(&mut none), None);
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -148,7 +148,9 @@ pub struct DirectRunner {
     pub consult: Option<ConsultClient>,
     /// The provider `web_search` asks, when `brokerd.toml` names one.
     pub web_search: Option<super::search::SearchSettings>,
-    /// `read_file`'s cap, in bytes.
+    /// `read_file`'s cap, in bytes: within the result cap with room for the header
+    /// ([`read_cap`]), so the file tool cuts a long read at a line it can name, never the
+    /// rendering in the middle.
     pub read_cap: usize,
     /// Extra trusted roots for `http_fetch` and `git_clone` (tests use a local CA).
     pub root_certificates: Vec<Vec<u8>>,
@@ -157,6 +159,26 @@ pub struct DirectRunner {
     /// The resolver of `http_fetch`'s and `git_clone`'s host checks, the one the proxy of
     /// granted hosts uses too (the system's, or `BOXMAKER_TEST_RESOLVE`'s test names first).
     pub resolver: Arc<dyn tools::web::Resolve>,
+}
+
+/// The bytes of a rendered `read_file` result kept for its header, beside its path: the
+/// envelope, the labels, the size, the lines, the next offset, the walls token and a cut.
+const READ_HEADER_ROOM: usize = 512;
+
+/// `read_file`'s cap under a result cap of `result_cap`: [`tools::fs::READ_CAP`] at most, and
+/// room for the header left.
+pub fn read_cap(result_cap: usize) -> usize {
+    tools::fs::READ_CAP.min(result_cap.saturating_sub(READ_HEADER_ROOM))
+}
+
+impl DirectRunner {
+    /// The cap of `allowed`'s read: [`DirectRunner::read_cap`] less its path, as the header
+    /// writes it.
+    pub(super) fn read_cap_for(&self, allowed: &Allowed) -> usize {
+        let path = allowed.args.path().unwrap_or_default();
+        let written = serde_json::to_string(path).map_or(path.len() * 6, |p| p.len());
+        self.read_cap.saturating_sub(written)
+    }
 }
 
 impl Runner for DirectRunner {
@@ -173,7 +195,7 @@ impl Runner for DirectRunner {
                     protected: &context.protected,
                     expected: context.expected.as_ref(),
                 };
-                file_outcome(run_file_call(allowed, self.read_cap, &walk))
+                file_outcome(run_file_call(allowed, self.read_cap_for(allowed), &walk))
             }
             ToolArgs::Shell(args) => {
                 let options = tools::shell::ShellOptions {
@@ -196,7 +218,7 @@ impl Runner for DirectRunner {
                 allowed,
                 context,
                 tools::git::GitWalls::Contained,
-                GIT_CLONE_WALLS,
+                &format!("none: {GIT_CLONE_WALLS}"),
             ),
             // The broker's job table starts, reads and kills jobs (`start_job` for the box).
             ToolArgs::BashBg(_) | ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => {
@@ -248,10 +270,13 @@ pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome
         Ok(FileOutcome::Read(read)) => {
             let mut header = json!({
                 "path": read.path, "size": read.size, "truncated": read.truncated,
-                "total_lines": read.total_lines,
             });
-            if let Some(start) = read.start_line {
-                header["start_line"] = json!(start);
+            // Which lines came back, and where to read on: a window is never taken for the file.
+            if let Some(lines) = read.lines() {
+                header["lines"] = json!(lines);
+            }
+            if let Some(next) = read.next_offset() {
+                header["next_offset"] = json!(next);
             }
             if read.binary {
                 header["binary"] = json!(true);

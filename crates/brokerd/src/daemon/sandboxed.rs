@@ -4,7 +4,8 @@
 //! has no network, unless the deciding grant names hosts: then only those, through a proxy of
 //! its own ([`super::proxy`]) that the box reaches by its relay (`sandbox::Network`); inside
 //! it, launched through brokerd's own binary, Landlock over the same paths. Where bubblewrap or user namespaces are missing (or `[sandbox] bubblewrap = false`),
-//! the box is Landlock, seccomp, rlimits and the cgroup alone, and every header says so. The
+//! the box is Landlock, seccomp, rlimits and the cgroup alone, and the walls sentence of every
+//! answer says so (the owner's: the model's header keeps a token, [`super::render::owner_walls`]). The
 //! file tools and the walkers run in brokerd's worker in a box ([`super::worker`]);
 //! `http_fetch` in a fresh box whose proxy decides each hop (`sandboxed/fetch.rs`), `git_clone`
 //! in one whose proxy allows its grant's hosts; every other tool runs as the [`DirectRunner`]
@@ -34,8 +35,8 @@ pub use fetch::fetch_boxed;
 pub use files::{FILE_UNBOXED, file_boxed};
 pub use git::{GIT_UNBOXED, clone_boxed, git_boxed};
 
-/// What the header of a boxed `shell` result says of its walls, for the box's file walls and
-/// its Landlock layer.
+/// What a boxed `shell` result's walls sentence (the owner's detail of the answer) says, for
+/// the box's file walls and its Landlock layer.
 pub fn boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> String {
     boxed_with(walls, landlock, &[])
 }

@@ -187,7 +187,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     let direct = DirectRunner {
         consult,
         web_search,
-        read_cap: tools::fs::READ_CAP,
+        read_cap: super::runner::read_cap(config.result_cap),
         root_certificates: test_roots()?,
         git_clone_bytes: config.git_clone_mb.saturating_mul(1 << 20),
         resolver: std::sync::Arc::clone(&resolver),

@@ -199,7 +199,8 @@ pub enum Event {
         labels: Option<Labels>,
         /// The answer.
         answer: Answer,
-        /// Why, for the owner (a denial's detail, a failure's cause).
+        /// Why, for the owner (a denial's detail, a failure's cause, a result's walls as
+        /// `sandbox: …`, which the model's header gives only as a token).
         detail: String,
     },
     /// A call waits for the owner: a grant asks, or the model asked a question (`ask`).

@@ -135,6 +135,10 @@ pub struct ReadFileResult {
     /// The line the content starts at, counted from 1, when the call asked for lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_line: Option<u64>,
+    /// The last line the content holds whole (a line the cap cut is not whole); `None` when it
+    /// holds none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
     /// Whether the file is binary (a NUL byte in its first [`BINARY_PROBE`] bytes): then the
     /// content is one sentence saying so, and `total_lines` is 0.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -144,6 +148,43 @@ pub struct ReadFileResult {
     /// produced the content, so a file changed after it cannot be recorded as seen.
     #[serde(skip)]
     pub sha256: String,
+}
+
+impl ReadFileResult {
+    /// Which lines came back, for the result's header: `"2-4 of 8"`; `"part of line 3 of 8"`
+    /// when the cap cut the window's first line; `"none of 8"` when the window holds no line.
+    /// `None` for a binary file.
+    pub fn lines(&self) -> Option<String> {
+        if self.binary {
+            return None;
+        }
+        let first = self.first_line();
+        let total = self.total_lines;
+        Some(match self.end_line {
+            Some(end) => format!("{first}-{end} of {total}"),
+            None if self.truncated => format!("part of line {first} of {total}"),
+            None => format!("none of {total}"),
+        })
+    }
+
+    /// The `offset` that reads on from where the content stopped, when lines follow it: the
+    /// line after the last whole one (a line the cap cut is read again from its start), or after
+    /// a first line too long for the cap.
+    pub fn next_offset(&self) -> Option<u64> {
+        if self.binary {
+            return None;
+        }
+        let next = match self.end_line {
+            Some(end) => end + 1,
+            None if self.truncated => self.first_line() + 1,
+            None => self.first_line(),
+        };
+        (next <= self.total_lines).then_some(next)
+    }
+
+    fn first_line(&self) -> u64 {
+        self.start_line.unwrap_or(1)
+    }
 }
 
 /// How many bytes at the start of a file `read_file` looks at for a NUL byte, as ripgrep and

@@ -63,6 +63,7 @@ pub fn read_file(
             truncated: false,
             total_lines: 0,
             start_line: None,
+            end_line: None,
             binary: true,
             sha256: hash.finish(),
         });
@@ -82,6 +83,7 @@ pub fn read_file(
         truncated: scan.truncated,
         total_lines: scan.total_lines,
         start_line: window.asked.then_some(window.first),
+        end_line: scan.end_line,
         binary: false,
         sha256: hash.finish(),
     })
@@ -115,6 +117,8 @@ struct Scan {
     kept: Vec<u8>,
     truncated: bool,
     total_lines: u64,
+    /// The last line of the window kept whole.
+    end_line: Option<u64>,
 }
 
 /// One pass over the file: keeps the bytes of the window's lines up to `cap` (one byte more
@@ -129,6 +133,8 @@ fn scan_lines(
     let mut truncated = false;
     let mut line: u64 = 1;
     let mut last = None;
+    // The last line of the window some of whose bytes were kept.
+    let mut started = None;
     loop {
         let block = reader.fill_buf()?;
         if block.is_empty() {
@@ -145,6 +151,7 @@ fn scan_lines(
                 None => (rest, rest.len(), false),
             };
             if !truncated && window.holds(line) {
+                started = Some(line);
                 let room = (cap + 1).saturating_sub(kept.len());
                 kept.extend_from_slice(segment.get(..room.min(segment.len())).unwrap_or(segment));
                 if kept.len() > cap {
@@ -164,10 +171,16 @@ fn scan_lines(
         Some(b'\n') => line - 1,
         Some(_) => line,
     };
+    // A cut line is not whole: the one before it is the last whole line.
+    let end_line = match started {
+        Some(line) if truncated => line.checked_sub(1).filter(|&l| l >= window.first),
+        started => started,
+    };
     Ok(Scan {
         kept,
         truncated,
         total_lines,
+        end_line,
     })
 }
 

@@ -188,6 +188,45 @@ fn read_file_reads_a_window_of_lines_and_counts_them_all() {
 }
 
 #[test]
+fn read_file_says_which_lines_came_back_and_the_offset_that_reads_on() {
+    let dir = testkit::temp_dir();
+    let path = dir.path().join("nineteen.txt");
+    let text: String = (1..=19).map(|n| format!("line {n}\n")).collect();
+    fs::write(&path, &text).unwrap();
+    let head = read_lines(&path, None, Some(5), READ_CAP);
+    assert_eq!(head.lines().as_deref(), Some("1-5 of 19"));
+    assert_eq!(head.next_offset(), Some(6));
+    let middle = read_lines(&path, Some(6), Some(5), READ_CAP);
+    assert_eq!(middle.lines().as_deref(), Some("6-10 of 19"));
+    assert_eq!(middle.next_offset(), Some(11));
+    // At the end of the file nothing follows, whether the window reached it or went past it.
+    for (offset, limit) in [(Some(15), Some(5)), (Some(15), None), (None, None)] {
+        let tail = read_lines(&path, offset, limit, READ_CAP);
+        assert_eq!(tail.next_offset(), None, "{offset:?} {limit:?}");
+        assert!(
+            tail.lines().unwrap().ends_with("-19 of 19"),
+            "{:?}",
+            tail.lines()
+        );
+    }
+    let past = read_lines(&path, Some(30), None, READ_CAP);
+    assert_eq!(past.lines().as_deref(), Some("none of 19"));
+    assert_eq!(past.next_offset(), None);
+    let nothing = read_lines(&path, None, Some(0), READ_CAP);
+    assert_eq!(nothing.lines().as_deref(), Some("none of 19"));
+    assert_eq!(nothing.next_offset(), Some(1));
+    // The cap cuts line 3 ("line 3\n" ends at byte 21): lines 1-2 came whole, read on from 3.
+    let cut = read_lines(&path, None, None, 18);
+    assert!(cut.truncated);
+    assert_eq!(cut.lines().as_deref(), Some("1-2 of 19"));
+    assert_eq!(cut.next_offset(), Some(3));
+    // A first line longer than the cap: part of it came back, and the next line follows.
+    let part = read_lines(&path, Some(4), None, 3);
+    assert_eq!(part.lines().as_deref(), Some("part of line 4 of 19"));
+    assert_eq!(part.next_offset(), Some(5));
+}
+
+#[test]
 fn a_binary_file_is_named_with_its_size_not_shown() {
     let dir = testkit::temp_dir();
     let path = dir.path().join("a.bin");
@@ -216,8 +255,18 @@ proptest! {
         let result = read_lines(&path, Some(offset), Some(limit), READ_CAP);
         let reference: Vec<&str> = text.split_inclusive('\n').collect();
         let want: String = reference.iter().skip(offset as usize - 1).take(limit as usize).copied().collect();
-        prop_assert_eq!(result.content, want);
-        prop_assert_eq!(result.total_lines, reference.len() as u64);
+        prop_assert_eq!(&result.content, &want);
+        let total = reference.len() as u64;
+        prop_assert_eq!(result.total_lines, total);
+        let end = (offset + limit - 1).min(total);
+        let lines = if limit > 0 && offset <= total {
+            format!("{offset}-{end} of {total}")
+        } else {
+            format!("none of {total}")
+        };
+        prop_assert_eq!(result.lines(), Some(lines));
+        let next = if limit > 0 { end.max(offset - 1) + 1 } else { offset };
+        prop_assert_eq!(result.next_offset(), (next <= total).then_some(next));
     }
 
     #[test]
@@ -229,6 +278,19 @@ proptest! {
         prop_assert!(text.starts_with(&result.content));
         prop_assert!(result.content.len() <= cap);
         prop_assert_eq!(result.truncated, text.len() > cap);
+        // The lines named whole are whole in the content, and reading on starts after them.
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let whole = lines
+            .iter()
+            .scan(0usize, |used, line| {
+                *used += line.len();
+                Some(*used)
+            })
+            .take_while(|&used| used <= result.content.len())
+            .count() as u64;
+        prop_assert_eq!(result.end_line, (whole > 0).then_some(whole));
+        let next = if result.truncated && whole == 0 { 2 } else { whole + 1 };
+        prop_assert_eq!(result.next_offset(), (next <= lines.len() as u64).then_some(next));
     }
 
     #[test]

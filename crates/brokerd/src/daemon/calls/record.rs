@@ -10,7 +10,7 @@ use proto::{DenyReason, GrantId, OwnerEvent, ToolResponse};
 use super::{Answered, Pending};
 use crate::daemon::Broker;
 use crate::daemon::journal::{JournalError, WholeAnswer};
-use crate::daemon::render::render;
+use crate::daemon::render::{owner_walls, render, walls_detail};
 use crate::daemon::runner::Outcome;
 use crate::daemon::sessions::Refusal;
 use crate::policy::Labels;
@@ -211,7 +211,11 @@ impl Ran {
             untrusted: labels.untrusted || untrusted,
         };
         let (answer, response, labels, detail) = match outcome {
-            Outcome::Ran { fields, body } => {
+            Outcome::Ran { mut fields, body } => {
+                // The walls sentence is the owner's: the model's header keeps a token.
+                let detail = owner_walls(&mut fields)
+                    .map(|walls| walls_detail(&walls))
+                    .unwrap_or_default();
                 let rendered = render(tool, class, untrusted, fields, &body, cap);
                 let answer = Answer::Result {
                     text: Field::of(&rendered.text),
@@ -225,7 +229,7 @@ impl Ran {
                     untrusted,
                     truncated: rendered.truncated,
                 };
-                (answer, response, Some(raised), String::new())
+                (answer, response, Some(raised), detail)
             }
             Outcome::Failed(message) => {
                 // A failure may carry bytes from outside (a command's output): labelled like a

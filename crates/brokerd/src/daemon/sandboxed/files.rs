@@ -49,7 +49,7 @@ impl SandboxedRunner {
         let request = Request {
             tool,
             base: base.clone(),
-            cap: self.direct.read_cap,
+            cap: self.direct.read_cap_for(allowed),
             walk,
             expected: context.expected.clone(),
         };

@@ -204,9 +204,8 @@ fn the_walkers_run_in_brokerds_worker_in_a_box_and_leave_out_what_the_grants_and
     let grep = serde_json::json!({ "pattern": "needle", "path": path });
     let (header, body) = header_and_body(&client.call(1, "grep", &grep.to_string()).unwrap());
     assert!(
-        header["sandbox"]
+        super::walls(&broker)
             .as_str()
-            .unwrap()
             .starts_with("bubblewrap: brokerd's worker walks only the granted folder"),
         "{header}"
     );
@@ -226,10 +225,7 @@ fn the_walkers_run_in_brokerds_worker_in_a_box_and_leave_out_what_the_grants_and
     let glob = serde_json::json!({ "pattern": "**/*", "path": path });
     let (header, body) = header_and_body(&client.call(2, "glob", &glob.to_string()).unwrap());
     assert!(
-        header["sandbox"]
-            .as_str()
-            .unwrap()
-            .starts_with("bubblewrap:"),
+        super::walls(&broker).as_str().starts_with("bubblewrap:"),
         "{header}"
     );
     assert!(
@@ -241,10 +237,7 @@ fn the_walkers_run_in_brokerds_worker_in_a_box_and_leave_out_what_the_grants_and
     let list = serde_json::json!({ "path": path, "recursive": true });
     let (header, body) = header_and_body(&client.call(3, "list_files", &list.to_string()).unwrap());
     assert!(
-        header["sandbox"]
-            .as_str()
-            .unwrap()
-            .starts_with("bubblewrap:"),
+        super::walls(&broker).as_str().starts_with("bubblewrap:"),
         "{header}"
     );
     assert_eq!(
@@ -263,9 +256,8 @@ fn without_file_walls_the_walkers_run_in_the_broker_and_the_header_says_so() {
     let grep = serde_json::json!({ "pattern": "needle", "path": path, "output_mode": "count" });
     let (header, body) = header_and_body(&client.call(1, "grep", &grep.to_string()).unwrap());
     assert!(
-        header["sandbox"]
+        super::walls(&broker)
             .as_str()
-            .unwrap()
             .starts_with("none: [sandbox] file_walls = false"),
         "{header}"
     );
@@ -283,7 +275,7 @@ fn without_file_walls_the_walkers_run_in_the_broker_and_the_header_says_so() {
     let list = serde_json::json!({ "path": path, "recursive": true });
     let (header, body) = header_and_body(&client.call(2, "list_files", &list.to_string()).unwrap());
     assert!(
-        header["sandbox"].as_str().unwrap().starts_with("none:"),
+        super::walls(&broker).as_str().starts_with("none:"),
         "{header}"
     );
     assert_eq!(body, "src/\nsrc/id.pem (7 bytes)\nsrc/main.rs (7 bytes)");
@@ -311,5 +303,80 @@ fn bx_status_lists_the_walkers_among_the_boxed_file_tools() {
             .any(|w| w.contains("in the broker's process") && w.starts_with("list_files")),
         "{:?}",
         status.walls
+    );
+}
+
+/// A `read_file` call through the broker: its header and body.
+fn read_window(
+    client: &mut AgentClient,
+    id: u64,
+    path: &std::path::Path,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> (serde_json::Value, String) {
+    let mut args = serde_json::json!({ "path": path });
+    if let Some(offset) = offset {
+        args["offset"] = offset.into();
+    }
+    if let Some(limit) = limit {
+        args["limit"] = limit.into();
+    }
+    header_and_body(&client.call(id, "read_file", &args.to_string()).unwrap())
+}
+
+#[test]
+fn read_file_says_which_lines_came_back_and_where_to_read_on_until_the_end() {
+    let broker = BrokerProcess::start(super::WORK, FAST);
+    let file = broker.work.join("nineteen.txt");
+    let text: String = (1..=19).map(|n| format!("line {n}\n")).collect();
+    fs::write(&file, &text).unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let (header, body) = read_window(&mut client, 1, &file, None, Some(5));
+    assert_eq!(header["lines"], "1-5 of 19", "{header}");
+    assert_eq!(header["next_offset"], 6, "{header}");
+    assert_eq!(body, "line 1\nline 2\nline 3\nline 4\nline 5\n");
+    let (header, _) = read_window(&mut client, 2, &file, Some(6), Some(5));
+    assert_eq!(header["lines"], "6-10 of 19", "{header}");
+    assert_eq!(header["next_offset"], 11, "{header}");
+    // The end of the file: the lines say so, and no offset reads on.
+    let (header, body) = read_window(&mut client, 3, &file, Some(15), Some(10));
+    assert_eq!(header["lines"], "15-19 of 19", "{header}");
+    assert!(header.get("next_offset").is_none(), "{header}");
+    assert!(body.ends_with("line 19\n"), "{body}");
+    let (header, _) = read_window(&mut client, 4, &file, None, None);
+    assert_eq!(header["lines"], "1-19 of 19", "{header}");
+    assert!(header.get("next_offset").is_none(), "{header}");
+}
+
+#[test]
+fn a_file_longer_than_the_result_cap_is_cut_at_a_line_the_header_names_and_read_on_from_there() {
+    let broker = BrokerProcess::start(super::WORK, &format!("{FAST}result_cap = 2048\n"));
+    let file = broker.work.join("long.txt");
+    let text: String = (1..=1000).map(|n| format!("line {n:04}\n")).collect();
+    fs::write(&file, &text).unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let (header, body) = read_window(&mut client, 1, &file, None, None);
+    // Cut by the read, at the end: no middle left out by the rendering.
+    assert!(header.get("cut_bytes").is_none(), "{header}");
+    assert_eq!(header["truncated"], true, "{header}");
+    let next = header["next_offset"].as_u64().unwrap();
+    assert_eq!(
+        header["lines"],
+        format!("1-{} of 1000", next - 1),
+        "{header}"
+    );
+    assert!(
+        text.starts_with(&body),
+        "the body is not the file's head:\n{body}"
+    );
+    let whole: String = (1..next).map(|n| format!("line {n:04}\n")).collect();
+    assert!(body.starts_with(&whole), "{body}");
+    // Reading on from the offset given continues where the last whole line ended.
+    let (header, body) = read_window(&mut client, 2, &file, Some(next), None);
+    assert!(body.starts_with(&format!("line {next:04}\n")), "{body}");
+    assert_eq!(
+        header["lines"].as_str().unwrap().split('-').next(),
+        Some(next.to_string().as_str()),
+        "{header}"
     );
 }

@@ -62,10 +62,7 @@ fn git_status_and_git_diff_run_in_a_box_and_are_listed() {
     let (fields, body) = header(&status);
     assert_eq!(fields["repository"], repo.display().to_string());
     assert!(
-        fields["sandbox"]
-            .as_str()
-            .unwrap()
-            .starts_with("bubblewrap"),
+        super::walls(&broker).as_str().starts_with("bubblewrap"),
         "{fields}"
     );
     assert!(body.contains("modified:   readme.md"), "{body}");
@@ -121,7 +118,7 @@ fn git_clone_over_https_lands_in_the_granted_folder_untrusted() {
     assert_eq!(fields["address"], "127.0.0.1");
     let port = server.port();
     assert_eq!(
-        fields["sandbox"].as_str().unwrap(),
+        super::walls(&broker).as_str(),
         format!(
             "bubblewrap: git sees only the grant's folders (read-write) and a read-only system; protected folders masked; Landlock fully enforced; network: only localhost:{port}, through the broker's proxy, each connection checked again there; every capability dropped; https only, no redirect followed"
         ),

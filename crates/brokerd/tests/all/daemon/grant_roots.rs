@@ -49,8 +49,9 @@ fn result(response: &ToolResponse) -> (serde_json::Value, String) {
     (serde_json::from_str(header).unwrap(), body.to_string())
 }
 
-fn assert_boxed(header: &serde_json::Value) {
-    let walls = header["sandbox"].as_str().unwrap_or_default();
+fn assert_boxed(broker: &BrokerProcess, header: &serde_json::Value) {
+    assert_eq!(header["sandbox"], "box", "{header}");
+    let walls = super::walls(broker);
     assert!(walls.starts_with("bubblewrap"), "{header}");
 }
 
@@ -70,11 +71,11 @@ fn the_granted_folder_itself_is_walked_in_the_box() {
         let work = broker.work.display().to_string();
         let grep = serde_json::json!({ "pattern": "alpha", "path": work }).to_string();
         let (header, body) = result(&client.call(1, "grep", &grep).unwrap());
-        assert_boxed(&header);
+        assert_boxed(&broker, &header);
         assert_eq!(header["files"], 2, "{config}: {header}\n{body}");
         let glob = serde_json::json!({ "pattern": "**/*.txt", "path": work }).to_string();
         let (header, body) = result(&client.call(2, "glob", &glob).unwrap());
-        assert_boxed(&header);
+        assert_boxed(&broker, &header);
         assert!(
             body.contains("src/b.txt") && body.contains("a.txt"),
             "{body}"
@@ -84,7 +85,7 @@ fn the_granted_folder_itself_is_walked_in_the_box() {
                 .call(3, "list_files", &path_args(&broker.work))
                 .unwrap(),
         );
-        assert_boxed(&header);
+        assert_boxed(&broker, &header);
         assert!(
             body.contains("a.txt (6 bytes)") && body.contains("src/"),
             "{body}"
@@ -114,9 +115,9 @@ fn a_file_granted_by_name_is_read_edited_and_written_and_its_header_says_where()
     // Made by the write its grant names, then read, edited and written again.
     let write = |text: &str| serde_json::json!({ "path": notes, "content": text }).to_string();
     let made = client.call(1, "write_file", &write("one\n")).unwrap();
-    assert_one_file(&result(&made).0);
+    assert_one_file(&broker, &result(&made).0);
     let (header, body) = result(&client.call(2, "read_file", &path_args(&notes)).unwrap());
-    assert_one_file(&header);
+    assert_one_file(&broker, &header);
     assert!(body.contains("one"), "{body}");
     let edit = serde_json::json!({
         "path": notes.display().to_string(),
@@ -124,10 +125,10 @@ fn a_file_granted_by_name_is_read_edited_and_written_and_its_header_says_where()
     })
     .to_string();
     let edited = client.call(3, "edit_file", &edit).unwrap();
-    assert_one_file(&result(&edited).0);
+    assert_one_file(&broker, &result(&edited).0);
     assert_eq!(fs::read_to_string(&notes).unwrap(), "two\n");
     let wrote = client.call(4, "write_file", &write("three\n")).unwrap();
-    assert_one_file(&result(&wrote).0);
+    assert_one_file(&broker, &result(&wrote).0);
     assert_eq!(fs::read_to_string(&notes).unwrap(), "three\n");
     // The file beside it is no part of the grant.
     let other = client
@@ -137,8 +138,9 @@ fn a_file_granted_by_name_is_read_edited_and_written_and_its_header_says_where()
 }
 
 /// The header of a call under a grant on one file says it ran in the broker's process.
-fn assert_one_file(header: &serde_json::Value) {
-    let walls = header["sandbox"].as_str().unwrap_or_default();
+fn assert_one_file(broker: &BrokerProcess, header: &serde_json::Value) {
+    assert_eq!(header["sandbox"], "none", "{header}");
+    let walls = super::walls(broker);
     assert!(
         walls.starts_with("none: the grant names this one file"),
         "{header}"

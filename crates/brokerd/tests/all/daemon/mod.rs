@@ -69,6 +69,23 @@ pub fn content(response: &ToolResponse) -> &str {
     }
 }
 
+/// The walls sentence of the broker's latest answer that had one, as the owner's audit record
+/// keeps it (the model's header has only the token `box` or `none`); panics when none has.
+pub fn walls(broker: &BrokerProcess) -> String {
+    let log = std::fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    log.lines()
+        .rev()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|record| {
+            let event = &record["event"];
+            (event["type"] == "answered")
+                .then(|| event["detail"].as_str()?.strip_prefix("sandbox: "))
+                .flatten()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no answer in the audit log has walls:\n{log}"))
+}
+
 /// JSON arguments with one `path`.
 pub fn path_args(path: &std::path::Path) -> String {
     serde_json::json!({ "path": path }).to_string()

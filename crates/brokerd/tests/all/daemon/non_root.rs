@@ -39,7 +39,7 @@ fn a_broker_of_an_owner_who_is_not_root_and_has_no_cgroup_boxes_shell_and_says_w
     assert_eq!(body, format!("{NOBODY}\n"));
     assert!(broker.work.join("made").exists());
     assert_eq!(header["containment"], "bubblewrap");
-    let walls = header["sandbox"].as_str().unwrap();
+    let walls = super::walls(&broker);
     assert!(walls.starts_with("bubblewrap:"), "{walls}");
     assert!(
         walls.contains(&format!(

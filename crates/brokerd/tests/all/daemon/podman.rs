@@ -60,10 +60,7 @@ fn shell_runs_in_a_container_of_the_image_with_only_the_granted_folder_and_no_ne
         None,
     );
     assert!(
-        header["sandbox"]
-            .as_str()
-            .unwrap()
-            .contains("podman container"),
+        super::walls(&broker).as_str().contains("podman container"),
         "{header}"
     );
     assert_eq!(header["exit_code"], 0, "{header} {body}");

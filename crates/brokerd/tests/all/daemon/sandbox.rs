@@ -49,16 +49,12 @@ fn a_shell_call_runs_in_the_box_and_sees_only_its_grants_folder() {
     assert_eq!(header["exit_code"], 0, "{body}");
     assert_eq!(header["containment"], "bubblewrap");
     assert!(
-        header["sandbox"]
-            .as_str()
-            .unwrap()
-            .starts_with("bubblewrap:"),
+        super::walls(&broker).as_str().starts_with("bubblewrap:"),
         "{header}"
     );
     assert!(
-        header["sandbox"]
+        super::walls(&broker)
             .as_str()
-            .unwrap()
             .contains("Landlock fully enforced over the same paths"),
         "{header}"
     );
@@ -85,6 +81,65 @@ fn a_shell_call_runs_in_the_box_and_sees_only_its_grants_folder() {
     );
 }
 
+/// The detail of the owner's `answered` event for `call_id`, from a watch opened before it.
+fn watched_detail(watcher: &mut testkit::OwnerClient, call_id: u64) -> String {
+    loop {
+        match watcher.next_event() {
+            Some(proto::OwnerEvent::Answered {
+                call_id: id,
+                detail,
+                ..
+            }) if id.0 == call_id => return detail,
+            Some(_) => {}
+            None => panic!("the watch ended before call {call_id} was answered"),
+        }
+    }
+}
+
+#[test]
+fn a_boxed_results_walls_sentence_reaches_the_owners_watch_and_audit_but_the_model_gets_a_token() {
+    for (config, token) in [
+        (FAST.to_string(), "box"),
+        (format!("{FAST}[sandbox]\nfile_walls = false\n"), "none"),
+    ] {
+        let broker = BrokerProcess::start(SHELL_IN_WORK, &config);
+        fs::write(broker.work.join("a.txt"), "hi\n").unwrap();
+        let mut watcher = testkit::OwnerClient::open(&broker.owner_socket());
+        proto::write_frame(&mut watcher.stream, &proto::OwnerRequest::Watch {}).unwrap();
+        let mut client = AgentClient::open(&broker.socket(), None);
+        let args = serde_json::json!({ "command": "cat a.txt", "cwd": broker.work }).to_string();
+        let response = client.call(1, "shell", &args).unwrap();
+        let text = content(&response).to_string();
+        let (line, body) = text.split_once('\n').unwrap();
+        let header: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(body, "hi\n");
+        // The model's header: a token, not the owner's sentence.
+        assert_eq!(header["sandbox"], token, "{line}");
+        assert!(line.len() < 300, "{} bytes: {line}", line.len());
+        let sentence = super::walls(&broker);
+        assert!(sentence.len() > 100, "{sentence}");
+        assert!(!text.contains(&sentence), "{text}");
+        if token == "box" {
+            assert!(sentence.starts_with("bubblewrap:"), "{sentence}");
+        } else {
+            assert!(
+                sentence.starts_with("none: [sandbox] file_walls = false"),
+                "{sentence}"
+            );
+        }
+        // The owner's watch and audit record keep it whole.
+        assert_eq!(
+            watched_detail(&mut watcher, 1),
+            format!("sandbox: {sentence}")
+        );
+        let log = fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+        assert!(
+            log.contains(&serde_json::to_string(&format!("sandbox: {sentence}")).unwrap()),
+            "{log}"
+        );
+    }
+}
+
 #[test]
 fn without_file_walls_the_header_says_so_and_the_command_sees_the_machine() {
     let config = format!("{FAST}[sandbox]\nfile_walls = false\n");
@@ -93,9 +148,8 @@ fn without_file_walls_the_header_says_so_and_the_command_sees_the_machine() {
     assert_eq!(header["exit_code"], 0, "{body}");
     assert_ne!(header["containment"], "bubblewrap");
     assert!(
-        header["sandbox"]
+        super::walls(&broker)
             .as_str()
-            .unwrap()
             .starts_with("none: [sandbox] file_walls = false"),
         "{header}"
     );
@@ -189,9 +243,8 @@ fn read_file_and_write_file_run_in_brokerds_worker_in_a_box() {
     let header: serde_json::Value = serde_json::from_str(header).unwrap();
     assert_eq!(body, "hello\n");
     assert!(
-        header["sandbox"]
+        super::walls(&broker)
             .as_str()
-            .unwrap()
             .starts_with("bubblewrap: brokerd's worker"),
         "{header}"
     );
@@ -202,8 +255,9 @@ fn read_file_and_write_file_run_in_brokerds_worker_in_a_box() {
     .to_string();
     let wrote = client.call(2, "write_file", &args).unwrap();
     let text = content(&wrote).to_string();
+    assert!(text.contains("\"sandbox\":\"box\""), "{text}");
     assert!(
-        text.contains("\"sandbox\":\"bubblewrap: brokerd's worker"),
+        super::walls(&broker).starts_with("bubblewrap: brokerd's worker"),
         "{text}"
     );
     assert_eq!(
@@ -221,9 +275,8 @@ fn without_bubblewrap_a_shell_call_runs_in_a_box_of_landlock_alone_and_says_so()
     assert_eq!(header["exit_code"], 0, "{body}");
     assert_eq!(header["containment"], "cgroup");
     assert!(
-        header["sandbox"]
+        super::walls(&broker)
             .as_str()
-            .unwrap()
             .starts_with("landlock only (no bubblewrap): Landlock fully enforced"),
         "{header}"
     );
@@ -269,7 +322,7 @@ fn without_bubblewrap_read_file_runs_in_brokerds_worker_under_landlock() {
     let header: serde_json::Value = serde_json::from_str(header).unwrap();
     assert_eq!(body, "hello\n", "{text}");
     assert!(
-        header["sandbox"].as_str().unwrap().starts_with(
+        super::walls(&broker).as_str().starts_with(
             "landlock only (no bubblewrap): Landlock fully enforced: brokerd's worker"
         ),
         "{header}"
@@ -557,10 +610,7 @@ fn without_bubblewrap_git_in_the_box_still_adds_and_commits() {
     );
     assert_eq!(header["exit_code"], 0, "{body}");
     assert!(
-        header["sandbox"]
-            .as_str()
-            .unwrap()
-            .starts_with("landlock only"),
+        super::walls(&broker).as_str().starts_with("landlock only"),
         "{header}"
     );
     assert_eq!(body, "planted\nsecond\n");
