@@ -12,7 +12,7 @@ use std::time::Duration;
 use tools::web::address::classify;
 use tools::web::{Resolve, SystemResolver};
 
-use super::request::{Refusal, RefusalKind};
+use super::request::{Refusal, RefusalKind, host_port};
 use crate::grants::HostRule;
 
 /// The variable that maps test names to addresses, `name=address[,name=address…]`, for tests
@@ -77,15 +77,6 @@ pub(super) fn rule_text(rule: &HostRule) -> String {
         rule.host.clone()
     };
     host_port(&host, rule.port)
-}
-
-/// `host:port`, with brackets around an IPv6 address.
-pub(super) fn host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
 }
 
 /// Why the proxy does not connect to `ip` for `host`, if it does not: `explicit` when a rule

@@ -199,7 +199,7 @@ fn absolute_target(target: &str) -> Result<(String, u16, String, String), Refusa
     let port = if has_port { written } else { 80 };
     // The server is told the host as it was checked: its canonical form.
     let authority = match (has_port, host.contains(':')) {
-        (true, _) => super::check::host_port(&host, port),
+        (true, _) => host_port(&host, port),
         (false, true) => format!("[{host}]"),
         (false, false) => host.clone(),
     };
@@ -260,6 +260,15 @@ fn shorten(text: &str) -> String {
         format!("{cut}…")
     } else {
         cut.to_string()
+    }
+}
+
+/// `host:port`, with brackets around an IPv6 address.
+pub(super) fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 

@@ -13,7 +13,8 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::check::{self, host_port};
+use super::check;
+use super::request::host_port;
 use super::request::{self, ESTABLISHED, Refusal};
 use super::{BoxHosts, Limits};
 
