@@ -18,6 +18,38 @@ const STOP_WORDS: &[&str] = &[
     "use", "want", "what", "with", "you",
 ];
 
+/// Words a model may search with for a tool whose own text does not hold them (`find_tool
+/// "test"` should find `shell`), by the tool's name. Used by the ranking alone: never shown to
+/// the model, never part of a seed-pinned description, never matched by `Registry::find`.
+const SEARCH_WORDS: &[(&str, &[&str])] = &[
+    ("ask", &["question", "user", "confirm", "choose"]),
+    ("ask_memory", &["remember", "question", "notes"]),
+    ("bash_bg", &["background", "server", "watch", "job", "long"]),
+    ("consult", &["model", "opinion", "review", "advice"]),
+    (
+        "edit_file",
+        &["change", "modify", "replace", "patch", "fix"],
+    ),
+    ("git_clone", &["download", "repository", "checkout"]),
+    ("git_diff", &["changes", "compare", "patch"]),
+    ("git_status", &["changes", "modified", "repository"]),
+    ("glob", &["pattern", "wildcard", "names", "find"]),
+    ("grep", &["search", "find", "text", "regex", "code"]),
+    ("http_fetch", &["download", "web", "page", "browse"]),
+    ("list_files", &["ls", "directory", "folder", "tree"]),
+    ("memory", &["remember", "note", "save"]),
+    ("read_file", &["open", "view", "show", "cat", "contents"]),
+    ("recall", &["remember", "retrieve", "notes"]),
+    (
+        "shell",
+        &[
+            "run", "test", "build", "compile", "execute", "command", "script",
+        ],
+    ),
+    ("web_search", &["internet", "online", "lookup", "google"]),
+    ("write_file", &["create", "save", "new", "overwrite"]),
+];
+
 /// The ranking index of one registry: for each term, the tools that contain it and how often.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Index {
@@ -85,12 +117,15 @@ impl Index {
     }
 }
 
-/// The terms of a schema: its name twice (a name is the strongest hint), its description, and
-/// each parameter's name and description.
+/// The terms of a schema: its name twice (a name is the strongest hint), its description, its
+/// search words ([`SEARCH_WORDS`]), and each parameter's name and description.
 fn schema_terms(schema: &ToolSchema) -> Vec<String> {
     let mut out = terms(&schema.name);
     out.extend(terms(&schema.name));
     out.extend(terms(&schema.description));
+    if let Some((_, words)) = SEARCH_WORDS.iter().find(|(name, _)| *name == schema.name) {
+        out.extend(words.iter().flat_map(|word| terms(word)));
+    }
     if let Some(properties) = schema
         .parameters
         .get("properties")
@@ -160,6 +195,24 @@ mod tests {
     #[test]
     fn the_stop_words_are_sorted_for_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn a_word_a_tool_is_searched_by_finds_it_though_its_text_lacks_the_word() {
+        for word in ["test", "build", "compile", "run the tests"] {
+            let found = names(&Registry::m3a(), word);
+            assert_eq!(found.first().map(String::as_str), Some("shell"), "{word}");
+        }
+        // The words rank; they are no part of what the model is shown or what find matches.
+        let registry = Registry::m3a();
+        assert!(registry.find("compile").is_empty());
+        let (listed, _) = registry.search("compile", 5);
+        assert_eq!(listed.first().map(|s| s.name.as_str()), Some("shell"));
+    }
+
+    #[test]
+    fn every_search_word_table_entry_is_one_tool_once_in_name_order() {
+        assert!(SEARCH_WORDS.windows(2).all(|pair| pair[0].0 < pair[1].0));
     }
 
     #[test]
