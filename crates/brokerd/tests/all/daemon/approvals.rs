@@ -13,7 +13,7 @@ use testkit::{AgentClient, BrokerProcess, OwnerClient};
 use super::{audit_verify, content, denied, path_args};
 
 /// Writes in the work folder ask the owner.
-const ASK_WRITE: &str = r#"
+pub(super) const ASK_WRITE: &str = r#"
 [[grant]]
 id = "ask-write"
 tool = "write_file"

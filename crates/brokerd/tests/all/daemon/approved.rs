@@ -12,18 +12,8 @@ use proto::{
 };
 use testkit::{AgentClient, BrokerProcess, OwnerClient};
 
-use super::approvals::{done, write_args};
+use super::approvals::{ASK_WRITE, done, write_args};
 use super::{audit_verify, denied, path_args, reloaded};
-
-/// Writes in the work folder ask the owner.
-const ASK_WRITE: &str = r#"
-[[grant]]
-id = "ask-write"
-tool = "write_file"
-paths = ["{work}"]
-untrusted = false
-approval = "ask"
-"#;
 
 /// A write that waits for the owner: the broker, its waiting client, the owner, the approval,
 /// and the file the write would make.
