@@ -167,9 +167,19 @@ fn with_readme_s_settings_claude_code_offers_boxmaker_s_tools_and_none_it_denies
         .iter()
         .map(|d| d.as_str().unwrap())
         .collect();
-    // Without the settings the shell, file and web tools are offered: the check sees them.
+    // Without the settings the shell, file and web tools, and the one that makes git worktrees,
+    // are offered: the check sees them, and README denies each.
     let plain = claude_offers(&broker);
-    for tool in ["Bash", "Read", "Edit", "Write", "WebFetch", "WebSearch"] {
+    for tool in [
+        "Bash",
+        "Read",
+        "Edit",
+        "Write",
+        "NotebookEdit",
+        "WebFetch",
+        "WebSearch",
+        "EnterWorktree",
+    ] {
         assert!(plain.contains(tool), "{tool}: {plain:?}");
         assert!(denied.contains(&tool), "README's deny list lacks {tool}");
     }
