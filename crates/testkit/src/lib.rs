@@ -1,14 +1,17 @@
 //! Test support for boxmaker (dev-only; never in a shipped binary): a scripted
-//! OpenAI-compatible HTTP server, a finder for the daemons' binaries, a `brokerd` launcher and
+//! OpenAI-compatible HTTP server, a model server that records what a client sends, a finder for
+//! the daemons' binaries and for the npm clients `scripts/test-deps` installs, a `brokerd` launcher and
 //! agent-socket client, temporary folders, and copies of binaries another user can run.
 
 mod binaries;
 mod daemon;
 mod linking;
+pub mod npm;
 mod other_user;
 mod plain_server;
 pub mod podman;
 pub mod python;
+mod recorder;
 mod script_server;
 pub mod tls_server;
 
@@ -17,6 +20,7 @@ pub use daemon::{AgentClient, BrokerProcess, OwnerClient};
 pub use linking::{linked_statically, linked_statically_where_it_can_be};
 pub use other_user::{NOBODY, RunnableCopy};
 pub use plain_server::PlainServer;
+pub use recorder::{Recorded, RequestRecorder};
 pub use script_server::ScriptServer;
 
 /// A fresh temporary folder, removed when the value is dropped: in `/var/tmp` (where none can

@@ -3,6 +3,7 @@
 //! versions in each request's `_meta`), the handshake of 2025-11-25 from the same SDK, and an
 //! SDK 1.x client. Each test fails, never skips, when the SDK is missing.
 
+mod clients;
 mod elicit;
 mod garbage;
 mod gateway;
