@@ -5,6 +5,7 @@
 mod binaries;
 mod daemon;
 mod linking;
+pub mod npm;
 mod other_user;
 mod plain_server;
 pub mod podman;
