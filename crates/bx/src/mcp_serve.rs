@@ -21,8 +21,9 @@ pub struct McpArgs {
     #[arg(long)]
     pub new_session: bool,
     /// The tools `tools/list` offers: `core` (clock, find_tool, call_tool, as loopd's model
-    /// sees them) or `all` (also every tool a live grant could cover).
-    #[arg(long, value_enum, default_value_t = CatalogArg::Core)]
+    /// sees them) or `all` (also every tool a live grant could cover). `--tools` is the same
+    /// flag, for launchers that take `--catalog` as their own (MCP Inspector's CLI does).
+    #[arg(long, visible_alias = "tools", value_enum, default_value_t = CatalogArg::Core)]
     pub catalog: CatalogArg,
     /// Serve MCP's streamable HTTP at http://ADDR/mcp instead of standard input and output
     /// (e.g. 127.0.0.1:8765; port 0 picks one, printed on standard error). Needs --token-file.

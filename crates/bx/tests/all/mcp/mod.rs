@@ -1,7 +1,8 @@
 //! `bx mcp` with the official Python MCP SDK as its client (PyPI `mcp`, installed by
 //! `scripts/test-deps`), over stdio, on both eras: the 2026-07-28 revision (no `initialize`,
 //! versions in each request's `_meta`), the handshake of 2025-11-25 from the same SDK, and an
-//! SDK 1.x client. Each test fails, never skips, when the SDK is missing.
+//! SDK 1.x client. Each test fails, never skips, when the SDK is missing. `typescript` does the
+//! same with npm's TypeScript SDK and MCP Inspector's CLI.
 
 mod clients;
 mod elicit;
@@ -11,6 +12,7 @@ mod http;
 mod idle;
 mod names;
 mod rendezvous;
+mod typescript;
 mod waiting;
 
 use std::ffi::{OsStr, OsString};

@@ -17,11 +17,11 @@ use testkit::{BrokerProcess, OwnerClient};
 use super::{GRANTS, bx, bx_mcp, bx_mcp_command, call_tool, start_with};
 
 /// A short grace, so a call whose client left is abandoned soon in every case.
-const CONFIG: &str = "idle_timeout_ms = 1000\nshell_ms = 5000\npending_grace_ms = 300\n";
+pub(super) const CONFIG: &str = "idle_timeout_ms = 1000\nshell_ms = 5000\npending_grace_ms = 300\n";
 
 /// How long a test waits for what must happen before it calls it a failure (not a timing
 /// assertion: only a bound on a hang).
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(super) const PATIENCE: Duration = Duration::from_secs(60);
 
 fn grants() -> String {
     format!("{GRANTS}\n[[grant]]\nid = \"questions\"\ntool = \"ask\"\n")
@@ -138,7 +138,7 @@ impl Drop for Raw {
 
 /// Waits until the owner has nothing pending, then checks that `bx approve ID` says the call
 /// was abandoned.
-fn abandoned(broker: &BrokerProcess, approval: u64) {
+pub(super) fn abandoned(broker: &BrokerProcess, approval: u64) {
     let mut owner = OwnerClient::open(&broker.owner_socket());
     let deadline = Instant::now() + PATIENCE;
     while !owner.pending().is_empty() {
