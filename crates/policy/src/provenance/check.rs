@@ -5,7 +5,7 @@ use proto::Class;
 
 use super::index::{Entry, ValueIndex};
 use super::normal::alnum_words;
-use super::scan::{Candidate, scan};
+use super::scan::{Candidate, notable, scan};
 use super::{Concern, Finding, Part, RUN_WORDS, Unproven, Value, ValueKind, Verdict};
 use crate::shell::script_words;
 
@@ -180,7 +180,8 @@ impl CallCheck<'_, '_> {
     /// Free text: its runs of [`RUN_WORDS`] words (one finding of each concern per argument),
     /// its structured values as identifiers, and its secret-looking values for confidentiality.
     fn free_text(&mut self, text: &str) {
-        let words: Vec<String> = alnum_words(text).collect();
+        let lowered = text.to_lowercase();
+        let words: Vec<&str> = alnum_words(&lowered).collect();
         let (mut untrusted, mut secret, mut absent) = (false, false, false);
         for run in words.windows(RUN_WORDS) {
             let Some(entry) = self.index.get(self.index.hash(run)) else {
@@ -205,7 +206,7 @@ impl CallCheck<'_, '_> {
         if absent {
             self.unproven(text);
         }
-        for candidate in scan(text).candidates {
+        for candidate in notable(text) {
             if candidate.structured {
                 self.candidate(&candidate, &[], &candidate.shown);
             } else if candidate.distinctive {

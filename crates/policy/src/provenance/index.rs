@@ -1,7 +1,7 @@
 //! The session's index of values: keyed hashes of normal forms, each with where it came from.
 
 use std::collections::HashMap;
-use std::hash::Hasher;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 use siphasher::sip::SipHasher13;
@@ -10,6 +10,30 @@ use proto::Class;
 
 use super::scan::{Scanned, scan};
 use super::{Caps, Origin, RUN_WORDS, Source};
+
+/// The entries by key. The keys are keyed hashes already, so the table uses them as they are
+/// (nobody without the index's key can choose them).
+type Entries = HashMap<u64, Entry, BuildHasherDefault<KeyHasher>>;
+
+/// The table's hasher: a key as it is.
+#[derive(Default)]
+pub(super) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
 
 /// What the index knows of one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,7 +84,7 @@ pub(super) struct Stored {
 pub struct ValueIndex {
     pub(super) key: [u64; 2],
     pub(super) caps: Caps,
-    pub(super) entries: HashMap<u64, Entry>,
+    pub(super) entries: Entries,
     pub(super) origins: Vec<Stored>,
     pub(super) tools: Vec<String>,
     tool_ids: HashMap<String, u32>,
@@ -99,7 +123,7 @@ impl ValueIndex {
         ValueIndex {
             key: [u64::from_le_bytes(k0), u64::from_le_bytes(k1)],
             caps,
-            entries: HashMap::new(),
+            entries: Entries::default(),
             origins: Vec::new(),
             tools: Vec::new(),
             tool_ids: HashMap::new(),
@@ -152,13 +176,13 @@ impl ValueIndex {
     }
 
     /// The keyed hash of `parts` joined by single spaces (one value, or a run of words).
-    pub(super) fn hash(&self, parts: &[String]) -> u64 {
+    pub(super) fn hash<S: AsRef<str>>(&self, parts: &[S]) -> u64 {
         let mut h = SipHasher13::new_with_keys(self.key[0], self.key[1]);
         for (i, part) in parts.iter().enumerate() {
             if i > 0 {
                 h.write(b" ");
             }
-            h.write(part.as_bytes());
+            h.write(part.as_ref().as_bytes());
         }
         h.finish()
     }

@@ -268,12 +268,13 @@ pub fn iban_form(text: &str) -> Option<String> {
     ok.then_some(compact)
 }
 
-/// The alphanumeric words of `text`, lowercase, in order: what free-text runs are made of
-/// (punctuation and blanks between them ignored).
-pub fn alnum_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
+/// The alphanumeric words of `lowered` (text already lowercase, [`str::to_lowercase`]), in
+/// order: what free-text runs are made of (punctuation and blanks between them ignored). The
+/// index and the check both lowercase first and split after, so both cut alike.
+pub fn alnum_words(lowered: &str) -> impl Iterator<Item = &str> + '_ {
+    lowered
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
 }
 
 #[cfg(test)]
@@ -387,7 +388,8 @@ mod tests {
 
     #[test]
     fn alnum_words_ignore_punctuation() {
-        let words: Vec<String> = alnum_words("Don't -- STOP, now!").collect();
+        let lowered = "Don't -- STOP, now!".to_lowercase();
+        let words: Vec<&str> = alnum_words(&lowered).collect();
         assert_eq!(words, ["don", "t", "stop", "now"]);
     }
 }

@@ -54,14 +54,14 @@ pub fn scan(text: &str) -> Scanned {
     for (i, token) in chunks.iter().enumerate() {
         let lower = text_form(token);
         out.tokens.push(lower.clone());
-        out.candidates.push(candidate(token, lower));
+        out.candidates.push(candidate(token, lower.clone()));
         for piece in inner_pieces(token) {
             out.candidates.push(candidate(piece, text_form(piece)));
         }
         let mut count = 0;
-        for word in alnum_words(token) {
+        for word in alnum_words(&lower) {
             count += 1;
-            out.words.push(word);
+            out.words.push(word.to_owned());
         }
         if count > 1 || out.words.last() != out.tokens.last() {
             let first = out.words.len() - count;
@@ -72,8 +72,47 @@ pub fn scan(text: &str) -> Scanned {
     out
 }
 
+/// The candidates of `text` that are structured or distinctive (what free text is checked
+/// for beside its runs), cut as [`scan`] cuts them; plain words cost nothing here.
+pub fn notable(text: &str) -> Vec<Candidate> {
+    let chunks: Vec<&str> = text
+        .split_whitespace()
+        .map(trim_token)
+        .filter(|t| t.chars().any(char::is_alphanumeric))
+        .collect();
+    let mut out = Vec::new();
+    for (i, token) in chunks.iter().enumerate() {
+        if plain(token) {
+            continue;
+        }
+        let mut found = vec![candidate(token, text_form(token))];
+        found.extend(
+            inner_pieces(token)
+                .into_iter()
+                .map(|piece| candidate(piece, text_form(piece))),
+        );
+        iban_groups(&chunks[i..], &mut found);
+        out.extend(found.into_iter().filter(|c| c.structured || c.distinctive));
+    }
+    out
+}
+
+/// A plain word (shorter than 20 bytes, no digit, no `.`, `@` or `:`): it has only its text
+/// form, since every other form needs one of those, and it is neither structured nor
+/// distinctive.
+fn plain(token: &str) -> bool {
+    token.len() < 20 && !token.contains(|c: char| c.is_ascii_digit() || ".@:".contains(c))
+}
+
 /// The candidate for one token or piece.
 fn candidate(token: &str, lower: String) -> Candidate {
+    if plain(token) {
+        return Candidate {
+            shown: token.to_owned(),
+            forms: vec![lower],
+            ..Candidate::default()
+        };
+    }
     let mut forms = vec![lower];
     let mut structured = false;
     let mut host = None;

@@ -478,3 +478,19 @@ fn an_unknown_value_is_clean_while_the_index_has_room() {
     assert!(verdict.clean());
     assert!(verdict.unproven.is_none());
 }
+
+proptest::proptest! {
+    #[test]
+    fn every_token_and_pair_of_an_untrusted_result_is_found_in_any_case(
+        tokens in proptest::collection::vec("[a-zA-Z0-9@._-]{0,6}[a-zA-Z0-9]", 2..20),
+    ) {
+        let index = inbox(&tokens.join(" "));
+        for token in &tokens {
+            proptest::prop_assert!(!id(&index, &token.to_uppercase()).clean(), "{}", token);
+        }
+        for pair in tokens.windows(2) {
+            let value = format!("{}  {}", pair[0].to_lowercase(), pair[1]);
+            proptest::prop_assert!(!id(&index, &value).clean(), "{}", value);
+        }
+    }
+}
