@@ -135,6 +135,9 @@ fn bench_provenance(c: &mut Criterion) {
     group.bench_function("check_mail_call_10k_values", |b| {
         b.iter(|| index.check(&mail))
     });
+    group.bench_function("check_mail_identifiers_only_10k_values", |b| {
+        b.iter(|| index.check(&mail[..4]))
+    });
     group.bench_function("check_shell_call_10k_values", |b| {
         b.iter(|| index.check(&shell))
     });

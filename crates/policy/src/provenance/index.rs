@@ -90,6 +90,48 @@ pub struct ValueIndex {
     tool_ids: HashMap<String, u32>,
     tool_bytes: usize,
     pub(super) overflow: Option<Overflow>,
+    /// One bit per key (by its low bits), set for every key held: most runs of new free text
+    /// are not held, and the filter (a few hundred KiB at most, in cache) says so without a
+    /// look into the table. Rebuilt when the index is read back; never a false "not held".
+    filter: Filter,
+}
+
+/// The filter's bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Filter {
+    words: Vec<u64>,
+}
+
+impl Filter {
+    /// A filter with about eight bits per value the caps allow, at most 2^21 bits (256 KiB).
+    fn for_caps(caps: Caps) -> Filter {
+        let bits = caps
+            .entries
+            .saturating_mul(8)
+            .clamp(64, 1 << 21)
+            .next_power_of_two();
+        Filter {
+            words: vec![0; bits / 64],
+        }
+    }
+
+    fn slot(&self, key: u64) -> (usize, u64) {
+        let bits = self.words.len() * 64;
+        let bit = (key as usize) & (bits - 1);
+        (bit / 64, 1u64 << (bit % 64))
+    }
+
+    fn set(&mut self, key: u64) {
+        let (word, mask) = self.slot(key);
+        if let Some(w) = self.words.get_mut(word) {
+            *w |= mask;
+        }
+    }
+
+    fn may_hold(&self, key: u64) -> bool {
+        let (word, mask) = self.slot(key);
+        self.words.get(word).is_none_or(|w| w & mask != 0)
+    }
 }
 
 /// Why an index cannot be read back or merged.
@@ -129,6 +171,7 @@ impl ValueIndex {
             tool_ids: HashMap::new(),
             tool_bytes: 0,
             overflow: None,
+            filter: Filter::for_caps(caps),
         }
     }
 
@@ -196,6 +239,9 @@ impl ValueIndex {
 
     /// The entry of `key`, if held.
     pub(super) fn get(&self, key: u64) -> Option<&Entry> {
+        if !self.filter.may_hold(key) {
+            return None;
+        }
         self.entries.get(&key)
     }
 
@@ -242,8 +288,14 @@ impl ValueIndex {
             secret: None,
         };
         merge_entry(&mut entry, owned, untrusted, class, origin);
-        self.entries.insert(key, entry);
+        self.insert(key, entry);
         true
+    }
+
+    /// Adds a new entry, and its bit to the filter.
+    fn insert(&mut self, key: u64, entry: Entry) {
+        self.filter.set(key);
+        self.entries.insert(key, entry);
     }
 
     fn note_overflow(&mut self, call_id: u64, class: Class, untrusted: bool) {
@@ -345,7 +397,7 @@ impl ValueIndex {
                 missed = Some((class.max(entry.class), was_untrusted || untrusted.is_some()));
                 continue;
             }
-            self.entries.insert(
+            self.insert(
                 *key,
                 Entry {
                     owned: entry.owned,
@@ -434,7 +486,12 @@ impl TryFrom<Persisted> for ValueIndex {
             .map(|(i, t)| (t.clone(), u32::try_from(i).unwrap_or(u32::MAX)))
             .collect();
         let tool_bytes = stored.tools.iter().map(|t| t.len() + ORIGIN_BYTES).sum();
+        let mut filter = Filter::for_caps(stored.caps);
+        for (key, _) in &stored.entries {
+            filter.set(*key);
+        }
         Ok(ValueIndex {
+            filter,
             key: stored.key,
             caps: stored.caps,
             entries: stored.entries.into_iter().collect(),

@@ -12,10 +12,14 @@ pub fn text_form(value: &str) -> String {
         if !out.is_empty() {
             out.push(' ');
         }
-        for c in word.chars() {
-            out.extend(c.to_lowercase());
+        if word.is_ascii() {
+            out.push_str(word);
+        } else {
+            out.push_str(&word.to_lowercase());
         }
     }
+    // Only ASCII letters are left to lower (the rest was lowered word by word).
+    out.make_ascii_lowercase();
     out
 }
 
