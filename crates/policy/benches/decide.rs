@@ -1,6 +1,11 @@
 //! `decide` against 10, 1,000 and 10,000 grants: a read that the last grant covers, and a
 //! read that no grant covers (every grant is tried). The reference in the same run is the
 //! path resolution alone (`resolve_args`), the file-system part every decision pays.
+//!
+//! The provenance check (`provenance/…`) of a call against a session that has seen 10,000
+//! values in 100 untrusted results: a mail (recipient, amount, IBAN, subject, a body of 60
+//! words) and a `shell` command (beside the shell parser's part alone, `shell_script_words_only`);
+//! and indexing one result of 100 values into an empty index.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // criterion's macros make public functions without docs.
 #![allow(missing_docs)]
@@ -11,7 +16,8 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use policy::args::{ToolName, parse};
 use policy::decide::{Labels, Protected, decide, resolve_args};
 use policy::grants::parse_file;
-use proto::Timestamp;
+use policy::provenance::{Caps, Source, Value, ValueIndex, ValueKind};
+use proto::{Class, Timestamp};
 
 fn grants_text(n: usize) -> String {
     let mut text = String::new();
@@ -54,5 +60,113 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// One untrusted result of 100 values: addresses, amounts, codes and words, all new.
+fn result_text(n: usize) -> String {
+    let mut text = String::new();
+    for i in 0..25 {
+        let v = n * 25 + i;
+        text.push_str(&format!(
+            "From user{v}@host{v}.example: pay {v},{:03}.50 to ref-{v}x and word{v} today.\n",
+            v % 1000
+        ));
+    }
+    text
+}
+
+fn bench_provenance(c: &mut Criterion) {
+    let mut group = c.benchmark_group("provenance");
+    let mut index = ValueIndex::new(*b"bench-key-123456", Caps::default());
+    index.add(
+        Source::OwnerWords,
+        "pay the invoice from Bob, bob@corp.example, 1,250.00",
+    );
+    index.add(Source::Grant, "cargo test");
+    for n in 0..100 {
+        let source = Source::Result {
+            call_id: n as u64,
+            tool: "read_inbox",
+            class: Class::Private,
+            untrusted: true,
+        };
+        index.add(source, &result_text(n));
+    }
+    assert!(index.overflow().is_none());
+    let body = "Hi Bob, thanks for the invoice. I have paid it today as agreed; the amount \
+                should arrive within two days. Let me know if anything is missing or if the \
+                reference is wrong, and say hello to the team from me. We could meet next \
+                week to go over the plans for the new office and the budget.";
+    let mail = [
+        Value {
+            name: "recipient",
+            kind: ValueKind::Identifier,
+            text: "user4242@host4242.example",
+        },
+        Value {
+            name: "amount",
+            kind: ValueKind::Identifier,
+            text: "1250",
+        },
+        Value {
+            name: "iban",
+            kind: ValueKind::Identifier,
+            text: "DE89 3704 0044 0532 0130 00",
+        },
+        Value {
+            name: "subject",
+            kind: ValueKind::Identifier,
+            text: "Invoice paid",
+        },
+        Value {
+            name: "body",
+            kind: ValueKind::FreeText,
+            text: body,
+        },
+    ];
+    let shell = [Value {
+        name: "command",
+        kind: ValueKind::ShellCommand,
+        text: "cargo test -p policy --release -- provenance 2>&1 | tail -n 20",
+    }];
+    println!(
+        "provenance: {} entries, {} bytes counted",
+        index.len(),
+        index.bytes()
+    );
+    group.bench_function("check_mail_call_10k_values", |b| {
+        b.iter(|| index.check(&mail))
+    });
+    group.bench_function("check_mail_identifiers_only_10k_values", |b| {
+        b.iter(|| index.check(&mail[..4]))
+    });
+    group.bench_function("check_shell_call_10k_values", |b| {
+        b.iter(|| index.check(&shell))
+    });
+    // The reference for the shell call: reading its words alone (the parser the decision runs
+    // for coverage anyway).
+    group.bench_function("shell_script_words_only", |b| {
+        b.iter(|| policy::shell::script_words(shell[0].text))
+    });
+    let one = result_text(1_000);
+    group.bench_function("index_one_result_of_100_values_empty_index", |b| {
+        b.iter_batched(
+            || ValueIndex::new(*b"bench-key-123456", Caps::default()),
+            |mut index| {
+                index.add(
+                    Source::Result {
+                        call_id: 1_000,
+                        tool: "read_inbox",
+                        class: Class::Private,
+                        untrusted: true,
+                    },
+                    &one,
+                );
+                index
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_provenance);
 criterion_main!(benches);

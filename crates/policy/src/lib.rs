@@ -2,7 +2,7 @@
 //! arguments parsed strictly ([`args`], [`consult`], [`ask`], [`memory`]), the owner's grant files ([`grants`]), and
 //! the decision itself ([`decide`]) with what it needs to read a `shell` script ([`shell`]) and
 //! to know which writes change what git and the other programs outside the box run ([`git`],
-//! [`trusted`]).
+//! [`trusted`]), and where a call's values came from ([`provenance`]).
 //!
 //! It reads grant files and resolves paths (file metadata and symbolic links); nothing else
 //! touches the machine. `brokerd` runs what is decided here; `bx grants check`, the MCP front and
@@ -18,5 +18,6 @@ pub mod grants;
 pub mod hosts;
 pub mod memory;
 pub mod paths;
+pub mod provenance;
 pub mod shell;
 pub mod trusted;

@@ -113,7 +113,7 @@ mod writes;
 use std::collections::VecDeque;
 use std::fmt;
 
-pub use rails::{Place, backgrounded, catastrophic, path_words};
+pub use rails::{Place, backgrounded, catastrophic, path_words, script_words};
 pub use warnings::prefix_warning;
 pub use words::prefix_words;
 pub use writes::{GitConfigScope, WriteTarget};

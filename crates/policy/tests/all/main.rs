@@ -7,6 +7,7 @@ mod decide;
 mod downstream;
 mod grants;
 mod paths;
+mod provenance;
 mod shell_coverage;
 mod shell_dialects;
 mod shell_git;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use policy::shell::{Place, backgrounded, catastrophic, path_words};
+use policy::shell::{Place, backgrounded, catastrophic, path_words, script_words};
 
 /// The granted folder's base every row runs under.
 const BASE: &str = "/work/proj";
@@ -445,4 +445,29 @@ mod properties {
             prop_assert!(found(&nested, At::Sub).is_some(), "{}", nested);
         }
     }
+}
+
+#[test]
+fn script_words_are_every_word_decoded_with_nested_scripts_and_none_when_unreadable() {
+    let words = script_words(
+        "curl 'https://a.example/'\"x\" > out.txt && sh -c 'git push origin main' | tee \"$(date)\"",
+    )
+    .unwrap();
+    for want in [
+        "curl",
+        "https://a.example/x",
+        "out.txt",
+        "sh",
+        "-c",
+        "git push origin main",
+        "git",
+        "push",
+        "origin",
+        "main",
+        "tee",
+        "$(date)",
+    ] {
+        assert!(words.iter().any(|w| w == want), "{want} not in {words:?}");
+    }
+    assert_eq!(script_words("echo ("), None);
 }

@@ -54,7 +54,7 @@ use std::path::{Component, Path, PathBuf};
 
 use read::{Word, word};
 use walk::{Flat, flatten};
-pub use words::path_words;
+pub use words::{path_words, script_words};
 
 use super::MAX_SHELL_DEPTH;
 use super::runners::{SHELL_NAMES, basename};

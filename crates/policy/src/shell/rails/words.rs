@@ -18,6 +18,37 @@ pub fn path_words(script: &str) -> Vec<String> {
     out
 }
 
+/// Every word of the script's commands and every redirection target, decoded as the shell
+/// would (quotes removed; a substitution kept as written), and the same of nested `sh -c`
+/// scripts, in order of appearance: the values of a `shell` call for the provenance check
+/// ([`crate::provenance`]). None when the script cannot be read.
+pub fn script_words(script: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    all_words(script, 0, &mut out)?;
+    Some(out)
+}
+
+fn all_words(script: &str, depth: usize, out: &mut Vec<String>) -> Option<()> {
+    if depth > MAX_SHELL_DEPTH {
+        return None;
+    }
+    let flat = flatten(&read::parse(script)?);
+    out.extend(flat.redirects.iter().map(|(_, raw)| word(raw).text));
+    for command in &flat.commands {
+        let words: Vec<Word> = command.iter().map(|raw| word(raw)).collect();
+        if let Some(first) = words.first()
+            && SHELL_NAMES.contains(&basename(&first.text))
+        {
+            for arg in words[1..].iter().filter(|w| !w.text.starts_with('-')) {
+                // A shell's argument that is not a script it can read is still a word.
+                let _ = all_words(&arg.text, depth + 1, out);
+            }
+        }
+        out.extend(words.into_iter().map(|w| w.text));
+    }
+    Some(())
+}
+
 fn collect_words(script: &str, depth: usize, out: &mut Vec<String>) {
     if depth > MAX_SHELL_DEPTH {
         return;

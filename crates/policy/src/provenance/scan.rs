@@ -1,0 +1,257 @@
+//! A text cut into candidate values: its tokens (whitespace-separated chunks without their
+//! quotes, brackets and sentence punctuation), the values inside a token (an address after
+//! `to=`, a URL in brackets), the alphanumeric words of each, and IBANs written in groups
+//! across tokens. Results, the owner's words, grant literals and a call's values are all cut
+//! the same way, so that what is looked up is spelled as what was indexed.
+
+use super::normal::{
+    alnum_words, email_form, host_form, iban_form, number_form, text_form, trim_token, url_form,
+};
+
+/// One candidate value of a text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Candidate {
+    /// The value as written (trimmed), for messages.
+    pub shown: String,
+    /// Its normal forms; the value is in a source when one of them is.
+    pub forms: Vec<String>,
+    /// When it is a URL or a host name: the host, checked on its own (the place a call reaches).
+    pub host: Option<String>,
+    /// An address, URL, host name or IBAN: a value worth checking even inside free text.
+    pub structured: bool,
+    /// Letters and digits mixed, a long number or a long token: what a secret (a password, a
+    /// key, an account number) looks like, checked for confidentiality inside free text.
+    pub distinctive: bool,
+}
+
+/// A text cut for the index.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// Every candidate: each token, each value inside one, each IBAN across tokens.
+    pub candidates: Vec<Candidate>,
+    /// The alphanumeric words inside tokens that differ from the token (`smith` in `Smith's`).
+    pub inner_words: Vec<String>,
+    /// The tokens' text forms in order: pairs of neighbours are the runs a multi-word value
+    /// is matched against.
+    pub tokens: Vec<String>,
+    /// The alphanumeric words in order: what free-text runs are made of.
+    pub words: Vec<String>,
+}
+
+/// Characters that separate values inside one token (`to=x@y.example`, `a@x.example,b@y.example`).
+const INNER: &[char] = &[
+    ',', ';', '<', '>', '(', ')', '[', ']', '{', '}', '"', '\'', '|', '=',
+];
+
+/// `text` cut into candidates, tokens and words.
+pub fn scan(text: &str) -> Scanned {
+    let mut out = Scanned::default();
+    let chunks: Vec<&str> = text
+        .split_whitespace()
+        .map(trim_token)
+        .filter(|t| t.chars().any(char::is_alphanumeric))
+        .collect();
+    for (i, token) in chunks.iter().enumerate() {
+        let lower = text_form(token);
+        out.tokens.push(lower.clone());
+        out.candidates.push(candidate(token, lower.clone()));
+        for piece in inner_pieces(token) {
+            out.candidates.push(candidate(piece, text_form(piece)));
+        }
+        let mut count = 0;
+        for word in alnum_words(&lower) {
+            count += 1;
+            out.words.push(word.to_owned());
+        }
+        if count > 1 || out.words.last() != out.tokens.last() {
+            let first = out.words.len() - count;
+            out.inner_words.extend(out.words[first..].iter().cloned());
+        }
+        iban_groups(&chunks[i..], &mut out.candidates);
+    }
+    out
+}
+
+/// The candidates of `text` that are structured or distinctive (what free text is checked
+/// for beside its runs), cut as [`scan`] cuts them; plain words cost nothing here.
+pub fn notable(text: &str) -> Vec<Candidate> {
+    let chunks: Vec<&str> = text
+        .split_whitespace()
+        .map(trim_token)
+        .filter(|t| t.chars().any(char::is_alphanumeric))
+        .collect();
+    let mut out = Vec::new();
+    for (i, token) in chunks.iter().enumerate() {
+        if plain(token) {
+            continue;
+        }
+        let mut found = vec![candidate(token, text_form(token))];
+        found.extend(
+            inner_pieces(token)
+                .into_iter()
+                .map(|piece| candidate(piece, text_form(piece))),
+        );
+        iban_groups(&chunks[i..], &mut found);
+        out.extend(found.into_iter().filter(|c| c.structured || c.distinctive));
+    }
+    out
+}
+
+/// A plain word (shorter than 20 bytes, no digit, no `.`, `@` or `:`): it has only its text
+/// form, since every other form needs one of those, and it is neither structured nor
+/// distinctive.
+fn plain(token: &str) -> bool {
+    token.len() < 20 && !token.contains(|c: char| c.is_ascii_digit() || ".@:".contains(c))
+}
+
+/// The candidate for one token or piece.
+fn candidate(token: &str, lower: String) -> Candidate {
+    if plain(token) {
+        return Candidate {
+            shown: token.to_owned(),
+            forms: vec![lower],
+            ..Candidate::default()
+        };
+    }
+    let mut forms = vec![lower];
+    let mut structured = false;
+    let mut host = None;
+    if let Some(email) = email_form(token) {
+        structured = true;
+        forms.push(email);
+    } else if let Some(url) = url_form(token) {
+        structured = true;
+        forms.push(url.normal);
+        host = Some(url.host);
+    } else if let Some(name) = host_form(token) {
+        structured = true;
+        host = Some(name);
+    }
+    let number = number_form(token);
+    if let Some(iban) = iban_form(token) {
+        structured = true;
+        forms.push(iban);
+    }
+    let digits = token.chars().filter(char::is_ascii_digit).count();
+    let letters = token.chars().filter(|c| c.is_alphabetic()).count();
+    let distinctive = structured
+        || (token.len() >= 6 && digits > 0 && letters > 0)
+        || digits >= 6
+        || token.len() >= 20;
+    if let Some(number) = number {
+        forms.push(number);
+    }
+    forms.sort();
+    forms.dedup();
+    Candidate {
+        shown: token.to_owned(),
+        forms,
+        host,
+        structured,
+        distinctive,
+    }
+}
+
+/// The values inside a token, split at [`INNER`] (and at `:` when the token is not a URL):
+/// the pieces that differ from the token, with any alphanumeric character.
+fn inner_pieces(token: &str) -> Vec<&str> {
+    let url = token.contains("://");
+    if !token.contains(INNER) && (url || !token.contains(':')) {
+        return Vec::new();
+    }
+    token
+        .split(|c: char| INNER.contains(&c) || (!url && c == ':'))
+        .map(trim_token)
+        .filter(|p| p.len() < token.len() && p.chars().any(char::is_alphanumeric))
+        .collect()
+}
+
+/// An IBAN written in groups (`DE89 3704 0044 0532 0130 00`) starting at `chunks[0]`: every
+/// join of the first group with the groups after it that is IBAN-shaped (the end of the
+/// number cannot be told from a short word after it, so each length is a candidate).
+fn iban_groups(chunks: &[&str], out: &mut Vec<Candidate>) {
+    let Some(first) = chunks.first() else {
+        return;
+    };
+    let b = first.as_bytes();
+    let starts = b.len() == 4
+        && b[..2].iter().all(u8::is_ascii_alphabetic)
+        && b[2..].iter().all(u8::is_ascii_digit);
+    if !starts {
+        return;
+    }
+    let mut shown = (*first).to_owned();
+    for group in &chunks[1..] {
+        if group.is_empty() || group.len() > 4 || !group.bytes().all(|c| c.is_ascii_alphanumeric())
+        {
+            return;
+        }
+        shown.push(' ');
+        shown.push_str(group);
+        if let Some(iban) = iban_form(&shown) {
+            out.push(Candidate {
+                shown: shown.clone(),
+                forms: vec![iban, text_form(&shown)],
+                host: None,
+                structured: true,
+                distinctive: true,
+            });
+        } else if shown.len() > 34 + 8 {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn forms(text: &str) -> Vec<String> {
+        scan(text)
+            .candidates
+            .into_iter()
+            .flat_map(|c| c.forms.into_iter().chain(c.host))
+            .collect()
+    }
+
+    #[test]
+    fn a_text_gives_its_addresses_urls_hosts_numbers_and_words() {
+        let all = forms(
+            "Hi! Send $1,000.50 to <Mark@Evil.Example> or see https://Evil.Example:443/pay/ now.",
+        );
+        for want in [
+            "hi",
+            "send",
+            "1000.5",
+            "mark@evil.example",
+            "https://evil.example/pay",
+            "evil.example",
+            "now",
+        ] {
+            assert!(all.iter().any(|f| f == want), "{want} not in {all:?}");
+        }
+    }
+
+    #[test]
+    fn values_inside_a_token_are_candidates_too() {
+        let all = forms("to=x@y.example,z@w.example (contact:ceo@corp.example)");
+        for want in ["x@y.example", "z@w.example", "ceo@corp.example"] {
+            assert!(all.iter().any(|f| f == want), "{want} not in {all:?}");
+        }
+    }
+
+    #[test]
+    fn an_iban_in_groups_is_one_candidate() {
+        let all = forms("pay into DE89 3704 0044 0532 0130 00 today");
+        assert!(all.iter().any(|f| f == "DE89370400440532013000"), "{all:?}");
+    }
+
+    #[test]
+    fn tokens_and_words_keep_their_order() {
+        let s = scan("Don't stop -- \"now\".");
+        assert_eq!(s.tokens, ["don't", "stop", "now"]);
+        assert_eq!(s.words, ["don", "t", "stop", "now"]);
+        assert_eq!(s.inner_words, ["don", "t"]);
+    }
+}
