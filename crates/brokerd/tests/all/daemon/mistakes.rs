@@ -302,3 +302,41 @@ untrusted = false
         format!("{} does not exist", work.join("nots/a.md").display())
     );
 }
+
+#[test]
+fn every_argument_a_tools_schema_lists_is_one_its_parser_takes_and_no_other() {
+    use brokerd::args::{ToolName, parse};
+    for tool in ToolName::KNOWN.iter().chain(&ToolName::JOB_COMPANIONS) {
+        let schema = brokerd::daemon::server::schema_of(*tool).unwrap();
+        let listed: Vec<&String> = schema.parameters["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        for key in &listed {
+            let arguments = serde_json::json!({ *key: null }).to_string();
+            let error = parse(*tool, &arguments).map(|_| ()).unwrap_err().detail();
+            assert!(
+                !error.contains("unknown"),
+                "{} lists {key} and its parser refuses it: {error}",
+                tool.as_str()
+            );
+        }
+        // The parser names what it takes when it refuses a key: the same as the schema.
+        let error = parse(*tool, r#"{"zz-not-an-argument":0}"#)
+            .map(|_| ())
+            .unwrap_err()
+            .detail();
+        if let Some(expected) = error.split("expected one of ").nth(1) {
+            let mut taken: Vec<&str> = expected
+                .split(", ")
+                .map(|k| k.trim_matches(|c: char| c == '`' || c.is_whitespace()))
+                .map(|k| k.split('`').next().unwrap())
+                .collect();
+            let mut listed: Vec<&str> = listed.iter().map(|k| k.as_str()).collect();
+            taken.sort_unstable();
+            listed.sort_unstable();
+            assert_eq!(taken, listed, "{}: {error}", tool.as_str());
+        }
+    }
+}

@@ -8,6 +8,7 @@ mod garbage;
 mod gateway;
 mod http;
 mod idle;
+mod mistakes;
 mod names;
 mod rendezvous;
 mod waiting;
