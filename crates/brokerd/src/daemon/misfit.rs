@@ -54,8 +54,15 @@ pub fn misfits(
             .iter_errors(arguments)
             .flat_map(|error| sentences(tool, schema, &error)),
     );
-    found.truncate(MISFITS_NAMED);
-    found
+    // An unknown key is named once, when the schema refuses it too (`additionalProperties`).
+    let mut named: Vec<String> = Vec::new();
+    for misfit in found {
+        if !named.contains(&misfit) {
+            named.push(misfit);
+        }
+    }
+    named.truncate(MISFITS_NAMED);
+    named
 }
 
 /// The sentence for arguments that are not a JSON object at all.
@@ -320,6 +327,12 @@ mod tests {
         );
         assert_eq!(
             check(&schema(), json!({"path": "/a", "file": 1})),
+            ["argument `file` is not one of t's arguments; t takes `path`, `limit`, `edits`"]
+        );
+        let mut closed = schema();
+        closed["additionalProperties"] = json!(false);
+        assert_eq!(
+            check(&closed, json!({"path": "/a", "file": 1})),
             ["argument `file` is not one of t's arguments; t takes `path`, `limit`, `edits`"]
         );
         assert_eq!(
