@@ -15,6 +15,8 @@ pub mod jobs;
 pub mod journal;
 pub mod memo;
 pub mod memory;
+pub mod misfit;
+pub mod nearest;
 pub mod owner;
 pub mod podman;
 pub mod proxy;

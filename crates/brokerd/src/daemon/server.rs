@@ -245,7 +245,8 @@ pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
         .collect()
 }
 
-fn schema_of(tool: ToolName) -> Option<ToolSchema> {
+/// The schema the broker lists for one of its own tools (what the model was shown).
+pub fn schema_of(tool: ToolName) -> Option<ToolSchema> {
     match tool {
         ToolName::ReadFile => Some(tools::fs::broker_read_file_schema()),
         ToolName::WriteFile => Some(tools::fs::write_file_schema()),

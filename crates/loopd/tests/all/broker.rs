@@ -143,6 +143,53 @@ fn an_ungranted_call_is_denied_with_the_no_grant_sentence() {
 }
 
 #[test]
+fn a_mistaken_call_tells_the_model_which_argument_is_wrong_and_where_a_missing_file_may_be() {
+    let broker = BrokerProcess::start(READ_WORK, FAST);
+    let file = broker.work.join("notes.txt");
+    std::fs::write(&file, "the notes\n").unwrap();
+    let server = ScriptServer::from_json(
+        &json!({"turns": [{"replies": [
+            {"call": [call("read_file", json!({"path": "notes.txt"}))]},
+            {"call": [call("read_file", json!({"path": 5}))]},
+            {"call": [call("read_file", json!({"path": broker.work.join("Notes.txt")}))]},
+            {"say": "done"}
+        ]}]})
+        .to_string(),
+    );
+    let state = broker.root.path().join("loopd-state");
+    let output = chat(
+        &broker,
+        &state,
+        &server.base_url(),
+        &["-m", "read the notes"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let events = events(&output);
+    assert!(of_type(&events, "tool_denied").is_empty(), "{events:?}");
+    let results = of_type(&events, "tool_result");
+    assert_eq!(results.len(), 3, "{events:?}");
+    let work = broker.work.display();
+    assert_eq!(
+        results[0]["content"],
+        format!(
+            "The tool failed: argument `path` must be an absolute path; got `notes.txt` (relative to the granted folder {work}: {work}/notes.txt)"
+        )
+    );
+    assert_eq!(
+        results[1]["content"],
+        "The tool failed: argument `path` must be a string; got 5"
+    );
+    let missing = results[2]["content"].as_str().unwrap();
+    assert!(missing.starts_with("The tool failed: "), "{missing}");
+    assert!(
+        missing.ends_with(&format!(
+            "{work}/Notes.txt does not exist; the nearest existing folder is {work}; did you mean {work}/notes.txt?"
+        )),
+        "{missing}"
+    );
+}
+
+#[test]
 fn a_write_into_the_protected_grants_folder_is_denied() {
     let grants = format!(
         "{READ_WORK}\n[[grant]]\nid = \"write-everywhere\"\ntool = \"write_file\"\npaths = [\"/\"]\nuntrusted = false\non_untrusted = \"allow\"\n"

@@ -1,6 +1,7 @@
 //! The broker's view of a call: which tool (`ToolName`) and its arguments, parsed strictly
-//! (`ToolArgs`). Parsing is step 3 of the decision: arguments that do not fit the tool are
-//! `InvalidArguments`, with a detail for the owner.
+//! (`ToolArgs`). Parsing is step 3 of the decision: arguments that do not fit the tool are an
+//! [`ArgsError`], with a detail for the owner; the broker answers them as a failure that names
+//! the argument and what it must be (the model's to fix), not as a denial.
 
 use serde::Serialize;
 use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
@@ -386,6 +387,18 @@ impl ToolArgs {
     /// The path the call reads or writes, for the tools that name one ([`ToolName::is_path_tool`]).
     pub fn path(&self) -> Option<&str> {
         path_of!(self, a => a.path.as_str())
+    }
+
+    /// The first path argument that is not absolute, as `(argument, path)`: a path tool's
+    /// `path`, or a script's `cwd`. Every path a call names must be absolute; the model is told
+    /// which one is not.
+    pub fn relative_path(&self) -> Option<(&'static str, &str)> {
+        let relative = |p: &str| !std::path::Path::new(p).is_absolute();
+        if let Some(path) = self.path() {
+            return relative(path).then_some(("path", path));
+        }
+        let cwd = self.script()?.cwd.as_deref()?;
+        relative(cwd).then_some(("cwd", cwd))
     }
 
     /// The path argument, mutably (to resolve it).

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use proto::{DenyReason, GrantId, Timestamp};
 
 use super::{Asked, Pending, Refused, Runnable, Step};
-use crate::args::{ToolArgs, ToolName, parse};
+use crate::args::{ArgsError, ToolArgs, ToolName, parse};
 use crate::daemon::Broker;
 use crate::daemon::memo::SessionMemo;
+use crate::daemon::misfit;
 use crate::grants::Grant;
 use crate::policy::{Decision, Labels};
 
@@ -55,9 +56,14 @@ pub(super) fn decide(
             ToolArgs::AskMemory(ask)
         }
         Ok(args) => args,
-        Err(error) => return invalid(error.detail()),
+        // Arguments that do not fit are the model's to fix: a failure naming the argument.
+        Err(error) => return Step::Failed(unfit(tool, &call.arguments, &error)),
     };
     let now = Timestamp::now();
+    if let Some((argument, path)) = args.relative_path() {
+        let folder = granted_folder(&grants, tool, now);
+        return Step::Failed(misfit::relative_path(argument, path, folder.as_deref()));
+    }
     let walls = broker.runner.path_walls();
     let decision = policy::decide::decide_in(&args, &grants, labels, now, &broker.protected, walls);
     let (allowed, ask) = match decision {
@@ -94,4 +100,43 @@ pub(super) fn decide(
         None => Step::Run(runnable),
         Some(why) => Step::Ask(runnable, Asked::new(grant, why)),
     }
+}
+
+/// What the model is told of arguments `parse` refused: each misfit against the schema the
+/// broker lists for the tool, naming the argument; `parse`'s own words when the schema has
+/// nothing to say (a value only the broker's checks refuse, like an empty `edits`).
+fn unfit(tool: ToolName, arguments: &str, error: &ArgsError) -> String {
+    let name = tool.as_str();
+    let value = match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(value) => value,
+        Err(error) => return misfit::not_json(name, &error),
+    };
+    let found = crate::daemon::server::schema_of(tool)
+        .and_then(|schema| {
+            let validator = jsonschema::validator_for(&schema.parameters).ok()?;
+            Some(misfit::misfits(
+                name,
+                &validator,
+                &schema.parameters,
+                &value,
+                true,
+            ))
+        })
+        .unwrap_or_default();
+    if found.is_empty() {
+        format!("the arguments do not fit {name}: {}", error.detail())
+    } else {
+        misfit::message(&found)
+    }
+}
+
+/// The folder a relative path would be taken in: the first folder of the first live allow
+/// grant of `tool` (where a `shell` call without `cwd` runs), when it is a folder.
+fn granted_folder(grants: &[Grant], tool: ToolName, now: Timestamp) -> Option<std::path::PathBuf> {
+    grants
+        .iter()
+        .filter(|g| g.tool == tool.granted_by() && !g.deny && !g.expired(now))
+        .find_map(|g| g.paths.first())
+        .map(|rule| rule.base())
+        .filter(|base| base.is_dir())
 }

@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 use super::record::{Ran, finish_with, unavailable};
 use super::{Answered, Asked, Pending, Refused, Runnable, Step};
 use crate::daemon::Broker;
-use crate::daemon::gateway::DownstreamCall;
+use crate::daemon::gateway::{DownstreamCall, Unfit};
+use crate::daemon::misfit;
 use crate::daemon::sessions::Refusal;
 use crate::policy::Labels;
 
@@ -64,12 +65,14 @@ pub(super) async fn decide(
             )
         });
     }
+    // Arguments of the wrong shape are the model's to fix: a failure that names what is wrong.
     let arguments = match serde_json::from_str::<Value>(&call.arguments) {
         Ok(Value::Object(arguments)) => arguments,
-        _ => return invalid(format!("the arguments of {full} must be a JSON object")),
+        Ok(other) => return Ok(Step::failed(misfit::not_an_object(&full, &other))),
+        Err(error) => return Ok(Step::failed(misfit::not_json(&full, &error))),
     };
     if let Err(twice) = policy::downstream::duplicate_key(&call.arguments) {
-        return invalid(format!("the arguments of {full}: {twice}"));
+        return Ok(Step::failed(format!("the arguments of {full}: {twice}")));
     }
     // No grant names the tool, or a deny grant does (it needs no pin): refused without
     // starting the server.
@@ -106,8 +109,10 @@ pub(super) async fn decide(
     let Some(definition) = tools.iter().find(|d| d.tool == tool) else {
         return invalid(format!("server {server} lists no tool {tool:?}"));
     };
-    if let Err(detail) = definition.check(&Value::Object(arguments.clone())) {
-        return invalid(detail);
+    match definition.check(&Value::Object(arguments.clone())) {
+        Ok(()) => {}
+        Err(Unfit::Arguments(misfits)) => return Ok(Step::failed(misfits)),
+        Err(Unfit::Schema(detail)) => return invalid(detail),
     }
     let hash = definition.hash.clone();
     drop(tools);

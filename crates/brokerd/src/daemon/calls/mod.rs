@@ -203,6 +203,13 @@ async fn answer_locked(
                 }
                 return deny(broker, &call, reason, grant, detail).await;
             }
+            Step::Failed(message) => {
+                tracing::info!(session = %call.session, call = %call.call_id, tool = %call.tool, %message, "arguments do not fit");
+                let answer = Answer::Failed {
+                    message: ledger::Field::of(&message),
+                };
+                return finish(broker, &call, None, answer, None, message).await;
+            }
             Step::Question {
                 grant,
                 question,
@@ -249,6 +256,9 @@ enum Step {
     Answered(Answered),
     /// Refused (recorded by the caller).
     Denied(Refused),
+    /// Failed before the decision, its arguments not fitting the tool: the message names the
+    /// argument and what it must be (recorded by the caller).
+    Failed(String),
     /// The model's `ask`: a question for the owner.
     Question {
         /// The grant that lets the model ask.
@@ -270,6 +280,13 @@ struct Refused {
     reason: DenyReason,
     grant: Option<GrantId>,
     detail: String,
+}
+
+impl Step {
+    /// A failure whose message is `message`.
+    fn failed(message: String) -> Step {
+        Step::Failed(message)
+    }
 }
 
 impl Refused {

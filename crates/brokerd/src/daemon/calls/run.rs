@@ -11,9 +11,9 @@ use proto::{GrantId, ToolResponse};
 use super::record::{Ran, finish_blocking, finish_with, unavailable};
 use super::{Answered, Pending};
 use crate::args::ToolName;
-use crate::daemon::Broker;
 use crate::daemon::runner::{Outcome, Raised, RunContext};
 use crate::daemon::sessions::Refusal;
+use crate::daemon::{Broker, nearest};
 use crate::policy::{Allowed, Labels};
 
 pub(super) async fn run(
@@ -95,6 +95,18 @@ pub(super) async fn run(
                 return Some(Answered::unrecorded(unavailable()));
             }
             let mut outcome = broker.runner.run(&allowed, &context);
+            // A path that does not exist: where the call could go instead, if anywhere.
+            if let Outcome::Failed(message) = &mut outcome {
+                let reach = nearest::Reach {
+                    grants: &context.grants,
+                    labels: context.labels,
+                    protected: &context.protected,
+                    walls: broker.runner.path_walls(),
+                };
+                if let Some(hint) = nearest::hint(&allowed, &reach) {
+                    message.push_str(&hint);
+                }
+            }
             // What a file tool saw, as the run reported it (taken out of the header).
             let seen = match &mut outcome {
                 Outcome::Ran { fields, .. } => {

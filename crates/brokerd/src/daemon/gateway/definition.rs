@@ -7,8 +7,16 @@ use policy::downstream::{definition, definition_hash};
 use proto::ToolSchema;
 use serde_json::Value;
 
-/// The most validation errors named when arguments do not fit a downstream tool's schema.
-const ERRORS_NAMED: usize = 5;
+use crate::daemon::misfit;
+
+/// Why a call's arguments were not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unfit {
+    /// They do not fit the schema: each misfit, naming its argument (the model can fix it).
+    Arguments(String),
+    /// The schema itself cannot check anything (the server's problem: the call is refused).
+    Schema(String),
+}
 
 /// One tool as a downstream server lists it, with the pin of its definition.
 pub struct Definition {
@@ -38,34 +46,21 @@ impl Definition {
         }
     }
 
-    /// Whether `arguments` fit the tool's input schema; else the errors, as a sentence.
-    pub fn check(&self, arguments: &Value) -> Result<(), String> {
+    /// Whether `arguments` fit the tool's input schema: else each misfit, naming its argument
+    /// ([`crate::daemon::misfit`]), or why the schema cannot check them.
+    pub fn check(&self, arguments: &Value) -> Result<(), Unfit> {
         let validator = self.validator.as_ref().map_err(|e| {
-            format!(
+            Unfit::Schema(format!(
                 "the input schema of {} cannot be used to check arguments: {e}",
                 self.tool
-            )
+            ))
         })?;
-        let errors: Vec<String> = validator
-            .iter_errors(arguments)
-            .take(ERRORS_NAMED)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
-        if errors.is_empty() {
+        let schema = self.value.get("inputSchema").unwrap_or(&Value::Null);
+        let found = misfit::misfits(&self.tool, validator, schema, arguments, false);
+        if found.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "the arguments do not fit the input schema of {}: {}",
-                self.tool,
-                errors.join("; ")
-            ))
+            Err(Unfit::Arguments(misfit::message(&found)))
         }
     }
 

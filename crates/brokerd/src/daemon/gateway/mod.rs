@@ -30,7 +30,7 @@ use super::config::DownstreamConfig;
 use super::runner::{Outcome, Runner};
 use crate::policy::Protected;
 
-pub use definition::Definition;
+pub use definition::{Definition, Unfit};
 pub use instance::Called;
 use instance::{Instance, Launch};
 

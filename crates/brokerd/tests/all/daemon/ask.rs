@@ -108,7 +108,7 @@ fn a_question_answered_after_its_session_ended_is_refused() {
 }
 
 #[test]
-fn ask_without_a_grant_is_no_grant_and_with_unknown_fields_is_invalid() {
+fn ask_without_a_grant_is_no_grant_and_with_unknown_fields_fails_naming_the_field() {
     let broker = BrokerProcess::start("", "");
     let mut client = AgentClient::open(&broker.socket(), None);
     assert!(matches!(
@@ -119,10 +119,12 @@ fn ask_without_a_grant_is_no_grant_and_with_unknown_fields_is_invalid() {
     ));
     broker.write_grants("ask.toml", ASK);
     super::reloaded(&broker, "grants reloaded grants=1", 1);
-    assert!(matches!(
-        client.call(2, "ask", r#"{"question":"x","path":"/"}"#),
-        Ok(ToolResponse::Denied {
-            reason: proto::DenyReason::InvalidArguments
-        })
-    ));
+    let unknown = client.call(2, "ask", r#"{"question":"x","path":"/"}"#);
+    let Ok(ToolResponse::Failed { message }) = &unknown else {
+        panic!("{unknown:?}")
+    };
+    assert!(
+        message.starts_with("argument `path` is not one of ask's arguments"),
+        "{message}"
+    );
 }

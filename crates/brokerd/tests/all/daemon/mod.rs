@@ -16,6 +16,7 @@ mod git;
 mod grant_roots;
 mod jobs;
 mod memory;
+mod mistakes;
 mod net;
 mod non_root;
 mod outside_text;

@@ -61,8 +61,8 @@ fn a_searxng_search_comes_back_untrusted_as_title_url_and_snippet() {
         .unwrap();
     assert_eq!(
         refused,
-        ToolResponse::Denied {
-            reason: proto::DenyReason::InvalidArguments
+        ToolResponse::Failed {
+            message: "argument `max_results` must be at most 10; got 11".to_string()
         }
     );
 }

@@ -10,6 +10,7 @@ mod garbage;
 mod gateway;
 mod http;
 mod idle;
+mod mistakes;
 mod names;
 mod rendezvous;
 mod typescript;
