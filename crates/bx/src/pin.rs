@@ -217,7 +217,8 @@ fn plan<'r>(
                         "{tool_name} is denied by grant {grant}: a denied tool is not pinned (remove the deny grant first if you mean to grant it)"
                     ),
                     Status::Ungranted => format!(
-                        "no grant names {tool_name}: add a [[grant]] with tool = \"{tool_name}\" (or \"server.*\") first, then pin it"
+                        "no grant names {tool_name}: add a [[grant]] with tool = \"{tool_name}\" (or \"{}.*\") first, then pin it",
+                        escape_terminal(split(&tool.name).map_or("server", |(server, _)| server))
                     ),
                     Status::Unpinned | Status::Changed => {
                         plan.tools.push(tool);
