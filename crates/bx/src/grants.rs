@@ -10,17 +10,24 @@ use proto::text::escape_terminal;
 use crate::Exit;
 use crate::owner::OwnerError;
 
-fn home() -> PathBuf {
+/// The owner's home folder (`$HOME` when absolute, else `/`): what `~/` in a grant means.
+pub(crate) fn home() -> PathBuf {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|h| h.is_absolute())
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-/// `bx grants check`: every problem and warning with file and line.
-pub fn check(dirs: &Dirs) -> Exit {
+/// `bx grants check`: every problem and warning with file and line, and with the broker
+/// running, every downstream tool against the grants; `json`: the same as one JSON object
+/// ([`crate::check_json`]). Exit 1 on a problem, or a downstream tool changed or unpinned.
+pub fn check(dirs: &Dirs, json: bool) -> Exit {
     let folder = dirs.grants();
-    match policy::grants::load_dir(&folder, &home()) {
+    let loaded = policy::grants::load_dir(&folder, &home());
+    if json {
+        return crate::check_json::check(dirs, &folder, loaded);
+    }
+    match loaded {
         Ok(set) => {
             let mut files = FileLines::default();
             let (kept, shown): (Vec<_>, Vec<_>) = set
@@ -62,7 +69,7 @@ pub fn check(dirs: &Dirs) -> Exit {
 
 /// The grant files' lines, each file read once, for [`acknowledged`].
 #[derive(Default)]
-struct FileLines(std::collections::HashMap<PathBuf, Vec<String>>);
+pub(crate) struct FileLines(std::collections::HashMap<PathBuf, Vec<String>>);
 
 impl FileLines {
     /// Line `line` (from 1) of `file`, if it can be read.
@@ -79,7 +86,7 @@ impl FileLines {
 /// Whether the owner keeps `warning` knowingly: its line carries a comment holding
 /// `warning: ` and the warning's sentence word for word (as `bx grants preset coding` writes
 /// them). A warning whose sentence changes, or that moves to another line, shows again.
-fn acknowledged(warning: &policy::grants::Problem, files: &mut FileLines) -> bool {
+pub(crate) fn acknowledged(warning: &policy::grants::Problem, files: &mut FileLines) -> bool {
     let Some(line) = warning.line else {
         return false;
     };
@@ -108,17 +115,29 @@ fn comment_of(line: &str) -> Option<&str> {
 }
 
 /// The downstream servers' tools against the grants, when the broker runs (only it starts
-/// the servers); exit 1 when a pinned tool has changed.
+/// the servers); exit 1 when a named tool is not pinned or a pinned tool has changed.
 fn check_downstream(grants: &policy::downstream::Downstream, dirs: &Dirs) -> Exit {
-    match crate::downstream::check(grants, &dirs.owner_socket()) {
-        Ok(checked) if checked.changed > 0 => {
-            println!(
-                "{} downstream tool(s) changed since pinned: sessions do not see them until a grant pins their new definition",
-                checked.changed
-            );
-            Exit::Failed
+    match crate::downstream::report(grants, &dirs.owner_socket()) {
+        Ok(report) => {
+            let checked = crate::downstream::print(&report);
+            if checked.unpinned > 0 {
+                println!(
+                    "{} downstream tool(s) named by a grant but not pinned: sessions do not see them until a grant pins their definition (`bx grants pin TOOL`)",
+                    checked.unpinned
+                );
+            }
+            if checked.changed > 0 {
+                println!(
+                    "{} downstream tool(s) changed since pinned: sessions do not see them until a grant pins their new definition (`bx grants pin TOOL`)",
+                    checked.changed
+                );
+            }
+            if checked.unpinned + checked.changed > 0 {
+                Exit::Failed
+            } else {
+                Exit::Done
+            }
         }
-        Ok(_) => Exit::Done,
         Err(OwnerError::NoBroker(_)) => {
             if !grants.tools.is_empty() || !grants.servers.is_empty() {
                 println!(

@@ -4,6 +4,7 @@
 //!
 //! Exit status: 0 done, 1 refused or failed, 2 bad usage, 3 no broker running.
 
+mod check_json;
 mod commands;
 mod demo;
 mod doctor;
@@ -12,6 +13,8 @@ mod grants;
 mod mcp_serve;
 mod memory;
 mod owner;
+mod pin;
+mod pin_edit;
 mod show;
 mod watch;
 
@@ -54,6 +57,7 @@ Examples:
   bx answer 4 \"yes, deploy to staging\"      # answer the model's question 4
   bx watch                                  # the live stream; at a terminal it asks you too
   bx grants preset coding --workspace ~/src/app && bx grants check
+  bx grants pin 'git.*'                     # show a downstream server's tools, then pin them
   bx audit verify
   bx memory list                            # what sessions remembered, with each entry's labels
   bx mcp --session claude-code              # an MCP client's tools, gated (see README: MCP)
@@ -174,9 +178,23 @@ enum Command {
 
 #[derive(Subcommand)]
 enum GrantsCommand {
-    /// Check every grant file: problems and warnings with file and line (exit 1 on a problem).
-    /// Works with no broker running.
-    Check,
+    /// Check every grant file: problems and warnings with file and line; with the broker
+    /// running, every downstream tool against the grants (pinned, unpinned, changed, denied).
+    /// Exit 1 on a problem or a downstream tool unpinned or changed. Works with no broker.
+    Check {
+        /// One JSON object (field names in docs/GRANTS.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin downstream tools (`git.git_status`, or a glob like `git.*`): show each one's
+    /// definition as its server lists it now, then write its pin into the grants that name it,
+    /// in place. Needs the broker running.
+    Pin {
+        /// The tools, `server.tool` or a glob; `server.tool@HASH` (8 or more digits) picks one
+        /// definition where the server's instances list several.
+        #[arg(required = true, value_name = "TOOL")]
+        tools: Vec<String>,
+    },
     /// Write a commented starting set of grants (refuses to overwrite).
     Preset {
         #[command(subcommand)]
@@ -271,8 +289,11 @@ fn main() -> ExitCode {
         Command::Answer { id, text } => commands::answer(&dirs, id, text),
         Command::Watch { json } => watch::watch(&dirs, json),
         Command::Grants {
-            command: GrantsCommand::Check,
-        } => grants::check(&dirs),
+            command: GrantsCommand::Check { json },
+        } => grants::check(&dirs, json),
+        Command::Grants {
+            command: GrantsCommand::Pin { tools },
+        } => pin::pin(&dirs, &tools),
         Command::Grants {
             command:
                 GrantsCommand::Preset {

@@ -32,21 +32,43 @@ pub fn valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'))
 }
 
-/// The pin of a tool's definition: the SHA-256 (hex) of its name, description and input
-/// schema as canonical JSON (object keys sorted, no spaces), so the same definition always
-/// hashes the same whatever order the server wrote its keys in.
+/// The pin of a tool's definition: the SHA-256 (hex) of its name, description, input schema
+/// and annotations as canonical JSON (object keys sorted, no spaces), so the same definition
+/// always hashes the same whatever order the server wrote its keys in.
 pub fn definition_hash(definition: &Value) -> String {
     proto::ids::sha256_hex(canonical(definition).as_bytes())
 }
 
 /// The part of a tool's `tools/list` entry a pin covers: its name, description and input
-/// schema (nothing else reaches the model).
-pub fn definition(name: &str, description: Option<&str>, input_schema: &Value) -> Value {
-    serde_json::json!({
+/// schema (what reaches the model), and its annotations when the server gives any (what a
+/// grant with `read_only = "hint"` acts on: a server that changes a hint changes the tool).
+/// A tool without annotations has no `annotations` key, so its pin is what it was before
+/// annotations were pinned.
+pub fn definition(
+    name: &str,
+    description: Option<&str>,
+    input_schema: &Value,
+    annotations: Option<&Value>,
+) -> Value {
+    let mut value = serde_json::json!({
         "name": name,
         "description": description,
         "inputSchema": input_schema,
-    })
+    });
+    if let (Some(annotations), Value::Object(map)) = (annotations, &mut value) {
+        map.insert("annotations".to_string(), annotations.clone());
+    }
+    value
+}
+
+/// Whether a [`definition`] says its tool only reads: its annotations' `readOnlyHint` is
+/// `true` (MCP's default is `false`).
+pub fn read_only_hint(definition: &Value) -> bool {
+    definition
+        .get("annotations")
+        .and_then(|a| a.get("readOnlyHint"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// `value` as JSON with every object's keys in byte order and no whitespace.
@@ -154,6 +176,19 @@ pub fn duplicate_key(text: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// Whether a grant's tools only read, so a call of one is no side effect (`read_only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadOnly {
+    /// Every call may have side effects (the default).
+    #[default]
+    No,
+    /// The owner declares that the tools it names only read (`read_only = true`).
+    Declared,
+    /// A tool only reads when the server's pinned definition says so: its annotations'
+    /// `readOnlyHint` is `true` (`read_only = "hint"`).
+    Hint,
+}
+
 /// Which of a server's tools a grant names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pattern {
@@ -183,8 +218,11 @@ pub struct ToolGrant {
     pub approval: Approval,
     /// The most sensitive class the session may have seen for this grant to apply.
     pub max_taint: Option<Class>,
-    /// Calls after untrusted content (every downstream call may have side effects).
+    /// Calls after untrusted content (every downstream call may have side effects, but for
+    /// the tools it declares read-only).
     pub on_untrusted: OnUntrusted,
+    /// Whether the tools it names only read.
+    pub read_only: ReadOnly,
     /// When it stops covering calls.
     pub expires: Option<Timestamp>,
     /// Whether it forbids what it names (a deny grant needs no pin).
@@ -208,6 +246,40 @@ impl ToolGrant {
         self.pins
             .get(&format!("{}.{tool}", self.server))
             .map(String::as_str)
+    }
+
+    /// Whether, under this grant, a call of `listed` only reads (no side effect).
+    pub fn reads(&self, listed: &Listed<'_>) -> bool {
+        match self.read_only {
+            ReadOnly::No => false,
+            ReadOnly::Declared => true,
+            ReadOnly::Hint => listed.read_only_hint,
+        }
+    }
+}
+
+/// A downstream tool as its server lists it now: what the decision on a call needs of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed<'a> {
+    /// The server.
+    pub server: &'a str,
+    /// The tool on it.
+    pub tool: &'a str,
+    /// Its definition's [`definition_hash`] (empty when not known yet: no pin matches it).
+    pub hash: &'a str,
+    /// Its definition's [`read_only_hint`].
+    pub read_only_hint: bool,
+}
+
+impl<'a> Listed<'a> {
+    /// `tool` of `server`, its definition hashing to `hash`, with no read-only hint.
+    pub fn new(server: &'a str, tool: &'a str, hash: &'a str) -> Listed<'a> {
+        Listed {
+            server,
+            tool,
+            hash,
+            read_only_hint: false,
+        }
     }
 }
 
@@ -287,24 +359,27 @@ pub enum Verdict {
 /// its catalog: an allow grant pins this definition, is live, and no deny grant names it.
 pub fn visible(grants: &Downstream, server: &str, tool: &str, hash: &str, now: Timestamp) -> bool {
     matches!(
-        decide(grants, server, tool, hash, Labels::default(), now),
+        decide(
+            grants,
+            Listed::new(server, tool, hash),
+            Labels::default(),
+            now
+        ),
         Verdict::Allow(_) | Verdict::Ask(..)
     )
 }
 
-/// Decides a call of `tool` of `server`, whose definition now hashes to `hash`, for a session
-/// with `labels`, at `now`, as [`crate::decide::decide`] does for boxmaker's tools: deny wins;
-/// an allow grant covers the tool only while it pins `hash`; of the live covering grants the
-/// strictest on taint, untrusted input and approval decides, and the labels are the highest
-/// class and untrusted if any says so. Every downstream call counts as having side effects.
-pub fn decide(
-    grants: &Downstream,
-    server: &str,
-    tool: &str,
-    hash: &str,
-    labels: Labels,
-    now: Timestamp,
-) -> Verdict {
+/// Decides a call of `listed` for a session with `labels`, at `now`, as
+/// [`crate::decide::decide`] does for boxmaker's tools: deny wins; an allow grant covers the
+/// tool only while it pins its current hash; of the live covering grants the strictest on
+/// taint, untrusted input and approval decides, and the labels are the highest class and
+/// untrusted if any says so. A downstream call counts as having side effects (so untrusted
+/// input brings in `on_untrusted`) unless every live covering grant says the tool only reads
+/// ([`ToolGrant::reads`]).
+pub fn decide(grants: &Downstream, listed: Listed<'_>, labels: Labels, now: Timestamp) -> Verdict {
+    let Listed {
+        server, tool, hash, ..
+    } = listed;
     let full = format!("{server}.{tool}");
     let naming: Vec<&ToolGrant> = grants
         .tools
@@ -372,7 +447,8 @@ pub fn decide(
         class: live.iter().map(|g| g.class).max().unwrap_or(grant.class),
         untrusted: live.iter().any(|g| g.untrusted),
     };
-    if labels.untrusted {
+    let reads = live.iter().all(|g| g.reads(&listed));
+    if labels.untrusted && !reads {
         if let Some(grant) = live.iter().find(|g| g.on_untrusted == OnUntrusted::Deny) {
             return refuse(
                 DenyReason::UntrustedInput,
@@ -428,6 +504,33 @@ mod tests {
             canonical(&json!({"b": [1, {"d": null, "c": "x\"y"}], "a": true})),
             r#"{"a":true,"b":[1,{"c":"x\"y","d":null}]}"#
         );
+    }
+
+    #[test]
+    fn the_pin_covers_the_annotations_so_a_changed_hint_is_a_changed_tool() {
+        let schema = json!({"type": "object"});
+        let bare = definition("t", Some("d"), &schema, None);
+        assert_eq!(
+            definition_hash(&bare),
+            definition_hash(&json!({"name": "t", "description": "d", "inputSchema": schema})),
+            "a tool without annotations keeps the pin it had"
+        );
+        let reads = json!({"readOnlyHint": true});
+        let writes = json!({"readOnlyHint": false});
+        let hinted = definition("t", Some("d"), &schema, Some(&reads));
+        let unhinted = definition("t", Some("d"), &schema, Some(&writes));
+        assert_ne!(definition_hash(&bare), definition_hash(&hinted));
+        assert_ne!(definition_hash(&hinted), definition_hash(&unhinted));
+        assert!(read_only_hint(&hinted));
+        assert!(!read_only_hint(&unhinted));
+        assert!(!read_only_hint(&bare));
+        let title = json!({"title": "T"});
+        assert!(!read_only_hint(&definition(
+            "t",
+            None,
+            &schema,
+            Some(&title)
+        )));
     }
 
     #[test]

@@ -25,12 +25,12 @@ use crate::limits::Limits;
 const BWRAP_PATHS: [&str; 2] = ["/usr/bin/bwrap", "/usr/local/bin/bwrap"];
 
 /// The system folders bound read-only (or recreated as the same symbolic link) when present.
-const SYSTEM: [&str; 7] = [
+pub(crate) const SYSTEM: [&str; 7] = [
     "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32",
 ];
 
 /// The few `/etc` entries programs need; never `/run`, never the rest of `/etc`.
-const ETC: [&str; 9] = [
+pub(crate) const ETC: [&str; 9] = [
     "/etc/passwd",
     "/etc/group",
     "/etc/nsswitch.conf",

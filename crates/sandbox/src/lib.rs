@@ -40,6 +40,9 @@
 //! this machine offers (`bx doctor`). Do not use either for a process that must keep
 //! capabilities or gain privileges through `exec` (setuid programs).
 //!
+//! - [`unseen_link`]: why a program may not start in a box: a link on its way (a venv's
+//!   `bin/python`) whose target is outside every folder the box sees, to name in the error.
+//!
 //! - [`secret`]: files holding a secret (a bearer token, a resume token), refused when other
 //!   users may read or write them and created 0600 without a moment at a wider mode; here
 //!   because every program that reads one (brokerd, `bx`, `bx mcp`) already links this crate,
@@ -60,6 +63,7 @@ mod harden;
 mod landlocked;
 mod launcher;
 mod limits;
+mod links;
 mod mounts;
 mod net;
 mod pinned;
@@ -91,6 +95,7 @@ pub use launcher::{
     launcher_main, launcher_main_serving,
 };
 pub use limits::Limits;
+pub use links::{UnseenLink, unseen_link};
 pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
 pub use served::{ServedBox, spawn_served};

@@ -5,6 +5,7 @@
 mod commands;
 mod demo;
 mod doctor;
+mod grants_json;
 mod mcp;
 mod memory;
 mod outside_text;

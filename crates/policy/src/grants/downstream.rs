@@ -9,7 +9,9 @@ use toml::de::{DeTable, DeValue};
 use super::Origin;
 use super::reader::{GrantReader, Terms, Value};
 use crate::args::ToolName;
-use crate::downstream::{Downstream, Pattern, ServerGrant, ToolGrant, split, valid_server_name};
+use crate::downstream::{
+    Downstream, Pattern, ReadOnly, ServerGrant, ToolGrant, split, valid_server_name,
+};
 
 /// The keys a grant of downstream tools may have.
 pub const TOOL_KEYS: &[&str] = &[
@@ -23,6 +25,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "on_untrusted",
     "expires",
     "deny",
+    "read_only",
 ];
 
 /// The keys a grant of a downstream server's box may have.
@@ -124,6 +127,9 @@ impl GrantReader<'_> {
         let pins = field("pins")
             .map(|v| self.pins(v, &patterns))
             .unwrap_or_default();
+        let read_only = field("read_only")
+            .and_then(|v| self.read_only(v))
+            .unwrap_or_default();
         let Terms {
             class,
             max_taint,
@@ -149,10 +155,29 @@ impl GrantReader<'_> {
                 approval,
                 max_taint,
                 on_untrusted,
+                read_only,
                 expires,
                 deny,
                 origin: origin.clone(),
             });
+        }
+    }
+
+    /// `read_only = true | false | "hint"`.
+    fn read_only(&mut self, value: &Value<'_>) -> Option<ReadOnly> {
+        match value.get_ref() {
+            DeValue::Boolean(true) => Some(ReadOnly::Declared),
+            DeValue::Boolean(false) => Some(ReadOnly::No),
+            DeValue::String(text) if text.as_ref() == "hint" => Some(ReadOnly::Hint),
+            _ => {
+                let line = self.line_of(value);
+                self.say(
+                    line,
+                    "read_only must be true (the tools it names only read), false (the default), or \"hint\" (a tool only reads when the server's pinned definition says readOnlyHint: true)"
+                        .to_string(),
+                );
+                None
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use policy::decide::{AskReason, Labels};
-use policy::downstream::{Pattern, Verdict, decide, visible};
+use policy::downstream::{Listed, Pattern, Verdict, decide, visible};
 use policy::grants::{ParsedFile, parse_file};
 use proto::{Class, DenyReason, Timestamp};
 
@@ -128,7 +128,7 @@ fn a_call_is_covered_only_while_its_definition_hashes_to_the_pin() {
         "[[grant]]\nid = \"g\"\ntool = \"git.*\"\non_untrusted = \"allow\"\npins = {{ \"git.status\" = \"{A}\" }}\n"
     ));
     let labels = Labels::default();
-    let Verdict::Allow(cleared) = decide(&set, "git", "status", A, labels, now) else {
+    let Verdict::Allow(cleared) = decide(&set, Listed::new("git", "status", A), labels, now) else {
         panic!("not allowed")
     };
     assert_eq!(
@@ -143,7 +143,7 @@ fn a_call_is_covered_only_while_its_definition_hashes_to_the_pin() {
             "git"
         };
         assert_eq!(
-            reason(&decide(&set, server, tool, hash, labels, now)),
+            reason(&decide(&set, Listed::new(server, tool, hash), labels, now)),
             DenyReason::NoGrant
         );
         assert!(!visible(&set, server, tool, hash, now));
@@ -159,7 +159,12 @@ fn deny_expiry_taint_untrusted_input_and_approval_decide_as_for_boxmakers_tools(
         "[[grant]]\nid = \"g\"\ntool = \"git.*\"\n{pinned}\n\n[[grant]]\nid = \"d\"\ntool = \"git.status\"\ndeny = true\n"
     ));
     assert_eq!(
-        reason(&decide(&denied, "git", "status", A, Labels::default(), now)),
+        reason(&decide(
+            &denied,
+            Listed::new("git", "status", A),
+            Labels::default(),
+            now
+        )),
         DenyReason::DeniedByGrant
     );
     let expired = grants(&format!(
@@ -168,9 +173,7 @@ fn deny_expiry_taint_untrusted_input_and_approval_decide_as_for_boxmakers_tools(
     assert_eq!(
         reason(&decide(
             &expired,
-            "git",
-            "status",
-            A,
+            Listed::new("git", "status", A),
             Labels::default(),
             now
         )),
@@ -184,7 +187,12 @@ fn deny_expiry_taint_untrusted_input_and_approval_decide_as_for_boxmakers_tools(
         untrusted: false,
     };
     assert_eq!(
-        reason(&decide(&strict, "git", "status", A, private, now)),
+        reason(&decide(
+            &strict,
+            Listed::new("git", "status", A),
+            private,
+            now
+        )),
         DenyReason::TaintTooHigh
     );
     let after = Labels {
@@ -192,21 +200,132 @@ fn deny_expiry_taint_untrusted_input_and_approval_decide_as_for_boxmakers_tools(
         untrusted: true,
     };
     assert_eq!(
-        reason(&decide(&strict, "git", "status", A, after, now)),
+        reason(&decide(
+            &strict,
+            Listed::new("git", "status", A),
+            after,
+            now
+        )),
         DenyReason::UntrustedInput
     );
     let default = grants(&format!(
         "[[grant]]\nid = \"g\"\ntool = \"git.status\"\n{pinned}\n"
     ));
     assert!(matches!(
-        decide(&default, "git", "status", A, after, now),
+        decide(&default, Listed::new("git", "status", A), after, now),
         Verdict::Ask(_, AskReason::AfterUntrusted)
     ));
     let asks = grants(&format!(
         "[[grant]]\nid = \"g\"\ntool = \"git.status\"\napproval = \"ask\"\n{pinned}\n"
     ));
     assert!(matches!(
-        decide(&asks, "git", "status", A, Labels::default(), now),
+        decide(
+            &asks,
+            Listed::new("git", "status", A),
+            Labels::default(),
+            now
+        ),
         Verdict::Ask(_, AskReason::GrantAsks)
     ));
+}
+
+#[test]
+fn a_tool_its_grant_declares_read_only_runs_after_untrusted_input_as_a_read() {
+    let now = Timestamp::now();
+    let after = Labels {
+        taint: Class::Public,
+        untrusted: true,
+    };
+    let pinned = format!("pins = {{ \"git.status\" = \"{A}\" }}");
+    let with = |read_only: &str| {
+        grants(&format!(
+            "[[grant]]\nid = \"g\"\ntool = \"git.status\"\non_untrusted = \"deny\"\n{read_only}\n{pinned}\n"
+        ))
+    };
+    let listed = Listed::new("git", "status", A);
+    let hinted = Listed {
+        read_only_hint: true,
+        ..listed
+    };
+    // (grant's read_only, the server's hint, whether the call is a read)
+    let cases = [
+        ("", false, false),
+        ("", true, false),
+        ("read_only = false", true, false),
+        ("read_only = true", false, true),
+        ("read_only = \"hint\"", true, true),
+        ("read_only = \"hint\"", false, false),
+    ];
+    for (read_only, hint, reads) in cases {
+        let set = with(read_only);
+        let call = if hint { hinted } else { listed };
+        let verdict = decide(&set, call, after, now);
+        if reads {
+            assert!(
+                matches!(verdict, Verdict::Allow(_)),
+                "{read_only} {hint}: {verdict:?}"
+            );
+        } else {
+            assert_eq!(reason(&verdict), DenyReason::UntrustedInput, "{read_only}");
+        }
+        // Before untrusted input, a read and a side effect are decided alike.
+        assert!(matches!(
+            decide(&set, call, Labels::default(), now),
+            Verdict::Allow(_)
+        ));
+    }
+    // A read stays under the rest of its grant: approval and taint still apply.
+    let asks = grants(&format!(
+        "[[grant]]\nid = \"g\"\ntool = \"git.status\"\nread_only = true\napproval = \"ask\"\n{pinned}\n"
+    ));
+    assert!(matches!(
+        decide(&asks, listed, after, now),
+        Verdict::Ask(_, AskReason::GrantAsks)
+    ));
+    // Of two live covering grants, the one that does not call the tool a read decides.
+    let both = grants(&format!(
+        "[[grant]]\nid = \"r\"\ntool = \"git.status\"\nread_only = true\n{pinned}\n\n[[grant]]\nid = \"w\"\ntool = \"git.*\"\n{pinned}\n"
+    ));
+    assert!(matches!(
+        decide(&both, listed, after, now),
+        Verdict::Ask(_, AskReason::AfterUntrusted)
+    ));
+}
+
+#[test]
+fn read_only_is_true_false_or_hint_and_anything_else_is_named_with_its_line() {
+    use policy::downstream::ReadOnly;
+    for (written, read) in [
+        ("true", ReadOnly::Declared),
+        ("false", ReadOnly::No),
+        ("\"hint\"", ReadOnly::Hint),
+    ] {
+        let set = grants(&format!(
+            "[[grant]]\nid = \"g\"\ntool = \"git.*\"\nread_only = {written}\n"
+        ));
+        assert_eq!(set.tools[0].read_only, read, "{written}");
+    }
+    assert_eq!(
+        grants("[[grant]]\nid = \"g\"\ntool = \"git.*\"\n").tools[0].read_only,
+        ReadOnly::No
+    );
+    for bad in ["\"yes\"", "1", "\"readOnlyHint\""] {
+        let found = problems(&format!(
+            "[[grant]]\nid = \"g\"\ntool = \"git.*\"\nread_only = {bad}\n"
+        ));
+        assert!(
+            found
+                .iter()
+                .any(|(line, m)| *line == Some(4) && m.contains("read_only must be true")),
+            "{bad}: {found:?}"
+        );
+    }
+    // A grant of a server's box has no read_only: its box is what it is.
+    let found = problems("[[grant]]\nid = \"b\"\nserver = \"git\"\nread_only = true\n");
+    assert!(
+        found
+            .iter()
+            .any(|(_, m)| m.contains("unknown key \"read_only\"")),
+        "{found:?}"
+    );
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use ledger::{Event, Field};
-use policy::downstream::{Downstream, Verdict};
+use policy::downstream::{Downstream, Listed, Verdict};
 use proto::{DenyReason, GrantId};
 use serde_json::{Map, Value};
 
@@ -80,7 +80,8 @@ pub(super) async fn decide(
         return refused(DenyReason::NoGrant, None, format!("no grant covers {full}"));
     }
     let now = proto::Timestamp::now();
-    if let Verdict::Deny(denied) = policy::downstream::decide(grants, server, tool, "", labels, now)
+    let unlisted = Listed::new(server, tool, "");
+    if let Verdict::Deny(denied) = policy::downstream::decide(grants, unlisted, labels, now)
         && denied.reason == DenyReason::DeniedByGrant
     {
         let grant = denied.grant.as_deref().map(GrantId::from);
@@ -115,8 +116,13 @@ pub(super) async fn decide(
         Err(Unfit::Schema(detail)) => return invalid(detail),
     }
     let hash = definition.hash.clone();
+    let listed = Listed {
+        hash: &hash,
+        read_only_hint: definition.read_only_hint(),
+        ..unlisted
+    };
+    let verdict = policy::downstream::decide(grants, listed, labels, now);
     drop(tools);
-    let verdict = policy::downstream::decide(grants, server, tool, &hash, labels, now);
     let (cleared, ask) = match verdict {
         Verdict::Deny(denied) => {
             let grant = denied.grant.as_deref().map(GrantId::from);
@@ -157,7 +163,9 @@ pub(super) async fn run(
         arguments,
     } = cleared;
     let grant = Some(GrantId::from(cleared.grant.as_str()));
-    // Every downstream call may have side effects: its decision is on disk before it runs.
+    // A downstream call may have side effects (a tool a grant calls read-only is taken at the
+    // owner's word for the decision, not for the record): its decision is on disk before it
+    // runs.
     let decided = Event::Decided {
         session: call.session.clone(),
         call_id: call.call_id,

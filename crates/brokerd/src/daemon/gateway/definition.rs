@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use policy::downstream::{definition, definition_hash};
+use policy::downstream::{definition, definition_hash, read_only_hint};
 use proto::ToolSchema;
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ pub enum Unfit {
 pub struct Definition {
     /// Its name on its server.
     pub tool: String,
-    /// What the pin covers: name, description, input schema.
+    /// What the pin covers: name, description, input schema, annotations.
     pub value: Value,
     /// [`definition_hash`] of `value`.
     pub hash: String,
@@ -31,9 +31,14 @@ pub struct Definition {
 }
 
 impl Definition {
-    /// The definition of `tool` as listed.
-    pub fn new(tool: &str, description: Option<&str>, schema: Value) -> Definition {
-        let value = definition(tool, description, &schema);
+    /// The definition of `tool` as listed, with its annotations if it has any.
+    pub fn new(
+        tool: &str,
+        description: Option<&str>,
+        schema: Value,
+        annotations: Option<&Value>,
+    ) -> Definition {
+        let value = definition(tool, description, &schema, annotations);
         // Remote references are never fetched: this build of the validator cannot.
         let validator = jsonschema::validator_for(&schema)
             .map(Arc::new)
@@ -44,6 +49,12 @@ impl Definition {
             value,
             validator,
         }
+    }
+
+    /// Whether its annotations say it only reads (`readOnlyHint`), which a grant with
+    /// `read_only = "hint"` honours.
+    pub fn read_only_hint(&self) -> bool {
+        read_only_hint(&self.value)
     }
 
     /// Whether `arguments` fit the tool's input schema: else each misfit, naming its argument

@@ -305,13 +305,23 @@ impl Instance {
                 }
                 let size = tool.name.len()
                     + tool.description.as_deref().map_or(0, str::len)
-                    + serde_json::to_string(&*tool.input_schema).map_or(usize::MAX, |s| s.len());
+                    + serde_json::to_string(&*tool.input_schema).map_or(usize::MAX, |s| s.len())
+                    + serde_json::to_string(&tool.annotations).map_or(usize::MAX, |s| s.len());
                 if size > MAX_DEFINITION_BYTES {
                     tracing::warn!(server = %self.server, tool = %tool.name, "a downstream tool's definition is too large and is left out");
                     return None;
                 }
                 let schema = Value::Object((*tool.input_schema).clone());
-                Some(Definition::new(&tool.name, tool.description.as_deref(), schema))
+                let annotations = tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| serde_json::to_value(a).ok());
+                Some(Definition::new(
+                    &tool.name,
+                    tool.description.as_deref(),
+                    schema,
+                    annotations.as_ref(),
+                ))
             })
             .collect()
     }

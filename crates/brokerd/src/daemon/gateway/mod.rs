@@ -412,6 +412,8 @@ impl Gateway {
                 .cloned()
                 .unwrap_or_else(|| PathBuf::from("/tmp")),
         };
+        // Read before the start, named only if it fails: a link out of the box's folders.
+        let unseen = sandbox::unseen_link(&policy, &spec.program);
         let launch = Launch {
             server: server.to_string(),
             policy,
@@ -419,7 +421,10 @@ impl Gateway {
             proxy,
             start,
         };
-        let instance = Arc::new(Instance::start(launch).await?);
+        let instance = match Instance::start(launch).await {
+            Ok(instance) => Arc::new(instance),
+            Err(message) => return Err(with_link(message, server, unseen.as_ref())),
+        };
         tracing::info!(server, "a downstream server started");
         instances.insert(
             owner,
@@ -444,6 +449,20 @@ impl Gateway {
         {
             instances.remove(&owner);
         }
+    }
+}
+
+/// `message` (why `server` did not start) with the link its program could not follow in its
+/// box, if there is one: the link, its target and the folder to add to its `read_only`.
+fn with_link(message: String, server: &str, unseen: Option<&sandbox::UnseenLink>) -> String {
+    match unseen {
+        None => message,
+        Some(unseen) => format!(
+            "{message}; its program goes through {}, a symbolic link to {}, which its box does not see: add {:?} to read_only of [[mcp.servers]] {server} in brokerd.toml",
+            unseen.link.display(),
+            unseen.target.display(),
+            unseen.folder().display().to_string()
+        ),
     }
 }
 

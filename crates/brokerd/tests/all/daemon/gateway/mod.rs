@@ -1,10 +1,14 @@
 //! The gateway to downstream MCP servers, end to end: a real broker whose `brokerd.toml` names
 //! a server, started in its box on demand. Two servers: a probe written here on the official
 //! Python MCP SDK (PyPI `mcp` 1.30.0, `scripts/test-deps`), which can crash, hang, send
-//! garbage and change a tool's description when told; and PyPI `mcp-server-git` (`git.rs`).
+//! garbage and change a tool's description or read-only hint when told (its `read` says
+//! `readOnlyHint: true`); and PyPI `mcp-server-git` (`git.rs`).
 //! Pins come from the owner socket (`downstream`), as `bx grants check` gets them.
 
 mod git;
+mod link;
+mod pin;
+mod reads;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +24,7 @@ use super::{content, denied};
 const PROBE: &str = r#"
 import json, os, sys, time
 from mcp.server.fastmcp import FastMCP, Context
+from mcp.types import ToolAnnotations
 
 mcp = FastMCP("probe")
 
@@ -27,7 +32,7 @@ mcp = FastMCP("probe")
 def echo(text: str) -> str:
     return "echo: " + text
 
-@mcp.tool(description="Reads a file by its path.")
+@mcp.tool(description="Reads a file by its path.", annotations=ToolAnnotations(readOnlyHint=True))
 def read(path: str) -> str:
     with open(path) as f:
         return f.read()
@@ -53,9 +58,12 @@ async def misbehave(how: str, ctx: Context) -> str:
         sys.stderr.buffer.flush()
     return "behaved"
 
-@mcp.tool(description="Gives echo another description and says the tool list changed.")
-async def relabel(text: str, ctx: Context) -> str:
-    mcp._tool_manager._tools["echo"].description = text
+@mcp.tool(description="Gives a tool (echo unless told) another description, or with hint another readOnlyHint, and says the tool list changed.")
+async def relabel(text: str, ctx: Context, tool: str = "echo", hint: bool | None = None) -> str:
+    if hint is None:
+        mcp._tool_manager._tools[tool].description = text
+    else:
+        mcp._tool_manager._tools[tool].annotations = ToolAnnotations(readOnlyHint=hint)
     await ctx.session.send_tool_list_changed()
     return "relabelled"
 
@@ -334,6 +342,18 @@ fn an_ungranted_or_denied_tool_is_refused() {
     assert_eq!(denied(&read), DenyReason::NoGrant);
     let relabel = client.call(3, "probe.relabel", r#"{"text":"x"}"#).unwrap();
     assert_eq!(denied(&relabel), DenyReason::DeniedByGrant);
+    // The owner's check says which is which; neither keeps it from passing.
+    let (code, out) = grants_check(&probe.broker);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("probe.echo: pinned by grant echo-only"),
+        "{out}"
+    );
+    assert!(
+        out.contains("probe.relabel: denied by grant no-relabel"),
+        "{out}"
+    );
+    assert!(out.contains("probe.read: no grant names it"), "{out}");
 }
 
 #[test]
@@ -447,6 +467,12 @@ fn a_changed_description_hides_the_tool_until_it_is_pinned_again() {
 
 /// `bx grants check` on the probe broker's folders: exit code and standard output.
 fn grants_check(broker: &BrokerProcess) -> (i32, String) {
+    let (code, out, _) = bx(broker, &["grants", "check"]);
+    (code, out)
+}
+
+/// `bx ARGS` on `broker`'s folders: exit code, standard output and standard error.
+pub fn bx(broker: &BrokerProcess, args: &[&str]) -> (i32, String, String) {
     let output = std::process::Command::new(testkit::binary("bx").unwrap())
         .arg("--config-dir")
         .arg(&broker.config)
@@ -454,20 +480,26 @@ fn grants_check(broker: &BrokerProcess) -> (i32, String) {
         .arg(&broker.state)
         .arg("--runtime-dir")
         .arg(&broker.runtime)
-        .args(["grants", "check"])
+        .args(args)
         .output()
         .unwrap();
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
 
 #[test]
 fn bx_grants_check_shows_what_to_pin_and_what_changed() {
     let mut probe = Probe::start("[[grant]]\nid = \"probe-tools\"\ntool = \"probe.*\"\n");
+    // Named but not pinned: hidden from every session, so the check fails.
     let (code, out) = grants_check(&probe.broker);
-    assert_eq!(code, 0, "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("6 downstream tool(s) named by a grant but not pinned"),
+        "{out}"
+    );
     assert!(
         out.contains("downstream server probe: 6 tool definition(s)"),
         "{out}"
@@ -482,9 +514,9 @@ fn bx_grants_check_shows_what_to_pin_and_what_changed() {
     );
     let pin_line = out
         .lines()
-        .find(|l| l.contains("its pin: \"probe.echo\""))
+        .find(|l| l.contains("its pin (`bx grants pin probe.echo` writes it): \"probe.echo\" = "))
         .unwrap_or_else(|| panic!("{out}"));
-    assert!(pin_line.trim_start().starts_with("its pin: "), "{pin_line}");
+    assert!(pin_line.trim_start().starts_with("its pin "), "{pin_line}");
 
     probe.grant(&probe_grant(&pins_of(&probe.broker, "probe")));
     let (code, out) = grants_check(&probe.broker);
