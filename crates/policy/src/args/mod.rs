@@ -102,6 +102,34 @@ macro_rules! path_of {
     };
 }
 
+/// The one list of the tools whose arguments are a script (their row's `Command` argument):
+/// `Some` of the script for such a call, `None` for every other tool.
+macro_rules! script_of {
+    ($args:expr) => {
+        match $args {
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
+            ToolArgs::ReadFile(_)
+            | ToolArgs::WriteFile(_)
+            | ToolArgs::EditFile(_)
+            | ToolArgs::ListFiles(_)
+            | ToolArgs::Glob(_)
+            | ToolArgs::Grep(_)
+            | ToolArgs::HttpFetch(_)
+            | ToolArgs::Consult { .. }
+            | ToolArgs::Ask(_)
+            | ToolArgs::Recall(_)
+            | ToolArgs::Memory(_)
+            | ToolArgs::AskMemory(_)
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::GitStatus(_)
+            | ToolArgs::GitDiff(_)
+            | ToolArgs::GitClone(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
+        }
+    };
+}
+
 impl ToolArgs {
     /// The tool these arguments are for.
     pub fn tool(&self) -> ToolName {
@@ -132,18 +160,12 @@ impl ToolArgs {
     /// The script a `shell` or `bash_bg` call runs: what the shell checks and the guard rails
     /// read.
     pub fn script(&self) -> Option<&ShellArgs> {
-        match self {
-            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
-            _ => None,
-        }
+        script_of!(self)
     }
 
     /// The same, mutably (to resolve and choose its `cwd`).
     pub fn script_mut(&mut self) -> Option<&mut ShellArgs> {
-        match self {
-            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
-            _ => None,
-        }
+        script_of!(self)
     }
 
     /// Whether this call has side effects: its tool's ([`ToolName::has_side_effects`]), and
