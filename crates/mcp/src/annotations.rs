@@ -1,52 +1,22 @@
 //! The hints an MCP client reads beside each tool (`readOnlyHint`, `destructiveHint`,
-//! `idempotentHint`, `openWorldHint`), one row per tool the broker or loopd offers. They are
-//! hints for the client's own interface: the broker's grants decide, whatever a hint says.
+//! `idempotentHint`, `openWorldHint`) for each tool the broker or loopd offers: a built-in
+//! tool's from its row in `proto::tools`, loopd's own here. They are hints for the client's
+//! own interface: the broker's grants decide, whatever a hint says.
 
+use proto::tools::ToolName;
 use rmcp::model::ToolAnnotations;
 
-/// The four hints of one tool: read-only, destructive, idempotent, open-world.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hints {
-    /// It changes nothing.
-    pub read_only: bool,
-    /// A change it makes may destroy something (meaningful when not read-only).
-    pub destructive: bool,
-    /// The same call again changes nothing more.
-    pub idempotent: bool,
-    /// It reaches beyond the owner's machine (the web, another model).
-    pub open_world: bool,
-}
+pub use proto::tools::Hints;
 
-const fn hints(read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> Hints {
-    Hints {
-        read_only,
-        destructive,
-        idempotent,
-        open_world,
-    }
-}
-
-/// The hints of `tool`, when it is one boxmaker knows.
+/// The hints of `tool`, when it is one boxmaker knows: loopd's own tools here, a built-in
+/// tool's from its row in `proto::tools`.
 pub fn of(tool: &str) -> Option<Hints> {
-    Some(match tool {
-        "clock" | "find_tool" => hints(true, false, true, false),
+    match tool {
+        loopd::tools::CLOCK | loopd::tools::FIND_TOOL => Some(Hints::new(true, false, true, false)),
         // It calls any tool, so it promises nothing.
-        "call_tool" => hints(false, true, false, true),
-        "read_file" | "list_files" | "glob" | "grep" | "git_status" | "git_diff" | "bash_tail" => {
-            hints(true, false, true, false)
-        }
-        "recall" | "ask_memory" => hints(true, false, true, false),
-        "write_file" => hints(false, true, true, false),
-        "edit_file" => hints(false, true, false, false),
-        "memory" => hints(false, false, false, false),
-        "shell" | "bash_bg" => hints(false, true, false, false),
-        "bash_kill" => hints(false, true, true, false),
-        "git_clone" => hints(false, false, false, true),
-        "http_fetch" | "web_search" => hints(true, false, true, true),
-        "consult" => hints(true, false, false, true),
-        "ask" => hints(true, false, false, false),
-        _ => return None,
-    })
+        loopd::tools::CALL_TOOL => Some(Hints::new(false, true, false, true)),
+        name => ToolName::parse(name).map(|t| t.facts().hints),
+    }
 }
 
 /// The annotations of `tool` for `tools/list` (none for a tool not in the table).
@@ -64,6 +34,47 @@ pub fn annotations(tool: &str) -> Option<ToolAnnotations> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tool_keeps_the_hints_it_was_listed_with_before_the_table() {
+        // The rows of this module's former table, one per tool.
+        let read = (true, false, true, false);
+        let listed = [
+            ("clock", read),
+            ("find_tool", read),
+            ("call_tool", (false, true, false, true)),
+            ("read_file", read),
+            ("list_files", read),
+            ("glob", read),
+            ("grep", read),
+            ("git_status", read),
+            ("git_diff", read),
+            ("bash_tail", read),
+            ("recall", read),
+            ("ask_memory", read),
+            ("write_file", (false, true, true, false)),
+            ("edit_file", (false, true, false, false)),
+            ("memory", (false, false, false, false)),
+            ("shell", (false, true, false, false)),
+            ("bash_bg", (false, true, false, false)),
+            ("bash_kill", (false, true, true, false)),
+            ("git_clone", (false, false, false, true)),
+            ("http_fetch", (true, false, true, true)),
+            ("web_search", (true, false, true, true)),
+            ("consult", (true, false, false, true)),
+            ("ask", (true, false, false, false)),
+        ];
+        for (tool, (r, d, i, o)) in listed {
+            assert_eq!(of(tool), Some(Hints::new(r, d, i, o)), "{tool}");
+        }
+        for tool in ToolName::EVERY {
+            assert!(
+                listed.iter().any(|(name, _)| *name == tool.as_str()),
+                "{}",
+                tool.as_str()
+            );
+        }
+    }
 
     #[test]
     fn what_only_reads_is_never_destructive_and_what_reaches_out_is_open_world() {

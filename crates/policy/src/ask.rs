@@ -4,12 +4,12 @@
 //! comes back as a result labelled `public` and trusted (it is the owner's own text).
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use proto::ToolSchema;
 use proto::text::cut_at_boundary;
 
 use crate::consult::QUESTION_CAP;
+
+pub use proto::tools::schemas::ask_schema;
 
 /// The tool's name.
 pub const ASK: &str = "ask";
@@ -32,22 +32,6 @@ pub struct AskArgs {
     /// Answers the owner may pick from (the owner may still write another).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<String>,
-}
-
-/// `ask`'s schema.
-pub fn ask_schema() -> ToolSchema {
-    ToolSchema {
-        name: ASK.to_string(),
-        description: "Ask the owner a question and wait for the answer. Use it when only the owner can decide or knows the answer.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "question": { "type": "string", "description": "The question, complete enough to answer without seeing the conversation." },
-                "choices": { "type": "array", "items": { "type": "string" }, "description": "Optional answers the owner may pick from." }
-            },
-            "required": ["question"]
-        }),
-    }
 }
 
 /// Parses `ask` arguments: unknown keys refused, the question cut to [`QUESTION_CAP`] bytes,

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use proto::ToolSchema;
 use proto::text::cut_at_boundary;
+
+pub use proto::tools::schemas::consult_schema;
 
 /// The tool's name.
 pub const CONSULT: &str = "consult";
@@ -23,21 +24,6 @@ pub const DEFAULT_TEMPERATURE_MILLI: u32 = 600;
 pub struct ConsultArgs {
     /// The question, alone: no history travels with it.
     pub question: String,
-}
-
-/// `consult`'s schema.
-pub fn consult_schema() -> ToolSchema {
-    ToolSchema {
-        name: CONSULT.to_string(),
-        description: "Ask another model one question and get its answer. It sees only the question. Needs a grant from the owner.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "question": { "type": "string", "description": "The whole question, with any context the other model needs." }
-            },
-            "required": ["question"]
-        }),
-    }
 }
 
 /// Where `consult` questions go: the owner's configuration (`[consult]` in `brokerd.toml`).

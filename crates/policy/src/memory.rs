@@ -4,12 +4,12 @@
 //! through the broker.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use proto::ToolSchema;
 use proto::text::cut_at_boundary;
 
 use crate::consult::QUESTION_CAP;
+
+pub use proto::tools::schemas::{ask_memory_schema, memory_schema, recall_schema};
 
 /// The most bytes of an entry's text.
 pub const TEXT_CAP: usize = 16_384;
@@ -102,54 +102,6 @@ pub struct AskMemoryArgs {
     /// a key of this name is unknown). With a model the call has side effects.
     #[serde(skip)]
     pub consults: bool,
-}
-
-/// `recall`'s schema.
-pub fn recall_schema() -> ToolSchema {
-    ToolSchema {
-        name: "recall".to_string(),
-        description: "Search the memory: what was remembered in earlier conversations and this one, best match first, each entry with its id, tags and a snippet. The query may use FTS5 syntax (\"a phrase\", prefix*, OR, NOT, NEAR); anything else is read as plain words.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "query": { "type": "string", "description": "Words to look for, or an FTS5 query." },
-                "tags": { "type": "array", "items": { "type": "string" }, "description": "Only entries carrying every one of these tags." },
-                "limit": { "type": "integer", "description": "The most entries to return (default 10, at most 50)." }
-            },
-            "required": ["query"]
-        }),
-    }
-}
-
-/// `memory`'s schema.
-pub fn memory_schema() -> ToolSchema {
-    ToolSchema {
-        name: "memory".to_string(),
-        description: "Remember something for later conversations (text, optional tags) and get its id, or forget an entry by its id (forget). Give either text or forget.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "text": { "type": "string", "description": "What to remember, complete enough to be useful without this conversation." },
-                "tags": { "type": "array", "items": { "type": "string" }, "description": "Optional tags (letters, digits, - _ . : /) to find it by." },
-                "forget": { "type": "integer", "description": "The id of an entry to forget, instead of text." }
-            }
-        }),
-    }
-}
-
-/// `ask_memory`'s schema.
-pub fn ask_memory_schema() -> ToolSchema {
-    ToolSchema {
-        name: "ask_memory".to_string(),
-        description: "Ask a question answered from the memory: the best entries are given to another model, which answers from them and names the ids it used; without that model, the entries themselves come back.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "question": { "type": "string", "description": "The question, in plain words." }
-            },
-            "required": ["question"]
-        }),
-    }
 }
 
 /// Parses `memory` arguments: exactly one of `text` and `forget`, `tags` only with `text`,

@@ -3,6 +3,10 @@
 //!
 //! [`text::escape_terminal`] makes text from outside safe to print on a terminal.
 //!
+//! [`tools`] is one description per tool: each built-in tool's schema, argument roles,
+//! side-effect class, default labels, time limit, MCP hints and search words, in a table the
+//! compiler checks, and the same facts for a downstream server's tool.
+//!
 //! Every crate names these types; none of them does I/O beyond the frame codec, which reads and
 //! writes any `std::io::Read`/`Write` the caller hands it, and [`rendezvous`], the record of
 //! the folder a running broker serves.
@@ -20,6 +24,7 @@ pub mod rendezvous;
 mod schema;
 pub mod text;
 mod timestamp;
+pub mod tools;
 
 pub use call::{Class, DenyReason, ToolRequest, ToolResponse};
 pub use frame::{

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use proto::ToolSchema;
 use sandbox::{CommandSpec, ContainOptions, Ended, Exit, spawn_contained};
 
 pub use sandbox::Containment;
 
 use crate::clean::clean_output;
+
+pub use proto::tools::schemas::{MAX_TIMEOUT_SECS, broker_shell_schema, shell_schema};
 
 /// Bytes kept from the start of each stream.
 pub const HEAD_BYTES: usize = 64 * 1024;
@@ -96,8 +96,6 @@ pub struct ShellArgs {
 
 /// A command's time limit when the call names none (seed 002).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
-/// The longest time limit a call may ask for (seed 002).
-pub const MAX_TIMEOUT_SECS: u64 = 300;
 
 impl ShellArgs {
     /// The call's `command` alone, in the folder the broker chooses, with the default time.
@@ -118,35 +116,6 @@ impl ShellArgs {
             .min(MAX_TIMEOUT_SECS);
         Duration::from_secs(asked).min(limit)
     }
-}
-
-/// `shell`'s schema, with the texts of seed M3a/16.
-pub fn shell_schema() -> ToolSchema {
-    ToolSchema {
-        name: "shell".to_string(),
-        description: "Run a shell command in a sandbox. Needs a grant from the owner.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "command": { "type": "string", "description": "The command line to run." },
-                "cwd": { "type": "string", "description": "The absolute path of the directory to run it in." }
-            },
-            "required": ["command"]
-        }),
-    }
-}
-
-/// `shell`'s schema as the broker lists it: the seed's (same description, same `command` and
-/// `cwd`) with the optional `timeout_secs` of seed 002.
-pub fn broker_shell_schema() -> ToolSchema {
-    let mut schema = shell_schema();
-    if let Some(properties) = schema.parameters["properties"].as_object_mut() {
-        properties.insert(
-            "timeout_secs".to_string(),
-            json!({ "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": "Timeout in seconds (default: 60, max: 300)." }),
-        );
-    }
-    schema
 }
 
 /// How `shell` runs commands.

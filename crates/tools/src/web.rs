@@ -35,13 +35,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 pub use address::{METADATA_ADDRESSES, UnsafeKind, classify, is_public};
 pub use content::MAX_HTML_DEPTH;
 pub use fetch::{CheckedHost, check_url_host, http_fetch};
 pub use host::{HostError, canonical_host, canonical_ip};
 pub use resolve::{Resolve, SystemResolver};
+
+pub use proto::tools::schemas::{MAX_MAX_LENGTH, broker_http_fetch_schema, http_fetch_schema};
 
 /// The tool's name, as the model calls it.
 pub const HTTP_FETCH: &str = "http_fetch";
@@ -66,8 +67,6 @@ pub struct HttpFetchArgs {
 
 /// Characters of text returned when the call does not say.
 pub const DEFAULT_MAX_LENGTH: usize = 16_000;
-/// The most characters of text a call may ask for.
-pub const MAX_MAX_LENGTH: usize = 1_000_000;
 
 impl HttpFetchArgs {
     /// A fetch of `url` from its start, with the default length.
@@ -77,38 +76,6 @@ impl HttpFetchArgs {
             max_length: None,
             start_index: None,
         }
-    }
-}
-
-/// `http_fetch`'s schema as the broker lists it: the seed's (same description, same `url`)
-/// with the optional `max_length` and `start_index` for paging.
-pub fn broker_http_fetch_schema() -> proto::ToolSchema {
-    let mut schema = http_fetch_schema();
-    if let Some(properties) = schema.parameters["properties"].as_object_mut() {
-        properties.insert(
-            "max_length".to_string(),
-            json!({ "type": "integer", "minimum": 1, "maximum": MAX_MAX_LENGTH, "description": "The most characters of the page's text to return (default: 16000). HTML comes back as Markdown." }),
-        );
-        properties.insert(
-            "start_index".to_string(),
-            json!({ "type": "integer", "minimum": 0, "description": "The character to start at, to read the next page (default: 0); the result's next_start_index gives it." }),
-        );
-    }
-    schema
-}
-
-/// The schema of `http_fetch`, with the seed's exact texts.
-pub fn http_fetch_schema() -> proto::ToolSchema {
-    proto::ToolSchema {
-        name: HTTP_FETCH.to_string(),
-        description: "Fetch an https URL. Needs a grant from the owner for the host.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "url": { "type": "string", "description": "The URL. It must start with https://." }
-            },
-            "required": ["url"]
-        }),
     }
 }
 

@@ -65,6 +65,7 @@ use serde::Deserialize;
 
 use crate::args::ToolName;
 use crate::consult::Consult;
+use proto::tools::TimeLimit;
 
 /// The broker's settings.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -340,25 +341,24 @@ impl Config {
         }
     }
 
-    /// The time limit of `tool`.
+    /// The time limit of `tool`: the configured limit of its bucket (`proto::tools`' table).
     pub fn time_limit(&self, tool: ToolName) -> Duration {
-        let ms = match tool {
+        let ms = match tool.facts().time_limit {
             // The walkers read like read_file; edit_file writes like write_file.
-            ToolName::ReadFile | ToolName::ListFiles | ToolName::Glob | ToolName::Grep => {
-                self.read_file_ms
-            }
-            ToolName::WriteFile | ToolName::EditFile => self.write_file_ms,
-            ToolName::Shell => self.shell_ms,
-            ToolName::HttpFetch => self.http_fetch_ms,
-            ToolName::WebSearch => self.web_search_ms,
-            ToolName::Consult => self.consult_ms,
-            ToolName::Recall | ToolName::Memory | ToolName::AskMemory => self.memory_ms,
-            ToolName::Ask => self.approval_ms,
-            ToolName::GitStatus | ToolName::GitDiff => self.git_ms,
-            ToolName::GitClone => self.git_clone_ms,
+            TimeLimit::ReadFile => self.read_file_ms,
+            TimeLimit::WriteFile => self.write_file_ms,
             // Starting, reading and killing a job are quick; the job itself lives up to
             // `job_lifetime_ms`.
-            ToolName::BashBg | ToolName::BashTail | ToolName::BashKill => self.shell_ms,
+            TimeLimit::Shell => self.shell_ms,
+            TimeLimit::HttpFetch => self.http_fetch_ms,
+            TimeLimit::WebSearch => self.web_search_ms,
+            TimeLimit::Consult => self.consult_ms,
+            TimeLimit::Memory => self.memory_ms,
+            TimeLimit::Approval => self.approval_ms,
+            TimeLimit::Git => self.git_ms,
+            TimeLimit::GitClone => self.git_clone_ms,
+            // No built-in tool's: a downstream server's tools have its own `call_ms`.
+            TimeLimit::Downstream => default_call_ms(),
         };
         Duration::from_millis(ms)
     }

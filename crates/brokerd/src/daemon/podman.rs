@@ -22,6 +22,7 @@ use super::runner::{Outcome, RunContext, Runner, shell};
 use super::sandboxed::SandboxedRunner;
 use crate::args::{ToolArgs, ToolName};
 use crate::policy::{Allowed, Scope};
+use proto::tools::Home;
 
 /// A memory tool that reached the container runtime (seed M6b/04's sentence).
 pub const IN_MEMORYD: &str = "the memory tools run in memoryd, not in a container";
@@ -367,12 +368,10 @@ impl Runner for PodmanRunner {
 /// The sentence a tool that never runs in a container is refused with there: the memory tools
 /// (the broker's memory store answers them) and `consult` (the broker asks the model).
 pub fn refused_in_container(tool: ToolName) -> Option<&'static str> {
-    if tool.is_memory() {
-        Some(IN_MEMORYD)
-    } else if tool == ToolName::Consult {
-        Some(IN_CONSULT)
-    } else {
-        None
+    match tool.builtin().home {
+        Home::Memory => Some(IN_MEMORYD),
+        Home::Broker => Some(IN_CONSULT),
+        Home::Runner | Home::Jobs | Home::Owner => None,
     }
 }
 

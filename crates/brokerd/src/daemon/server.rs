@@ -233,42 +233,15 @@ pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
         return Vec::new();
     };
     let now = proto::Timestamp::now();
-    ToolName::KNOWN
-        .iter()
-        .chain(&ToolName::JOB_COMPANIONS)
+    ToolName::EVERY
+        .into_iter()
         .filter(|tool| {
             grants
                 .iter()
                 .any(|g| g.tool == tool.granted_by() && !g.deny && !g.expired(now))
         })
-        .filter_map(|tool| schema_of(*tool))
+        .map(ToolName::schema)
         .collect()
-}
-
-/// The schema the broker lists for one of its own tools (what the model was shown).
-pub fn schema_of(tool: ToolName) -> Option<ToolSchema> {
-    match tool {
-        ToolName::ReadFile => Some(tools::fs::broker_read_file_schema()),
-        ToolName::WriteFile => Some(tools::fs::write_file_schema()),
-        ToolName::EditFile => Some(tools::fs::edit_file_schema()),
-        ToolName::ListFiles => Some(tools::search::list_files_schema()),
-        ToolName::Glob => Some(tools::search::glob_schema()),
-        ToolName::Grep => Some(tools::search::grep_schema()),
-        ToolName::Shell => Some(tools::shell::broker_shell_schema()),
-        ToolName::HttpFetch => Some(tools::web::broker_http_fetch_schema()),
-        ToolName::Consult => Some(crate::consult::consult_schema()),
-        ToolName::Ask => Some(policy::ask::ask_schema()),
-        ToolName::Recall => Some(policy::memory::recall_schema()),
-        ToolName::Memory => Some(policy::memory::memory_schema()),
-        ToolName::AskMemory => Some(policy::memory::ask_memory_schema()),
-        ToolName::WebSearch => Some(tools::web::web_search::web_search_schema()),
-        ToolName::GitStatus => Some(tools::git::git_status_schema()),
-        ToolName::GitDiff => Some(tools::git::git_diff_schema()),
-        ToolName::GitClone => Some(tools::git::git_clone_schema()),
-        ToolName::BashBg => Some(tools::jobs::bash_bg_schema()),
-        ToolName::BashTail => Some(tools::jobs::bash_tail_schema()),
-        ToolName::BashKill => Some(tools::jobs::bash_kill_schema()),
-    }
 }
 
 async fn refuse(

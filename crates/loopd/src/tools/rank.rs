@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use proto::tools::ToolName;
+
 use crate::llama::ToolSchema;
 
 /// BM25's term-frequency saturation.
@@ -16,38 +18,6 @@ const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "how", "i", "in",
     "is", "it", "its", "me", "my", "of", "on", "or", "please", "some", "that", "the", "this", "to",
     "use", "want", "what", "with", "you",
-];
-
-/// Words a model may search with for a tool whose own text does not hold them (`find_tool
-/// "test"` should find `shell`), by the tool's name. Used by the ranking alone: never shown to
-/// the model, never part of a seed-pinned description, never matched by `Registry::find`.
-const SEARCH_WORDS: &[(&str, &[&str])] = &[
-    ("ask", &["question", "user", "confirm", "choose"]),
-    ("ask_memory", &["remember", "question", "notes"]),
-    ("bash_bg", &["background", "server", "watch", "job", "long"]),
-    ("consult", &["model", "opinion", "review", "advice"]),
-    (
-        "edit_file",
-        &["change", "modify", "replace", "patch", "fix"],
-    ),
-    ("git_clone", &["download", "repository", "checkout"]),
-    ("git_diff", &["changes", "compare", "patch"]),
-    ("git_status", &["changes", "modified", "repository"]),
-    ("glob", &["pattern", "wildcard", "names", "find"]),
-    ("grep", &["search", "find", "text", "regex", "code"]),
-    ("http_fetch", &["download", "web", "page", "browse"]),
-    ("list_files", &["ls", "directory", "folder", "tree"]),
-    ("memory", &["remember", "note", "save"]),
-    ("read_file", &["open", "view", "show", "cat", "contents"]),
-    ("recall", &["remember", "retrieve", "notes"]),
-    (
-        "shell",
-        &[
-            "run", "test", "build", "compile", "execute", "command", "script",
-        ],
-    ),
-    ("web_search", &["internet", "online", "lookup", "google"]),
-    ("write_file", &["create", "save", "new", "overwrite"]),
 ];
 
 /// The ranking index of one registry: for each term, the tools that contain it and how often.
@@ -118,13 +88,19 @@ impl Index {
 }
 
 /// The terms of a schema: its name twice (a name is the strongest hint), its description, its
-/// search words ([`SEARCH_WORDS`]), and each parameter's name and description.
+/// search words (a built-in tool's, from `proto::tools`' table: used by this ranking alone,
+/// never shown to the model, never matched by `Registry::find`), and each parameter's name and description.
 fn schema_terms(schema: &ToolSchema) -> Vec<String> {
     let mut out = terms(&schema.name);
     out.extend(terms(&schema.name));
     out.extend(terms(&schema.description));
-    if let Some((_, words)) = SEARCH_WORDS.iter().find(|(name, _)| *name == schema.name) {
-        out.extend(words.iter().flat_map(|word| terms(word)));
+    if let Some(tool) = ToolName::parse(&schema.name) {
+        out.extend(
+            tool.builtin()
+                .search_words
+                .iter()
+                .flat_map(|word| terms(word)),
+        );
     }
     if let Some(properties) = schema
         .parameters
@@ -208,11 +184,6 @@ mod tests {
         assert!(registry.find("compile").is_empty());
         let (listed, _) = registry.search("compile", 5);
         assert_eq!(listed.first().map(|s| s.name.as_str()), Some("shell"));
-    }
-
-    #[test]
-    fn every_search_word_table_entry_is_one_tool_once_in_name_order() {
-        assert!(SEARCH_WORDS.windows(2).all(|pair| pair[0].0 < pair[1].0));
     }
 
     #[test]

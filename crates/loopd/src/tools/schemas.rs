@@ -1,14 +1,15 @@
-//! The schemas loopd knows by heart: the core tools (sent in every request) and the four tools
-//! the broker decides on, with the exact texts of seeds M2b/03 and M3a/16.
-//!
-//! The four broker tools' schemas are also written in the `tools` crate, on purpose: loopd runs
-//! no tool and does not depend on the tool implementations, and these are the seed's fixture,
-//! which must never change under an existing session. `crates/tools/tests/schemas.rs` checks that
-//! both copies stay byte for byte equal.
+//! The schemas loopd knows by heart: the core tools (sent in every request), with the exact
+//! texts of seed M2b/03, and the four tools the broker decides on, with those of seed M3a/16:
+//! the seed's fixture, which must never change under an existing session, kept with every
+//! other tool's facts in `proto::tools::schemas` (loopd runs no tool and reads only `proto`).
 
 use serde_json::json;
 
 use crate::llama::ToolSchema;
+
+pub use proto::tools::schemas::{
+    http_fetch_schema, read_file_schema, shell_schema, write_file_schema,
+};
 
 /// `clock`: the current time, answered by loopd itself.
 pub fn clock_schema() -> ToolSchema {
@@ -74,69 +75,6 @@ pub fn call_tool_schema() -> ToolSchema {
                 }
             },
             "required": ["name", "arguments"]
-        }),
-    }
-}
-
-/// `read_file`, decided by the broker.
-pub fn read_file_schema() -> ToolSchema {
-    ToolSchema {
-        name: "read_file".to_string(),
-        description: "Read a text file. Needs a grant from the owner for the path.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the file." }
-            },
-            "required": ["path"]
-        }),
-    }
-}
-
-/// `write_file`, decided by the broker.
-pub fn write_file_schema() -> ToolSchema {
-    ToolSchema {
-        name: "write_file".to_string(),
-        description: "Write a text file, replacing it. Needs a grant from the owner for the path."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the file." },
-                "content": { "type": "string", "description": "The whole new content of the file." }
-            },
-            "required": ["path", "content"]
-        }),
-    }
-}
-
-/// `shell`, decided by the broker.
-pub fn shell_schema() -> ToolSchema {
-    ToolSchema {
-        name: "shell".to_string(),
-        description: "Run a shell command in a sandbox. Needs a grant from the owner.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "command": { "type": "string", "description": "The command line to run." },
-                "cwd": { "type": "string", "description": "The absolute path of the directory to run it in." }
-            },
-            "required": ["command"]
-        }),
-    }
-}
-
-/// `http_fetch`, decided by the broker.
-pub fn http_fetch_schema() -> ToolSchema {
-    ToolSchema {
-        name: "http_fetch".to_string(),
-        description: "Fetch an https URL. Needs a grant from the owner for the host.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "url": { "type": "string", "description": "The URL. It must start with https://." }
-            },
-            "required": ["url"]
         }),
     }
 }

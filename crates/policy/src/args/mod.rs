@@ -22,236 +22,8 @@ use crate::memory::{
 };
 use crate::paths::MAX_PATH_BYTES;
 
-/// The tools the broker can dispatch to: eight that run in a sandbox, the three memory tools
-/// (routed to the memory store, never to a runner), `consult`, and `ask` (answered by the
-/// owner).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ToolName {
-    /// Read a text file.
-    ReadFile,
-    /// Write a text file.
-    WriteFile,
-    /// Edit a text file by exact snippets.
-    EditFile,
-    /// List a folder's files.
-    ListFiles,
-    /// Find files by a glob.
-    Glob,
-    /// Search file contents with a regular expression.
-    Grep,
-    /// Run a shell command.
-    Shell,
-    /// Fetch an https URL.
-    HttpFetch,
-    /// Search the memory.
-    Recall,
-    /// Write to the memory, or forget an entry.
-    Memory,
-    /// Ask a question answered from the memory.
-    AskMemory,
-    /// Ask another model a question.
-    Consult,
-    /// Ask the owner a question and wait for the answer.
-    Ask,
-    /// Search the web with the provider the owner configured.
-    WebSearch,
-    /// Show a git repository's status.
-    GitStatus,
-    /// Show a git repository's changes.
-    GitDiff,
-    /// Clone a git repository over https.
-    GitClone,
-    /// Start a shell command as a background job.
-    BashBg,
-    /// Read a background job's output since the last read.
-    BashTail,
-    /// Stop a background job.
-    BashKill,
-}
-
-impl ToolName {
-    /// The tools that run in a sandbox.
-    pub const ALL: [ToolName; 8] = [
-        ToolName::ReadFile,
-        ToolName::WriteFile,
-        ToolName::EditFile,
-        ToolName::ListFiles,
-        ToolName::Glob,
-        ToolName::Grep,
-        ToolName::Shell,
-        ToolName::HttpFetch,
-    ];
-
-    /// The tools of the grant group `read`: they read files and folders.
-    pub const READ_GROUP: [ToolName; 4] = [
-        ToolName::ReadFile,
-        ToolName::Grep,
-        ToolName::Glob,
-        ToolName::ListFiles,
-    ];
-
-    /// The tools of the grant group `write`: they change files.
-    pub const WRITE_GROUP: [ToolName; 2] = [ToolName::WriteFile, ToolName::EditFile];
-
-    /// Every tool a grant may name, in the order error messages list them.
-    pub const KNOWN: [ToolName; 18] = [
-        ToolName::ReadFile,
-        ToolName::WriteFile,
-        ToolName::EditFile,
-        ToolName::ListFiles,
-        ToolName::Glob,
-        ToolName::Grep,
-        ToolName::Shell,
-        ToolName::BashBg,
-        ToolName::HttpFetch,
-        ToolName::WebSearch,
-        ToolName::GitStatus,
-        ToolName::GitDiff,
-        ToolName::GitClone,
-        ToolName::Consult,
-        ToolName::Ask,
-        ToolName::Recall,
-        ToolName::Memory,
-        ToolName::AskMemory,
-    ];
-
-    /// The tools a grant does not name itself: a grant of [`ToolName::BashBg`] covers them for
-    /// the session's own jobs ([`ToolName::granted_by`]).
-    pub const JOB_COMPANIONS: [ToolName; 2] = [ToolName::BashTail, ToolName::BashKill];
-
-    /// The tool whose grants cover this one: itself, or `bash_bg` for `bash_tail` and
-    /// `bash_kill`.
-    pub fn granted_by(self) -> ToolName {
-        match self {
-            ToolName::BashTail | ToolName::BashKill => ToolName::BashBg,
-            other => other,
-        }
-    }
-
-    /// Whether this is one of the background job tools.
-    pub fn is_job(self) -> bool {
-        matches!(
-            self,
-            ToolName::BashBg | ToolName::BashTail | ToolName::BashKill
-        )
-    }
-
-    /// The tool called `name`, if boxmaker has one.
-    pub fn parse(name: &str) -> Option<ToolName> {
-        match name {
-            "read_file" => Some(ToolName::ReadFile),
-            "write_file" => Some(ToolName::WriteFile),
-            "edit_file" => Some(ToolName::EditFile),
-            "list_files" => Some(ToolName::ListFiles),
-            "glob" => Some(ToolName::Glob),
-            "grep" => Some(ToolName::Grep),
-            "shell" => Some(ToolName::Shell),
-            "http_fetch" => Some(ToolName::HttpFetch),
-            "recall" => Some(ToolName::Recall),
-            "memory" => Some(ToolName::Memory),
-            "ask_memory" => Some(ToolName::AskMemory),
-            "consult" => Some(ToolName::Consult),
-            "ask" => Some(ToolName::Ask),
-            "web_search" => Some(ToolName::WebSearch),
-            "git_status" => Some(ToolName::GitStatus),
-            "git_diff" => Some(ToolName::GitDiff),
-            "git_clone" => Some(ToolName::GitClone),
-            "bash_bg" => Some(ToolName::BashBg),
-            "bash_tail" => Some(ToolName::BashTail),
-            "bash_kill" => Some(ToolName::BashKill),
-            _ => None,
-        }
-    }
-
-    /// The tool's name as models and grants write it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolName::ReadFile => "read_file",
-            ToolName::WriteFile => "write_file",
-            ToolName::EditFile => "edit_file",
-            ToolName::ListFiles => "list_files",
-            ToolName::Glob => "glob",
-            ToolName::Grep => "grep",
-            ToolName::Shell => "shell",
-            ToolName::HttpFetch => "http_fetch",
-            ToolName::Recall => "recall",
-            ToolName::Memory => "memory",
-            ToolName::AskMemory => "ask_memory",
-            ToolName::Consult => "consult",
-            ToolName::Ask => "ask",
-            ToolName::WebSearch => "web_search",
-            ToolName::GitStatus => "git_status",
-            ToolName::GitDiff => "git_diff",
-            ToolName::GitClone => "git_clone",
-            ToolName::BashBg => "bash_bg",
-            ToolName::BashTail => "bash_tail",
-            ToolName::BashKill => "bash_kill",
-        }
-    }
-
-    /// Whether the tool's one path argument names what it reads or writes, and grants give it
-    /// `paths` (every file tool and walker, the git tools: the repository's folder, or
-    /// `git_clone`'s destination; not `shell`, whose paths are where it runs).
-    pub fn is_path_tool(self) -> bool {
-        matches!(
-            self,
-            ToolName::ReadFile
-                | ToolName::WriteFile
-                | ToolName::EditFile
-                | ToolName::ListFiles
-                | ToolName::Glob
-                | ToolName::Grep
-                | ToolName::GitStatus
-                | ToolName::GitDiff
-                | ToolName::GitClone
-        )
-    }
-
-    /// Whether this is one of the memory tools.
-    pub fn is_memory(self) -> bool {
-        matches!(
-            self,
-            ToolName::Recall | ToolName::Memory | ToolName::AskMemory
-        )
-    }
-
-    /// Whether a call changes something outside the session (a file, a process, a server, a
-    /// model's bill, the memory): the calls that `on_untrusted` governs. `ask_memory` has
-    /// side effects only when the broker has a consult model ([`ToolArgs::has_side_effects`]).
-    pub fn has_side_effects(self) -> bool {
-        match self {
-            ToolName::WriteFile
-            | ToolName::EditFile
-            | ToolName::Shell
-            | ToolName::HttpFetch
-            | ToolName::Consult
-            | ToolName::WebSearch
-            | ToolName::GitClone
-            | ToolName::BashBg
-            | ToolName::BashKill
-            | ToolName::Memory => true,
-            ToolName::ReadFile
-            | ToolName::ListFiles
-            | ToolName::Glob
-            | ToolName::Grep
-            | ToolName::Recall
-            | ToolName::AskMemory
-            | ToolName::GitStatus
-            | ToolName::GitDiff
-            | ToolName::BashTail
-            | ToolName::Ask => false,
-        }
-    }
-
-    /// `read_file, write_file, …`: every known tool, for error messages.
-    pub fn known_list() -> String {
-        ToolName::KNOWN
-            .iter()
-            .map(|t| t.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
+/// The built-in tools, with their facts: `proto::tools`' table.
+pub use proto::tools::ToolName;
 
 /// A call's arguments, parsed for its tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,6 +103,34 @@ macro_rules! path_of {
     };
 }
 
+/// The one list of the tools whose arguments are a script (their row's `Command` argument):
+/// `Some` of the script for such a call, `None` for every other tool.
+macro_rules! script_of {
+    ($args:expr) => {
+        match $args {
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
+            ToolArgs::ReadFile(_)
+            | ToolArgs::WriteFile(_)
+            | ToolArgs::EditFile(_)
+            | ToolArgs::ListFiles(_)
+            | ToolArgs::Glob(_)
+            | ToolArgs::Grep(_)
+            | ToolArgs::HttpFetch(_)
+            | ToolArgs::Consult { .. }
+            | ToolArgs::Ask(_)
+            | ToolArgs::Recall(_)
+            | ToolArgs::Memory(_)
+            | ToolArgs::AskMemory(_)
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::GitStatus(_)
+            | ToolArgs::GitDiff(_)
+            | ToolArgs::GitClone(_)
+            | ToolArgs::BashTail(_)
+            | ToolArgs::BashKill(_) => None,
+        }
+    };
+}
+
 impl ToolArgs {
     /// The tool these arguments are for.
     pub fn tool(&self) -> ToolName {
@@ -361,18 +161,12 @@ impl ToolArgs {
     /// The script a `shell` or `bash_bg` call runs: what the shell checks and the guard rails
     /// read.
     pub fn script(&self) -> Option<&ShellArgs> {
-        match self {
-            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
-            _ => None,
-        }
+        script_of!(self)
     }
 
     /// The same, mutably (to resolve and choose its `cwd`).
     pub fn script_mut(&mut self) -> Option<&mut ShellArgs> {
-        match self {
-            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => Some(a),
-            _ => None,
-        }
+        script_of!(self)
     }
 
     /// Whether this call has side effects: its tool's ([`ToolName::has_side_effects`]), and

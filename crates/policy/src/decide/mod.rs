@@ -504,10 +504,7 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         .unwrap_or(first.class);
     // Search results and a clone's output are the web's text, and a consulted model's answer
     // is another model's (its question may carry untrusted text), whatever a grant says.
-    let untrusted = matches!(
-        tool,
-        ToolName::WebSearch | ToolName::GitClone | ToolName::Consult
-    ) || live.iter().any(|(g, _)| g.untrusted);
+    let untrusted = tool.always_untrusted() || live.iter().any(|(g, _)| g.untrusted);
     let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
         grant: grant.id.clone(),
         class,

@@ -240,13 +240,13 @@ impl GrantReader<'_> {
     ) {
         let name = tool.as_str();
         let at = |key: &str, this: &Self| field(key).map_or(line, |v| this.line_of(v));
-        let runs_scripts = matches!(tool, ToolName::Shell | ToolName::BashBg);
+        let runs_scripts = tool.runs_commands();
         let takes_paths = tool.is_path_tool() || runs_scripts;
         if !paths.is_empty() && !takes_paths {
             let line = at("paths", self);
             self.say(line, format!("{name} does not take paths"));
         }
-        if !hosts.is_empty() && !matches!(tool, ToolName::HttpFetch | ToolName::GitClone) {
+        if !hosts.is_empty() && !tool.fetches_urls() {
             let line = at("hosts", self);
             if !runs_scripts {
                 self.say(line, format!("{name} does not take hosts"));
@@ -275,25 +275,27 @@ impl GrantReader<'_> {
             Some(DeValue::Array(items)) => items.is_empty(),
             Some(_) => false,
         };
-        match tool {
-            ToolName::GitClone if hosts.is_empty() && unset("hosts") => self.say(
+        // One problem per grant: a tool's hosts first (`git_clone` needs paths too).
+        if tool.fetches_urls() && hosts.is_empty() && unset("hosts") {
+            let verb = if tool == ToolName::GitClone {
+                "clone"
+            } else {
+                "fetch"
+            };
+            self.say(
                 line,
-                "git_clone needs hosts: the hosts it may clone from".to_string(),
-            ),
-            _ if tool.is_path_tool() && paths.is_empty() && unset("paths") => self.say(
+                format!("{name} needs hosts: the hosts it may {verb} from"),
+            );
+        } else if tool.is_path_tool() && paths.is_empty() && unset("paths") {
+            self.say(
                 line,
                 format!("{name} needs paths: the files and folders it may open"),
-            ),
-            ToolName::Shell | ToolName::BashBg if commands.is_empty() && unset("commands") => self
-                .say(
-                    line,
-                    format!("{name} needs commands: the command prefixes it may run"),
-                ),
-            ToolName::HttpFetch if hosts.is_empty() && unset("hosts") => self.say(
+            );
+        } else if runs_scripts && commands.is_empty() && unset("commands") {
+            self.say(
                 line,
-                "http_fetch needs hosts: the hosts it may fetch from".to_string(),
-            ),
-            _ => {}
+                format!("{name} needs commands: the command prefixes it may run"),
+            );
         }
     }
 

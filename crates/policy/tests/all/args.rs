@@ -268,3 +268,21 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn every_tool_whose_row_has_a_command_argument_hands_its_script_to_the_shell_checks() {
+    for tool in ToolName::EVERY {
+        if !tool.runs_commands() {
+            continue;
+        }
+        let args = parse(tool, r#"{"command":"echo hi"}"#).unwrap();
+        assert_eq!(
+            args.script().map(|s| s.command.as_str()),
+            Some("echo hi"),
+            "{}",
+            tool.as_str()
+        );
+    }
+    let read = parse(ToolName::ReadFile, r#"{"path":"/x"}"#).unwrap();
+    assert!(read.script().is_none());
+}

@@ -8,12 +8,11 @@
 //! invalid UTF-8 elsewhere in the file.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-use proto::ToolSchema;
 
 use super::write::Target;
 use super::{Expected, FileError, GrantedDir};
+
+pub use proto::tools::schemas::edit_file_schema;
 
 /// The largest file `edit_file` edits, in bytes: 128 MiB.
 pub const EDIT_LIMIT: u64 = 128 * 1024 * 1024;
@@ -68,37 +67,6 @@ pub struct EditFileResult {
     /// the file read again (never serialized).
     #[serde(skip)]
     pub sha256: String,
-}
-
-/// `edit_file`'s schema.
-pub fn edit_file_schema() -> ToolSchema {
-    ToolSchema {
-        name: "edit_file".to_string(),
-        description: "Edit a text file by exact snippets, applied in order, all or none. \
-            Needs a grant from the owner for the path."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the file." },
-                "edits": {
-                    "type": "array",
-                    "description": "The edits, applied in order.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "old_str": { "type": "string", "description": "The exact text to find; empty appends new_str (creating the file)." },
-                            "new_str": { "type": "string", "description": "The text that replaces it." },
-                            "replace_all": { "type": "boolean", "description": "Replace every occurrence (default false: old_str must occur once)." }
-                        },
-                        "required": ["old_str", "new_str"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["path", "edits"]
-        }),
-    }
 }
 
 /// Applies `args.edits` in order to the file at `args.path`, below `dir`, and replaces it

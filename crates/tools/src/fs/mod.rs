@@ -27,9 +27,8 @@ use std::io;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use proto::ToolSchema;
+pub use proto::tools::schemas::{broker_read_file_schema, read_file_schema, write_file_schema};
 
 /// The default cap of `read_file`: 1 MiB.
 pub const READ_CAP: usize = 1024 * 1024;
@@ -68,55 +67,6 @@ pub struct WriteFileArgs {
     pub path: String,
     /// The whole new content of the file.
     pub content: String,
-}
-
-/// `read_file`'s schema, with the texts of seed M3a/16.
-pub fn read_file_schema() -> ToolSchema {
-    ToolSchema {
-        name: "read_file".to_string(),
-        description: "Read a text file. Needs a grant from the owner for the path.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the file." }
-            },
-            "required": ["path"]
-        }),
-    }
-}
-
-/// `read_file`'s schema as the broker lists it: the seed's (same description, same `path`)
-/// with the optional `offset` and `limit`.
-pub fn broker_read_file_schema() -> ToolSchema {
-    let mut schema = read_file_schema();
-    if let Some(properties) = schema.parameters["properties"].as_object_mut() {
-        properties.insert(
-            "offset".to_string(),
-            json!({ "type": "integer", "minimum": 1, "description": "The first line to read, counted from 1 (default: 1)." }),
-        );
-        properties.insert(
-            "limit".to_string(),
-            json!({ "type": "integer", "minimum": 0, "description": "How many lines to read at most (default: to the end, within the size cap)." }),
-        );
-    }
-    schema
-}
-
-/// `write_file`'s schema, with the texts of seed M3a/16.
-pub fn write_file_schema() -> ToolSchema {
-    ToolSchema {
-        name: "write_file".to_string(),
-        description: "Write a text file, replacing it. Needs a grant from the owner for the path."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the file." },
-                "content": { "type": "string", "description": "The whole new content of the file." }
-            },
-            "required": ["path", "content"]
-        }),
-    }
 }
 
 /// What `read_file` read.

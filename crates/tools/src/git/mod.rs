@@ -21,15 +21,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use proto::ToolSchema;
 use sandbox::{CommandSpec, ContainOptions, Containment, Exit};
 
 use crate::shell::{Captured, DEFAULT_PATH, FIXED_ENV, GIT_ENV, HEAD_BYTES, TAIL_BYTES};
 
 pub use clone::{CloneOptions, CloneResult, git_clone};
 pub use repo::{Repository, find_repository, git_diff, git_status};
+
+pub use proto::tools::schemas::{
+    MAX_DIFF_PATHS, git_clone_schema, git_diff_schema, git_status_schema,
+};
 
 /// The arguments of `git_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,9 +64,6 @@ pub struct GitCloneArgs {
     /// The absolute path of the folder to clone into: it must not exist yet, or be empty.
     pub path: String,
 }
-
-/// The most path filters a `git_diff` call takes.
-pub const MAX_DIFF_PATHS: usize = 100;
 
 /// Why a `git_diff` path filter is refused, if it is: it must be relative to the repository,
 /// stay inside it, and not read as an option or as pathspec magic.
@@ -102,54 +101,6 @@ pub fn check_diff_path(path: &str) -> Result<(), String> {
 /// The sentence for a `git@host:path` URL.
 pub const SSH_NOT_SUPPORTED: &str =
     "git@ URLs need SSH keys, which git_clone does not support yet: give the https:// URL";
-
-/// `git_status`'s schema.
-pub fn git_status_schema() -> ToolSchema {
-    ToolSchema {
-        name: "git_status".to_string(),
-        description: "Show a git repository's status (branch, staged, unstaged and untracked files). Needs a grant from the owner for the folder.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the repository, or of a folder inside it or holding it." }
-            },
-            "required": ["path"]
-        }),
-    }
-}
-
-/// `git_diff`'s schema.
-pub fn git_diff_schema() -> ToolSchema {
-    ToolSchema {
-        name: "git_diff".to_string(),
-        description: "Show a git repository's changes as a unified diff: unstaged by default, staged with staged = true. Needs a grant from the owner for the folder.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the repository, or of a folder inside it or holding it." },
-                "staged": { "type": "boolean", "description": "Show the staged changes (git diff --staged) instead of the unstaged ones (default: false)." },
-                "paths": { "type": "array", "items": { "type": "string" }, "maxItems": MAX_DIFF_PATHS, "description": "Only these files or folders, relative to the repository's top folder." }
-            },
-            "required": ["path"]
-        }),
-    }
-}
-
-/// `git_clone`'s schema.
-pub fn git_clone_schema() -> ToolSchema {
-    ToolSchema {
-        name: "git_clone".to_string(),
-        description: "Clone a git repository over https into a new folder. Needs a grant from the owner for the host and the folder.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "url": { "type": "string", "description": "The repository's URL. It must start with https://." },
-                "path": { "type": "string", "description": "The absolute path of the folder to clone into; it must not exist yet, or be empty." }
-            },
-            "required": ["url", "path"]
-        }),
-    }
-}
 
 /// Settings every git tool adds to [`GIT_ENV`]'s (command-line level, so they win over every
 /// configuration file): no credential helper or askpass program, no colour, no submodule

@@ -17,15 +17,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use proto::ToolSchema;
 use sandbox::{ContainOptions, Containment, Ended, Exit, Stopper};
 
 use crate::clean::clean_output;
 use crate::shell::{ShellArgs, ShellError, command_spec};
 
 pub use ring::{Read, Ring};
+
+pub use proto::tools::schemas::{bash_bg_schema, bash_kill_schema, bash_tail_schema};
 
 /// The arguments of `bash_bg`: `shell`'s without a time limit (a job lives until it ends, is
 /// killed, or reaches the broker's `job_lifetime_ms`).
@@ -71,47 +71,6 @@ pub struct BashKillArgs {
 
 /// The bytes `bash_tail` returns when the call names no `max_bytes`.
 pub const DEFAULT_TAIL_BYTES: u64 = 16 * 1024;
-
-/// `bash_bg`'s schema: `shell`'s `command` and `cwd` (the seed's words, taken from
-/// [`crate::shell::shell_schema`]), without a time limit.
-pub fn bash_bg_schema() -> ToolSchema {
-    ToolSchema {
-        name: "bash_bg".to_string(),
-        description: "Start a shell command in the background, in a sandbox, and return its job id at once; read its output with bash_tail and stop it with bash_kill. Needs a grant from the owner.".to_string(),
-        parameters: crate::shell::shell_schema().parameters,
-    }
-}
-
-/// `bash_tail`'s schema.
-pub fn bash_tail_schema() -> ToolSchema {
-    ToolSchema {
-        name: "bash_tail".to_string(),
-        description: "Read the output a background job (bash_bg) wrote since the last read, with its state and exit code.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "job": { "type": "integer", "minimum": 1, "description": "The job id bash_bg returned." },
-                "max_bytes": { "type": "integer", "minimum": 1, "description": "The most bytes of output to return (default: 16384)." }
-            },
-            "required": ["job"]
-        }),
-    }
-}
-
-/// `bash_kill`'s schema.
-pub fn bash_kill_schema() -> ToolSchema {
-    ToolSchema {
-        name: "bash_kill".to_string(),
-        description: "Stop a background job (bash_bg) and every process it started.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "job": { "type": "integer", "minimum": 1, "description": "The job id bash_bg returned." }
-            },
-            "required": ["job"]
-        }),
-    }
-}
 
 /// How a job runs.
 #[derive(Debug, Clone)]

@@ -11,13 +11,12 @@ use ignore::WalkState;
 
 use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-use proto::ToolSchema;
 
 use super::walk::{key_path, order_key, pinned_start, relative_bytes, walker};
 use super::{SearchError, SearchOptions};
 use crate::fs::GrantedDir;
+
+pub use proto::tools::schemas::glob_schema;
 
 /// The arguments of `glob`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,25 +36,6 @@ pub struct GlobResult {
     pub files: Vec<String>,
     /// Whether the cap cut the list.
     pub truncated: bool,
-}
-
-/// `glob`'s schema.
-pub fn glob_schema() -> ToolSchema {
-    ToolSchema {
-        name: "glob".to_string(),
-        description: "Find files by a glob pattern such as **/*.rs, newest first, honouring \
-            .gitignore and skipping hidden files. Needs a grant from the owner for the path."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "pattern": { "type": "string", "description": "The glob, matched against paths relative to path: * stays within a folder, ** crosses folders." },
-                "path": { "type": "string", "description": "The absolute path of the folder to search." }
-            },
-            "required": ["pattern", "path"],
-            "additionalProperties": false
-        }),
-    }
 }
 
 /// The files below `args.path` (in `dir`) whose relative path matches `args.pattern`.

@@ -10,13 +10,12 @@ use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-use proto::ToolSchema;
 
 use super::walk::{cut_chars, pinned_start, walker};
 use super::{SearchError, SearchOptions};
 use crate::fs::GrantedDir;
+
+pub use proto::tools::schemas::grep_schema;
 
 /// What `grep` returns, with Claude Code's names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,35 +75,6 @@ pub struct GrepResult {
     pub matches: usize,
     /// Whether a cap (on lines, or on a line's characters) cut the output.
     pub truncated: bool,
-}
-
-/// `grep`'s schema.
-pub fn grep_schema() -> ToolSchema {
-    let count = |text: &str| json!({ "type": "integer", "minimum": 0, "description": text });
-    ToolSchema {
-        name: "grep".to_string(),
-        description: "Search file contents with a regular expression (ripgrep's engine and \
-            syntax), honouring .gitignore and skipping hidden and binary files. Needs a grant \
-            from the owner for the path."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "pattern": { "type": "string", "description": "The regular expression." },
-                "path": { "type": "string", "description": "The absolute path of the file or folder to search." },
-                "output_mode": { "type": "string", "enum": ["content", "files_with_matches", "count"], "description": "content: matching lines with line numbers; files_with_matches (default): paths; count: matches per file." },
-                "case_insensitive": { "type": "boolean", "description": "Ignore case." },
-                "before": count("Lines of context before each match (content mode)."),
-                "after": count("Lines of context after each match (content mode)."),
-                "context": count("Lines of context before and after each match (content mode)."),
-                "glob": { "type": "string", "description": "Only files matching this glob, e.g. *.rs or !*.min.js." },
-                "type": { "type": "string", "description": "Only files of this type, e.g. rust, py, js." },
-                "multiline": { "type": "boolean", "description": "Let the pattern span lines; . matches a newline." }
-            },
-            "required": ["pattern", "path"],
-            "additionalProperties": false
-        }),
-    }
 }
 
 /// Searches the file or tree at `args.path`, below `dir`.

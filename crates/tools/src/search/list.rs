@@ -9,13 +9,12 @@ use std::sync::Mutex;
 
 use ignore::WalkState;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-use proto::ToolSchema;
 
 use super::walk::{key_path, order_key, pinned_start, relative_bytes, walker};
 use super::{SearchError, SearchOptions};
 use crate::fs::GrantedDir;
+
+pub use proto::tools::schemas::list_files_schema;
 
 /// The default depth of a recursive `list_files`.
 pub const MAX_DEPTH: usize = 10;
@@ -57,26 +56,6 @@ pub struct ListFilesResult {
     pub entries: Vec<ListEntry>,
     /// Whether the cap cut the list.
     pub truncated: bool,
-}
-
-/// `list_files`'s schema (seed 002's parameters, with the path required and absolute).
-pub fn list_files_schema() -> ToolSchema {
-    ToolSchema {
-        name: "list_files".to_string(),
-        description: "List the files of a folder, or of its tree, honouring .gitignore and \
-            skipping hidden files. Needs a grant from the owner for the path."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The absolute path of the folder." },
-                "recursive": { "type": "boolean", "description": "List files recursively (default: false)." },
-                "max_depth": { "type": "integer", "minimum": 1, "description": "Maximum recursion depth (default: 10)." }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }),
-    }
 }
 
 /// Lists the folder at `args.path`, below `dir`.

@@ -19,12 +19,12 @@ use serde_json::{Value, json};
 use super::USER_AGENT;
 use super::fetch::{chain_message, parse_certificates};
 
+pub use proto::tools::schemas::{MAX_RESULTS, web_search_schema};
+
 /// The tool's name, as the model calls it.
 pub const WEB_SEARCH: &str = "web_search";
 /// Results when the call does not say (seed 002).
 pub const DEFAULT_MAX_RESULTS: u32 = 5;
-/// The most results a call may ask for (seed 002).
-pub const MAX_RESULTS: u32 = 10;
 /// The most bytes of a provider's answer read.
 pub const ANSWER_LIMIT: u64 = 2 * 1024 * 1024;
 
@@ -45,22 +45,6 @@ impl WebSearchArgs {
         self.max_results
             .unwrap_or(DEFAULT_MAX_RESULTS)
             .clamp(1, MAX_RESULTS)
-    }
-}
-
-/// `web_search`'s schema, with seed 002's parameter texts.
-pub fn web_search_schema() -> proto::ToolSchema {
-    proto::ToolSchema {
-        name: WEB_SEARCH.to_string(),
-        description: "Search the web; results are titles, URLs and snippets from outside. Needs a grant from the owner.".to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "query": { "type": "string", "description": "Search query in natural language" },
-                "max_results": { "type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum results (default: 5, max: 10)" }
-            },
-            "required": ["query"]
-        }),
     }
 }
 

@@ -111,17 +111,9 @@ fn unfit(tool: ToolName, arguments: &str, error: &ArgsError) -> String {
         Ok(value) => value,
         Err(error) => return misfit::not_json(name, &error),
     };
-    let found = crate::daemon::server::schema_of(tool)
-        .and_then(|schema| {
-            let validator = jsonschema::validator_for(&schema.parameters).ok()?;
-            Some(misfit::misfits(
-                name,
-                &validator,
-                &schema.parameters,
-                &value,
-                true,
-            ))
-        })
+    let schema = tool.schema();
+    let found = jsonschema::validator_for(&schema.parameters)
+        .map(|validator| misfit::misfits(name, &validator, &schema.parameters, &value, true))
         .unwrap_or_default();
     if found.is_empty() {
         format!("the arguments do not fit {name}: {}", error.detail())
