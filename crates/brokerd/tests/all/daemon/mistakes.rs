@@ -307,7 +307,7 @@ untrusted = false
 fn every_argument_a_tools_schema_lists_is_one_its_parser_takes_and_no_other() {
     use brokerd::args::{ToolName, parse};
     for tool in ToolName::KNOWN.iter().chain(&ToolName::JOB_COMPANIONS) {
-        let schema = brokerd::daemon::server::schema_of(*tool).unwrap();
+        let schema = tool.schema();
         let listed: Vec<&String> = schema.parameters["properties"]
             .as_object()
             .unwrap()
