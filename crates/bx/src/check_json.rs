@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::Exit;
 use crate::downstream::{Report, Status};
-use crate::grants::{FileLines, acknowledged};
+use crate::grant_text::{FileLines, acknowledged};
 use crate::owner::OwnerError;
 
 /// The whole answer.

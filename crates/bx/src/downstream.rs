@@ -10,7 +10,7 @@ use proto::{DownstreamTool, OwnerReply, OwnerRequest, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::grants::toml_string;
+use crate::grant_text::toml_string;
 use crate::owner::{Owner, OwnerError};
 
 /// Where a downstream tool stands against the grants (`status` in `bx grants check --json`).

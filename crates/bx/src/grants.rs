@@ -8,6 +8,7 @@ use proto::dirs::Dirs;
 use proto::text::escape_terminal;
 
 use crate::Exit;
+use crate::grant_text::{FileLines, acknowledged, toml_string};
 use crate::owner::OwnerError;
 
 /// The owner's home folder (`$HOME` when absolute, else `/`): what `~/` in a grant means.
@@ -65,53 +66,6 @@ pub fn check(dirs: &Dirs, json: bool) -> Exit {
             Exit::Failed
         }
     }
-}
-
-/// The grant files' lines, each file read once, for [`acknowledged`].
-#[derive(Default)]
-pub(crate) struct FileLines(std::collections::HashMap<PathBuf, Vec<String>>);
-
-impl FileLines {
-    /// Line `line` (from 1) of `file`, if it can be read.
-    fn line(&mut self, file: &Path, line: usize) -> Option<&str> {
-        let lines = self.0.entry(file.to_path_buf()).or_insert_with(|| {
-            std::fs::read_to_string(file)
-                .map(|text| text.lines().map(str::to_owned).collect())
-                .unwrap_or_default()
-        });
-        lines.get(line.checked_sub(1)?).map(String::as_str)
-    }
-}
-
-/// Whether the owner keeps `warning` knowingly: its line carries a comment holding
-/// `warning: ` and the warning's sentence word for word (as `bx grants preset coding` writes
-/// them). A warning whose sentence changes, or that moves to another line, shows again.
-pub(crate) fn acknowledged(warning: &policy::grants::Problem, files: &mut FileLines) -> bool {
-    let Some(line) = warning.line else {
-        return false;
-    };
-    files
-        .line(&warning.file, line)
-        .and_then(comment_of)
-        .is_some_and(|comment| comment.contains(&format!("warning: {}", warning.message)))
-}
-
-/// The comment of one TOML line: the text after the first `#` outside a string.
-fn comment_of(line: &str) -> Option<&str> {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (at, c) in line.char_indices() {
-        match quote {
-            Some('"') if escaped => escaped = false,
-            Some('"') if c == '\\' => escaped = true,
-            Some(open) if c == open => quote = None,
-            Some(_) => {}
-            None if c == '"' || c == '\'' => quote = Some(c),
-            None if c == '#' => return line.get(at + 1..),
-            None => {}
-        }
-    }
-    None
 }
 
 /// The downstream servers' tools against the grants, when the broker runs (only it starts
@@ -394,25 +348,6 @@ pub fn read_only_line(home: &Path) -> Option<String> {
     Some(format!("[sandbox]\nread_only = [{}]", list.join(", ")))
 }
 
-/// `text` as a TOML basic string, every character a terminal acts on written as TOML's
-/// `\uXXXX` (`proto::text::needs_escape`: C0 and C1 controls, DEL, the bidirectional
-/// controls), so the line is valid TOML, copies as the same value, and shows unambiguously.
-pub(crate) fn toml_string(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if proto::text::needs_escape(c) => {
-                out.push_str(&format!("\\u{:04X}", u32::from(c)));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// `bx grants preset coding --workspace DIR`: writes `grants/coding.toml`, never over a file.
 pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
     let workspace = match workspace.canonicalize() {
@@ -506,7 +441,7 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
 mod tests {
     use std::path::Path;
 
-    use super::{PROJECT_KINDS, coding_preset, comment_of};
+    use super::{PROJECT_KINDS, coding_preset};
 
     #[test]
     fn the_preset_grants_shell_only_where_the_full_box_is_and_says_why_not() {
@@ -526,13 +461,5 @@ mod tests {
             let loaded = policy::grants::load_dir(dir.path(), Path::new("/home/owner"));
             assert!(loaded.is_ok(), "{loaded:?}");
         }
-    }
-
-    #[test]
-    fn a_comment_starts_at_the_first_hash_outside_a_string() {
-        assert_eq!(comment_of(r#"  "a # b", # c"#), Some(" c"));
-        assert_eq!(comment_of(r#"  'a # b' # c"#), Some(" c"));
-        assert_eq!(comment_of(r#"  "a \" # b" # c"#), Some(" c"));
-        assert_eq!(comment_of(r#"  "a # b","#), None);
     }
 }

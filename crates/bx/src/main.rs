@@ -9,6 +9,7 @@ mod commands;
 mod demo;
 mod doctor;
 mod downstream;
+mod grant_text;
 mod grants;
 mod mcp_serve;
 mod memory;
