@@ -48,6 +48,9 @@ pub fn pending(view: &PendingView) -> String {
             session = view.session,
         ),
         AskWhy::Question => format!("the model asks you (grant {grant})"),
+        AskWhy::Provenance => format!(
+            "a value of this call came only from untrusted results, and grant {grant} says on_untrusted = \"provenance\""
+        ),
     };
     let _ = writeln!(out, "  why:       {why}");
     let _ = writeln!(

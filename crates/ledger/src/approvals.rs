@@ -123,6 +123,7 @@ fn why_text(why: AskWhy) -> &'static str {
         AskWhy::GrantAsks => "grant_asks",
         AskWhy::AfterUntrusted => "after_untrusted",
         AskWhy::Question => "question",
+        AskWhy::Provenance => "provenance",
     }
 }
 

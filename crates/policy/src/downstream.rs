@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use proto::{Class, DenyReason, Timestamp};
 use serde_json::Value;
 
-use crate::decide::{AskReason, Denied, Labels};
+use crate::decide::{Arguments, AskReason, Denied, Labels, Provenance, Seen, Traced, Vouched};
 use crate::grants::{Approval, HostRule, OnUntrusted, Origin, PathRule};
 
 /// The longest name a downstream server may have.
@@ -218,6 +218,8 @@ pub struct ToolGrant {
     pub approval: Approval,
     /// The most sensitive class the session may have seen for this grant to apply.
     pub max_taint: Option<Class>,
+    /// `max_taint = "carried"`: a call that carries a value of a `secret` result is refused.
+    pub carried: bool,
     /// Calls after untrusted content (every downstream call may have side effects, but for
     /// the tools it declares read-only).
     pub on_untrusted: OnUntrusted,
@@ -342,6 +344,19 @@ pub struct Cleared {
     pub class: Class,
     /// Whether the result is marked untrusted.
     pub untrusted: bool,
+    /// When the provenance of its values asks ([`AskReason::Provenance`]): which values, and
+    /// where each came from.
+    pub traced: Traced,
+}
+
+/// A downstream call's arguments and the schema that gives them their roles
+/// ([`proto::tools::downstream::facts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CallOf<'a> {
+    /// The tool's input schema, as its server lists it.
+    pub input_schema: &'a serde_json::Value,
+    /// The call's arguments.
+    pub arguments: &'a serde_json::Value,
 }
 
 /// The decision on a downstream call.
@@ -377,6 +392,24 @@ pub fn visible(grants: &Downstream, server: &str, tool: &str, hash: &str, now: T
 /// input brings in `on_untrusted`) unless every live covering grant says the tool only reads
 /// ([`ToolGrant::reads`]).
 pub fn decide(grants: &Downstream, listed: Listed<'_>, labels: Labels, now: Timestamp) -> Verdict {
+    let no_arguments = serde_json::Value::Null;
+    let call = CallOf {
+        input_schema: &no_arguments,
+        arguments: &no_arguments,
+    };
+    decide_seen(grants, listed, call, Seen::labels_only(labels), now)
+}
+
+/// [`decide`] for a call with its arguments, in a session whose values are tracked: grants
+/// that say `on_untrusted = "provenance"` or `max_taint = "carried"` read `seen`'s index.
+pub fn decide_seen(
+    grants: &Downstream,
+    listed: Listed<'_>,
+    call: CallOf<'_>,
+    seen: Seen<'_>,
+    now: Timestamp,
+) -> Verdict {
+    let labels = seen.labels;
     let Listed {
         server, tool, hash, ..
     } = listed;
@@ -442,10 +475,34 @@ pub fn decide(grants: &Downstream, listed: Listed<'_>, labels: Labels, now: Time
             ),
         );
     }
+    let facts = proto::tools::downstream::facts(
+        call.input_schema,
+        proto::tools::downstream::Declared::default(),
+    );
+    let provenance = Provenance::new(
+        seen,
+        &facts,
+        Arguments::Json(call.arguments),
+        Vouched::default(),
+    );
+    if let Some(grant) = live.iter().find(|g| g.carried)
+        && let Err(traced) = provenance.confidentiality()
+    {
+        return refuse(
+            DenyReason::TaintTooHigh,
+            Some(grant),
+            format!(
+                "grant {} refuses a call that carries a secret (max_taint = \"carried\"): {}",
+                grant.id,
+                traced.lines().first().map_or("", String::as_str)
+            ),
+        );
+    }
     let cleared = |grant: &ToolGrant| Cleared {
         grant: grant.id.clone(),
         class: live.iter().map(|g| g.class).max().unwrap_or(grant.class),
         untrusted: live.iter().any(|g| g.untrusted),
+        traced: Traced::default(),
     };
     let reads = live.iter().all(|g| g.reads(&listed));
     if labels.untrusted && !reads {
@@ -461,6 +518,15 @@ pub fn decide(grants: &Downstream, listed: Listed<'_>, labels: Labels, now: Time
         }
         if let Some(grant) = live.iter().find(|g| g.on_untrusted == OnUntrusted::Ask) {
             return Verdict::Ask(cleared(grant), AskReason::AfterUntrusted);
+        }
+        if let Some(grant) = live
+            .iter()
+            .find(|g| g.on_untrusted == OnUntrusted::Provenance)
+            && let Err(traced) = provenance.integrity()
+        {
+            let mut cleared = cleared(grant);
+            cleared.traced = traced;
+            return Verdict::Ask(cleared, AskReason::Provenance);
         }
     }
     if let Some(grant) = live.iter().find(|g| g.approval == Approval::Ask) {

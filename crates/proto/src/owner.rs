@@ -205,6 +205,9 @@ pub enum AskWhy {
     AfterUntrusted,
     /// The model asked a question (`ask`).
     Question,
+    /// The grant says `on_untrusted = "provenance"` and a value of the call came only from
+    /// untrusted results: approving for the session covers that grant with those values only.
+    Provenance,
 }
 
 /// A pending approval or question, as the owner sees it.

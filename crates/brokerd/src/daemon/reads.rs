@@ -149,6 +149,7 @@ mod tests {
             }),
             scope: Some(Scope::Paths(vec![folder.to_path_buf()])),
             hosts: Vec::new(),
+            traced: policy::decide::Traced::default(),
         }
     }
 

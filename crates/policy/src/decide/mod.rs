@@ -20,9 +20,12 @@ use crate::paths::resolve;
 use crate::shell;
 use crate::trusted::{Reached, TrustedPlaces};
 
+mod integrity;
 mod prepare;
 mod trusted;
 
+pub(crate) use integrity::{Arguments, Provenance, Vouched};
+pub use integrity::{Seen, Traced};
 pub use prepare::resolve_args;
 use prepare::{named_paths, prepare};
 use trusted::trusted_refusal;
@@ -333,6 +336,9 @@ pub struct Allowed {
     /// The deciding grant's hosts (the grant named in `grant`): for `shell` and `bash_bg`, the
     /// only hosts the call's box may reach, through the broker's proxy; empty: no network.
     pub hosts: Vec<HostRule>,
+    /// When the provenance of its values asks ([`AskReason::Provenance`]): which values, and
+    /// where each came from.
+    pub traced: Traced,
 }
 
 /// Why the owner is asked.
@@ -342,6 +348,9 @@ pub enum AskReason {
     GrantAsks,
     /// The session has received untrusted content and the grant says `on_untrusted = "ask"`.
     AfterUntrusted,
+    /// The grant says `on_untrusted = "provenance"` and a value of the call came only from
+    /// untrusted results (named in [`Allowed::traced`]).
+    Provenance,
 }
 
 /// A refusal: the reason (the model's sentence), the grant when one decided it, and a detail
@@ -387,6 +396,19 @@ pub fn decide(
     )
 }
 
+/// [`decide_in`] for a session whose values are tracked: `seen` has its labels and its index,
+/// which grants that say `on_untrusted = "provenance"` or `max_taint = "carried"` read.
+pub fn decide_seen(
+    args: &ToolArgs,
+    grants: &[Grant],
+    seen: Seen<'_>,
+    now: Timestamp,
+    protected: &Protected,
+    walls: shell::PathWalls,
+) -> Decision {
+    decide_with(args, grants, seen, now, protected, walls)
+}
+
 /// [`decide`] for a call whose box enforces paths as `walls` says: with
 /// [`shell::PathWalls::Enforced`] a `shell` redirection is covered when its file resolves
 /// inside the grant's folders and outside the protected ones (the strict rules of [`decide`]
@@ -399,6 +421,25 @@ pub fn decide_in(
     protected: &Protected,
     walls: shell::PathWalls,
 ) -> Decision {
+    decide_with(
+        args,
+        grants,
+        Seen::labels_only(labels),
+        now,
+        protected,
+        walls,
+    )
+}
+
+fn decide_with(
+    args: &ToolArgs,
+    grants: &[Grant],
+    seen: Seen<'_>,
+    now: Timestamp,
+    protected: &Protected,
+    walls: shell::PathWalls,
+) -> Decision {
+    let labels = seen.labels;
     let tool = args.tool();
     let call = match prepare(args, grants, now, protected, walls) {
         Ok(call) => call,
@@ -480,7 +521,43 @@ pub fn decide_in(
     if let Some(denied) = unsafe_literal_address(&call.args, &live) {
         return denied;
     }
-    last_step(&call, &live, labels)
+    let provenance = Provenance::new(
+        seen,
+        tool.facts(),
+        Arguments::Builtin(args),
+        vouched(&call, &live),
+    );
+    if let Some((grant, _)) = live.iter().find(|(g, _)| g.carried)
+        && let Err(traced) = provenance.confidentiality()
+    {
+        return deny(
+            DenyReason::TaintTooHigh,
+            Some(grant),
+            format!(
+                "grant {} refuses a call that carries a secret (max_taint = \"carried\"): {}",
+                grant.id,
+                traced.lines().first().map_or("", String::as_str)
+            ),
+        );
+    }
+    last_step(&call, &live, labels, &provenance)
+}
+
+/// What the live covering grants vouch for in `call`: their command prefixes' words, its paths
+/// (the grants cover them, or the call would not be covered), its URL's host when a grant's
+/// `hosts` name it.
+fn vouched(call: &Call, live: &[&(&Grant, Option<Scope>)]) -> Vouched {
+    let words = live
+        .iter()
+        .flat_map(|(g, _)| g.commands.iter().flatten())
+        .map(|w| crate::provenance::normal::text_form(w))
+        .collect();
+    Vouched {
+        words,
+        paths: true,
+        hosts: live.iter().any(|(g, _)| !g.hosts.is_empty())
+            && matches!(call.args, ToolArgs::HttpFetch(_) | ToolArgs::GitClone(_)),
+    }
 }
 
 /// The last step, once some live grant covers the call and none refuses it outright: refuse
@@ -488,7 +565,12 @@ pub fn decide_in(
 /// describe the data, not the grant that lets the call run: of every live covering grant, the
 /// highest class, and untrusted if any says so, so a broad public grant over a folder does not
 /// make a secret file below it public.
-fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> Decision {
+fn last_step(
+    call: &Call,
+    live: &[&(&Grant, Option<Scope>)],
+    labels: Labels,
+    provenance: &Provenance<'_>,
+) -> Decision {
     let tool = call.args.tool();
     let Some((first, first_scope)) = live.first().copied() else {
         return deny(
@@ -503,8 +585,13 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         .max()
         .unwrap_or(first.class);
     // Search results and a clone's output are the web's text, and a consulted model's answer
-    // is another model's (its question may carry untrusted text), whatever a grant says.
-    let untrusted = tool.always_untrusted() || live.iter().any(|(g, _)| g.untrusted);
+    // is another model's (its question may carry untrusted text), whatever a grant says. A
+    // write's result echoes what it wrote: it carries its arguments' labels.
+    let untrusted = if tool.echoes_arguments() {
+        provenance.carries_untrusted()
+    } else {
+        tool.always_untrusted() || live.iter().any(|(g, _)| g.untrusted)
+    };
     let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
         grant: grant.id.clone(),
         class,
@@ -512,6 +599,7 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
         args: call.args.clone(),
         scope: scope.clone(),
         hosts: grant.hosts.clone(),
+        traced: Traced::default(),
     };
     if labels.untrusted && call.args.has_side_effects() {
         if let Some((grant, _)) = live
@@ -533,6 +621,15 @@ fn last_step(call: &Call, live: &[&(&Grant, Option<Scope>)], labels: Labels) -> 
             .find(|(g, _)| g.on_untrusted == OnUntrusted::Ask)
         {
             return Decision::Ask(allowed(grant, scope), AskReason::AfterUntrusted);
+        }
+        if let Some((grant, scope)) = live
+            .iter()
+            .find(|(g, _)| g.on_untrusted == OnUntrusted::Provenance)
+            && let Err(traced) = provenance.integrity()
+        {
+            let mut allowed = allowed(grant, scope);
+            allowed.traced = traced;
+            return Decision::Ask(allowed, AskReason::Provenance);
         }
     }
     if let Some((grant, scope)) = live.iter().find(|(g, _)| g.approval == Approval::Ask) {

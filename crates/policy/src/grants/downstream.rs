@@ -133,6 +133,7 @@ impl GrantReader<'_> {
         let Terms {
             class,
             max_taint,
+            carried,
             untrusted,
             approval,
             on_untrusted,
@@ -154,6 +155,7 @@ impl GrantReader<'_> {
                 untrusted,
                 approval,
                 max_taint,
+                carried,
                 on_untrusted,
                 read_only,
                 expires,

@@ -56,6 +56,9 @@ pub enum OnUntrusted {
     Ask,
     /// It is refused (`UntrustedInput`).
     Deny,
+    /// It runs unasked when none of its values came only from untrusted results
+    /// ([`crate::provenance`]); otherwise the owner is asked.
+    Provenance,
 }
 
 /// Where a grant was written.
@@ -91,6 +94,9 @@ pub struct Grant {
     pub approval: Approval,
     /// The most sensitive class the session may have seen for this grant to apply.
     pub max_taint: Option<Class>,
+    /// `max_taint = "carried"`: a call that carries a value of a `secret` result is refused,
+    /// whatever else the session has seen ([`crate::provenance`]).
+    pub carried: bool,
     /// Side-effecting calls after untrusted content (default ask).
     pub on_untrusted: OnUntrusted,
     /// When it stops covering calls.
@@ -118,6 +124,7 @@ impl Grant {
             untrusted: true,
             approval: Approval::Auto,
             max_taint: None,
+            carried: false,
             on_untrusted: OnUntrusted::Ask,
             expires: None,
             deny: false,

@@ -98,10 +98,27 @@ impl Lines {
 
 pub(super) type Value<'a> = Spanned<DeValue<'a>>;
 
+/// What `max_taint` says: a class, or that only the values a call carries count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MaxTaint {
+    Class(Class),
+    Carried,
+}
+
+impl MaxTaint {
+    fn class(self) -> Option<Class> {
+        match self {
+            MaxTaint::Class(class) => Some(class),
+            MaxTaint::Carried => None,
+        }
+    }
+}
+
 /// What [`GrantReader::terms`] reads: the keys of a grant that are not about what it covers.
 pub(super) struct Terms {
     pub(super) class: Class,
     pub(super) max_taint: Option<Class>,
+    pub(super) carried: bool,
     pub(super) untrusted: bool,
     pub(super) approval: Approval,
     pub(super) on_untrusted: OnUntrusted,
@@ -180,6 +197,7 @@ impl GrantReader<'_> {
         let Terms {
             class,
             max_taint,
+            carried,
             untrusted,
             approval,
             on_untrusted,
@@ -209,6 +227,7 @@ impl GrantReader<'_> {
             untrusted,
             approval,
             max_taint,
+            carried,
             on_untrusted,
             expires,
             deny,
@@ -452,11 +471,13 @@ impl GrantReader<'_> {
     /// The keys every allow or deny grant shares, each with its default: the labels, the
     /// approval, the rule after untrusted input, the expiry.
     pub(super) fn terms<'v>(&mut self, field: &dyn Fn(&str) -> Option<&'v Value<'v>>) -> Terms {
+        let max_taint = field("max_taint").and_then(|v| self.max_taint(v));
         Terms {
             class: field("class")
                 .and_then(|v| self.class(v, "class"))
                 .unwrap_or(Class::Private),
-            max_taint: field("max_taint").and_then(|v| self.class(v, "max_taint")),
+            max_taint: max_taint.and_then(MaxTaint::class),
+            carried: max_taint == Some(MaxTaint::Carried),
             untrusted: field("untrusted")
                 .and_then(|v| self.boolean(v, "untrusted"))
                 .unwrap_or(true),
@@ -479,12 +500,32 @@ impl GrantReader<'_> {
     }
 
     fn on_untrusted(&mut self, value: &Value<'_>) -> Option<OnUntrusted> {
-        self.word(value, "on_untrusted", &["allow", "ask", "deny"])
-            .map(|w| match w {
-                "allow" => OnUntrusted::Allow,
-                "deny" => OnUntrusted::Deny,
-                _ => OnUntrusted::Ask,
-            })
+        self.word(
+            value,
+            "on_untrusted",
+            &["allow", "ask", "deny", "provenance"],
+        )
+        .map(|w| match w {
+            "allow" => OnUntrusted::Allow,
+            "deny" => OnUntrusted::Deny,
+            "provenance" => OnUntrusted::Provenance,
+            _ => OnUntrusted::Ask,
+        })
+    }
+
+    /// `max_taint`: a class, or `"carried"`.
+    fn max_taint(&mut self, value: &Value<'_>) -> Option<MaxTaint> {
+        let word = self.word(
+            value,
+            "max_taint",
+            &["public", "private", "secret", "carried"],
+        )?;
+        Some(match word {
+            "public" => MaxTaint::Class(Class::Public),
+            "private" => MaxTaint::Class(Class::Private),
+            "secret" => MaxTaint::Class(Class::Secret),
+            _ => MaxTaint::Carried,
+        })
     }
 
     pub(super) fn class(&mut self, value: &Value<'_>, key: &str) -> Option<Class> {

@@ -123,6 +123,27 @@ impl CallCheck<'_, '_> {
         for inner in rest.iter().filter(|c| c.structured) {
             self.candidate(inner, &[], &inner.shown);
         }
+        self.secret_words(text);
+    }
+
+    /// Confidentiality inside one value: each alphanumeric word of it that looks like a secret
+    /// (letters and digits mixed in six or more characters, six or more digits, twenty or more
+    /// characters), so that a key put in a URL's path or query is found as it was read.
+    fn secret_words(&mut self, text: &str) {
+        let lowered = text.to_lowercase();
+        for word in alnum_words(&lowered) {
+            let digits = word.bytes().filter(u8::is_ascii_digit).count();
+            let looks_secret = (word.len() >= 6 && digits > 0 && digits < word.len())
+                || digits >= 6
+                || word.len() >= 20;
+            if !looks_secret || word == lowered {
+                continue;
+            }
+            let judged = self.index.judge(&[word.to_owned()], None, &[]);
+            if let Some((part, origin)) = judged.secret {
+                self.push(Concern::Secret, part, origin, word);
+            }
+        }
     }
 
     /// One candidate value, with the tokens it is made of when there are several.

@@ -75,6 +75,7 @@ mod check;
 mod index;
 pub mod normal;
 mod scan;
+mod values;
 
 use std::fmt;
 
@@ -84,6 +85,7 @@ use proto::Class;
 use proto::text::{cut_at_boundary, escape_terminal};
 
 pub use index::{IndexProblem, Overflow, ValueIndex};
+pub use values::CallValues;
 
 /// How many consecutive words of free text copied from one untrusted result make the text
 /// that result's: 8. Shorter common phrases ("thank you for your email", "let me know if you

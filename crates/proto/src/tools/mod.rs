@@ -97,6 +97,10 @@ pub enum Untrusted {
     /// Always untrusted, whatever a grant says: the tool returns the outside world's text (a
     /// search's results, a clone's output, another model's answer).
     Always,
+    /// Untrusted when its arguments carry a value that came only from untrusted results: the
+    /// result echoes what the call wrote (a write's diff), so it carries its arguments' labels,
+    /// and a first write does not make the session untrusted.
+    FromArguments,
 }
 
 /// The labels a tool's results get when its grant says nothing: the grant's default class,
@@ -306,6 +310,12 @@ impl ToolName {
     /// Whether its results are untrusted whatever a grant says.
     pub fn always_untrusted(self) -> bool {
         self.facts().labels.untrusted == Untrusted::Always
+    }
+
+    /// Whether its results echo its arguments and carry their labels
+    /// ([`Untrusted::FromArguments`]).
+    pub fn echoes_arguments(self) -> bool {
+        self.facts().labels.untrusted == Untrusted::FromArguments
     }
 
     /// `read_file, write_file, …`: every tool a grant may name, for error messages.

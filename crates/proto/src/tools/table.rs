@@ -156,6 +156,15 @@ const fn always_untrusted(mut builtin: Builtin) -> Builtin {
     builtin
 }
 
+/// A row whose results echo its arguments: they carry the arguments' labels.
+const fn echoes_arguments(mut builtin: Builtin) -> Builtin {
+    builtin.facts.labels = Labels {
+        class: Class::Private,
+        untrusted: Untrusted::FromArguments,
+    };
+    builtin
+}
+
 /// `row`, granted with `tool`.
 const fn granted_with(mut builtin: Builtin, tool: ToolName) -> Builtin {
     builtin.granted_with = Some(tool);
@@ -187,7 +196,7 @@ const WRITE_FILE_ARGS: &[Arg] = &[
     Arg::new("path", Role::Path),
     Arg::new("content", Role::FreeText),
 ];
-static WRITE_FILE: Builtin = with_words(
+static WRITE_FILE: Builtin = echoes_arguments(with_words(
     with_target(
         row(
             "write_file",
@@ -201,14 +210,14 @@ static WRITE_FILE: Builtin = with_words(
         "path",
     ),
     &["create", "save", "new", "overwrite"],
-);
+));
 
 /// `edits` is a list of snippets: the text replaced and the text put in its place.
 const EDIT_FILE_ARGS: &[Arg] = &[
     Arg::new("path", Role::Path),
     Arg::new("edits", Role::FreeText),
 ];
-static EDIT_FILE: Builtin = with_words(
+static EDIT_FILE: Builtin = echoes_arguments(with_words(
     with_target(
         row(
             "edit_file",
@@ -222,7 +231,7 @@ static EDIT_FILE: Builtin = with_words(
         "path",
     ),
     &["change", "modify", "replace", "patch", "fix"],
-);
+));
 
 const LIST_FILES_ARGS: &[Arg] = &[
     Arg::new("path", Role::Path),

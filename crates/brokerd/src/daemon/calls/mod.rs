@@ -312,6 +312,7 @@ impl Asked {
         let why = match reason {
             AskReason::GrantAsks => AskWhy::GrantAsks,
             AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
+            AskReason::Provenance => AskWhy::Provenance,
         };
         Asked { grant, why }
     }

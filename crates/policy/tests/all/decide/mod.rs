@@ -87,6 +87,7 @@ mod hosts_and_shell;
 mod jobs;
 mod network;
 mod paths;
+mod provenance;
 mod rails;
 mod reasons;
 mod writes;
