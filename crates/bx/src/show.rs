@@ -53,6 +53,9 @@ pub fn pending(view: &PendingView) -> String {
         ),
     };
     let _ = writeln!(out, "  why:       {why}");
+    for line in &view.provenance {
+        let _ = writeln!(out, "  value:     {}", escape_terminal(line));
+    }
     let _ = writeln!(
         out,
         "  labels:    the session has seen {} data{}",

@@ -241,6 +241,10 @@ pub struct PendingView {
     pub question: Option<String>,
     /// For a question: the choices the model offered (may be empty).
     pub choices: Vec<String>,
+    /// When provenance asks ([`AskWhy::Provenance`]): one sentence per value that came only
+    /// from untrusted results, naming the argument, the value and the call it came from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<String>,
     /// When it was asked.
     pub requested: Timestamp,
     /// When it lapses unanswered.

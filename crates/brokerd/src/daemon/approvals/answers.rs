@@ -154,6 +154,7 @@ pub(super) fn view_of(broker: &Broker, row: &ApprovalRow) -> PendingView {
             .flatten(),
         question,
         choices,
+        provenance: Vec::new(),
         requested: row.requested,
         expires: row.expires,
     }

@@ -144,6 +144,8 @@ pub struct Request {
     pub labels: Labels,
     /// For `ask`: the question and its choices.
     pub question: Option<(String, Vec<String>)>,
+    /// When provenance asks: where each value that asks came from, one sentence each.
+    pub provenance: Vec<String>,
 }
 
 impl Default for Approvals {
@@ -230,6 +232,7 @@ impl Approvals {
             untrusted_by,
             question,
             choices: choices.unwrap_or_default(),
+            provenance: request.provenance,
             requested: now,
             expires,
         };

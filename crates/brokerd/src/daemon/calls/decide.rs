@@ -72,7 +72,10 @@ pub(super) fn decide(
             return Step::Denied(Refused::new(denied.reason, grant, denied.detail));
         }
         Decision::Allow(allowed) => (allowed, None),
-        Decision::Ask(allowed, why) => (allowed, Some(why)),
+        Decision::Ask(allowed, why) => {
+            let traced = allowed.traced.clone();
+            (allowed, Some((why, traced)))
+        }
     };
     let grant = GrantId::from(allowed.grant.as_str());
     // Read before write: after coverage (decide), before any approval.
@@ -98,7 +101,7 @@ pub(super) fn decide(
     });
     match ask {
         None => Step::Run(runnable),
-        Some(why) => Step::Ask(runnable, Asked::new(grant, why)),
+        Some((why, traced)) => Step::Ask(runnable, Asked::new(grant, why, &traced)),
     }
 }
 

@@ -129,7 +129,10 @@ pub(super) async fn decide(
             return refused(denied.reason, grant, denied.detail);
         }
         Verdict::Allow(cleared) => (cleared, None),
-        Verdict::Ask(cleared, why) => (cleared, Some(why)),
+        Verdict::Ask(cleared, why) => {
+            let traced = cleared.traced.clone();
+            (cleared, Some((why, traced)))
+        }
     };
     let grant = GrantId::from(cleared.grant.as_str());
     let runnable = Runnable::Downstream(Cleared {
@@ -142,7 +145,7 @@ pub(super) async fn decide(
     });
     Ok(match ask {
         None => Step::Run(runnable),
-        Some(why) => Step::Ask(runnable, Asked::new(grant, why)),
+        Some((why, traced)) => Step::Ask(runnable, Asked::new(grant, why, &traced)),
     })
 }
 

@@ -18,7 +18,7 @@ use proto::{
     ToolRequest, ToolResponse,
 };
 
-use crate::policy::{AskReason, Labels};
+use crate::policy::{AskReason, Labels, Traced};
 
 use super::approvals::{Request, Settled, Waiter};
 use super::memo::{SessionMemo, Unapplied};
@@ -217,8 +217,11 @@ async fn answer_locked(
             } => {
                 let question = Some((question, choices));
                 let why = AskWhy::Question;
-                let asked =
-                    ask_owner(broker, &call, Some(grant), why, labels, question, pending).await?;
+                let request = Request {
+                    question,
+                    ..request_for(&call, Some(grant), why, labels)
+                };
+                let asked = ask_owner(broker, &call, request, pending).await?;
                 return Ok(Answered::unrecorded(
                     asked.unwrap_or_else(|_| unavailable()),
                 ));
@@ -233,7 +236,11 @@ async fn answer_locked(
             let for_session = broker.with_ledger(|l| l.approved_for_session(session, grant));
             if !matches!(for_session, Ok(true)) {
                 let grant = Some(asked.grant.clone());
-                let asking = ask_owner(broker, &call, grant, asked.why, labels, None, pending);
+                let request = Request {
+                    provenance: asked.lines.clone(),
+                    ..request_for(&call, grant, asked.why, labels)
+                };
+                let asking = ask_owner(broker, &call, request, pending);
                 match asking.await? {
                     Ok(response) => return Ok(Answered::unrecorded(response)),
                     Err(id) => {
@@ -299,22 +306,44 @@ impl Refused {
     }
 }
 
-/// An ask the owner is shown, and what their approval answers: the grant that asks and why.
-/// An approval answers that ask alone; another grant or another reason asks again.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An ask the owner is shown, and what their approval answers: the grant that asks, why, and
+/// (when provenance asks) the values that made it ask, each `(argument, value)`. An approval
+/// answers that ask alone; another grant, another reason or another value asks again.
+#[derive(Debug, Clone)]
 struct Asked {
     grant: GrantId,
     why: AskWhy,
+    values: Vec<(String, String)>,
+    /// Where each value came from, for the owner (not part of what the approval answers).
+    lines: Vec<String>,
+}
+
+impl PartialEq for Asked {
+    fn eq(&self, other: &Asked) -> bool {
+        (&self.grant, self.why, &self.values) == (&other.grant, other.why, &other.values)
+    }
 }
 
 impl Asked {
-    fn new(grant: GrantId, reason: AskReason) -> Asked {
+    fn new(grant: GrantId, reason: AskReason, traced: &Traced) -> Asked {
         let why = match reason {
             AskReason::GrantAsks => AskWhy::GrantAsks,
             AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
             AskReason::Provenance => AskWhy::Provenance,
         };
-        Asked { grant, why }
+        let mut values: Vec<(String, String)> = traced
+            .findings
+            .iter()
+            .map(|f| (f.argument.clone(), f.value.clone()))
+            .collect();
+        values.sort();
+        values.dedup();
+        Asked {
+            grant,
+            why,
+            values,
+            lines: traced.lines(),
+        }
     }
 }
 
@@ -352,25 +381,9 @@ impl Runnable {
 async fn ask_owner(
     broker: &Arc<Broker>,
     call: &Pending,
-    grant: Option<GrantId>,
-    why: AskWhy,
-    labels: Labels,
-    question: Option<(String, Vec<String>)>,
+    request: Request,
     pending: &PendingTx,
 ) -> Result<Result<ToolResponse, ApprovalId>, Refusal> {
-    let request = Request {
-        session: call.session.clone(),
-        call_id: call.call_id,
-        tool: call.tool.clone(),
-        arguments: call.arguments.clone(),
-        grant,
-        why,
-        labels: ledger::Labels {
-            taint: labels.taint,
-            untrusted: labels.untrusted,
-        },
-        question,
-    };
     let (waiter, expires) = match broker.approvals.request(broker, request).await {
         Ok(registered) => registered,
         Err(error) => {
@@ -383,6 +396,25 @@ async fn ask_owner(
         Settled::Final(response) => Ok(response),
         Settled::Approved => Err(id),
     })
+}
+
+/// The approval request for `call`: the grant that asks, why, and the session's labels now
+/// (no question, no provenance).
+fn request_for(call: &Pending, grant: Option<GrantId>, why: AskWhy, labels: Labels) -> Request {
+    Request {
+        session: call.session.clone(),
+        call_id: call.call_id,
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone(),
+        grant,
+        why,
+        labels: ledger::Labels {
+            taint: labels.taint,
+            untrusted: labels.untrusted,
+        },
+        question: None,
+        provenance: Vec::new(),
+    }
 }
 
 /// Tells the client the call waits (`PendingApproval`), then waits for the owner.
@@ -493,6 +525,8 @@ fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result
         let asked = approval.grant.map(|grant| Asked {
             grant,
             why: approval.why,
+            values: Vec::new(),
+            lines: Vec::new(),
         });
         return Ok(Earlier::Waiting(approval.id, asked));
     }
