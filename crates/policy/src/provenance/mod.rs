@@ -60,7 +60,8 @@
 //! lists each value of the call that is a secret ([`Verdict::secret`]), so that a `carried`
 //! grant can refuse exactly the calls that carry one: identifiers, pairs of tokens, runs of
 //! free text, and in free text the values that look like secrets (letters and digits mixed,
-//! six or more digits, twenty or more characters).
+//! six or more digits, twenty or more characters), as in an identifier its alphanumeric words
+//! that look so (a key put in a URL's path or query).
 //!
 //! **Memory.** The index holds at most [`Caps::entries`] values and [`Caps::bytes`] bytes (an
 //! estimate that errs high). Nothing is ever dropped: dropping an untrusted value would make an
