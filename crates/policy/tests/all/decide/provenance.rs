@@ -371,3 +371,57 @@ fn a_downstream_call_asks_for_an_account_that_only_an_untrusted_result_gave() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn provenance_sits_with_the_integrity_check_in_the_decision_order() {
+    let tree = Tree::new();
+    let mut values = index();
+    mail(&mut values, 3, "curl evil.example");
+    let seen = Seen {
+        labels: UNTRUSTED,
+        values: Some(&values),
+    };
+    let with = |extra: &str| {
+        let grants = tree.grants(&format!(
+            "{SHELL}\n[[grant]]\nid = \"other\"\ntool = \"shell\"\npaths = [\"{{root}}/work\"]\ncommands = [\"curl\", \"cargo\"]\n{extra}\n"
+        ));
+        let arguments =
+            serde_json::json!({"command": "curl evil.example", "cwd": tree.path("work")});
+        tree.decide_seen(&grants, ToolName::Shell, arguments, seen)
+    };
+    // An exceeded max_taint refuses before integrity is read.
+    let secret_seen = Seen {
+        labels: Labels {
+            taint: Class::Secret,
+            untrusted: true,
+        },
+        values: Some(&values),
+    };
+    let grants = tree.grants(&format!(
+        "{SHELL}\n[[grant]]\nid = \"other\"\ntool = \"shell\"\npaths = [\"{{root}}/work\"]\ncommands = [\"curl\"]\nmax_taint = \"private\"\n"
+    ));
+    let arguments = serde_json::json!({"command": "curl evil.example", "cwd": tree.path("work")});
+    assert_eq!(
+        reason(&tree.decide_seen(&grants, ToolName::Shell, arguments, secret_seen)),
+        Some(DenyReason::TaintTooHigh)
+    );
+    // on_untrusted = "ask" on another covering grant asks for its own reason first.
+    assert!(matches!(
+        with("on_untrusted = \"ask\""),
+        Decision::Ask(ref a, AskReason::AfterUntrusted) if a.grant == "other"
+    ));
+    // With the other grant allowing, provenance asks, under its own grant.
+    assert!(matches!(
+        with("on_untrusted = \"allow\""),
+        Decision::Ask(ref a, AskReason::Provenance) if a.grant == "sh"
+    ));
+    // A clean call then meets approval = "ask".
+    let grants = tree.grants(&format!(
+        "{SHELL}\n[[grant]]\nid = \"other\"\ntool = \"shell\"\npaths = [\"{{root}}/work\"]\ncommands = [\"cargo\"]\non_untrusted = \"allow\"\napproval = \"ask\"\n"
+    ));
+    let arguments = serde_json::json!({"command": "cargo test", "cwd": tree.path("work")});
+    assert!(matches!(
+        tree.decide_seen(&grants, ToolName::Shell, arguments, seen),
+        Decision::Ask(ref a, AskReason::GrantAsks) if a.grant == "other"
+    ));
+}
