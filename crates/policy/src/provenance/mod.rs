@@ -73,6 +73,7 @@
 
 mod check;
 mod index;
+mod lost;
 pub mod normal;
 mod scan;
 mod values;
