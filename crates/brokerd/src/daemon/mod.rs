@@ -111,6 +111,10 @@ pub struct SessionSlot {
     /// The values the session was handed (`None` until this broker first needs them; see
     /// [`values`]), fed by whichever thread records an answer.
     values: Mutex<Option<policy::provenance::ValueIndex>>,
+    /// Set when the index was rebuilt for a session that had answers: the downstream tools
+    /// listing it was handed then is not recorded, so it is listed and indexed again before
+    /// the session's next decision.
+    relist: AtomicBool,
 }
 
 impl SessionSlot {

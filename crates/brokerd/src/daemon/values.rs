@@ -16,6 +16,7 @@
 //! unproven from that call on, so no value turns clean for want of it.
 
 use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
 
 use ledger::{ANSWER_LOST, Event, Field, Ledger, LedgerError};
 use policy::provenance::{Caps, Source, ValueIndex};
@@ -208,11 +209,12 @@ fn recorded<'a>(
 /// The index of `session` rebuilt from the ledger: the owner's words, then every recorded
 /// answer in call order. An answer the ledger lost (kept only as a digest) marks the index
 /// unproven from that call on (with the session's labels), so that no value it held turns
-/// clean.
+/// clean. Also whether the session had any answer (then the downstream listing it was handed,
+/// which no record keeps, is to be indexed again: [`relist`]).
 pub fn rebuild(
     ledger: &Ledger,
     session: &SessionId,
-) -> Result<Result<ValueIndex, String>, LedgerError> {
+) -> Result<Result<(ValueIndex, bool), String>, LedgerError> {
     let mut index = match fresh() {
         Ok(index) => index,
         Err(problem) => return Ok(Err(problem)),
@@ -223,7 +225,9 @@ pub fn rebuild(
     for words in ledger.owner_words(session)? {
         index.add(Source::OwnerWords, &words);
     }
-    for (call_id, tool, response) in ledger.answers(session)? {
+    let answers = ledger.answers(session)?;
+    let had_answers = !answers.is_empty();
+    for (call_id, tool, response) in answers {
         if matches!(&response, ToolResponse::Failed { message } if message == ANSWER_LOST) {
             index.lost(call_id.0, labels.0, labels.1);
             continue;
@@ -232,7 +236,31 @@ pub fn rebuild(
             feed(&mut index, call_id.0, &tool, handed, text);
         }
     }
-    Ok(Ok(index))
+    Ok(Ok((index, had_answers)))
+}
+
+/// Before a decision in a session whose index was rebuilt with answers in it: the downstream
+/// tools listing, handed out in an earlier broker's time and kept in no record, is listed
+/// again and indexed as the untrusted text it is (a server's words), so that a value from a
+/// description does not turn clean across a restart.
+pub async fn relist(broker: &Broker, session: &SessionId, slot: &SessionSlot) {
+    if !slot.relist.swap(false, Ordering::AcqRel) || broker.gateway.names().is_empty() {
+        return;
+    }
+    let super::GrantsState::Loaded(_, downstream) = broker.grants_now() else {
+        return;
+    };
+    let runner = broker.runner.as_ref();
+    let protected = broker.protected.as_ref();
+    let listed = broker
+        .gateway
+        .catalog(runner, protected, session, &downstream)
+        .await;
+    slot.with_values(broker, session, |values| {
+        if let Some(index) = values {
+            feed_listing(index, &listed);
+        }
+    });
 }
 
 impl SessionSlot {
@@ -248,7 +276,10 @@ impl SessionSlot {
         let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
         if values.is_none() {
             match broker.with_reader(|l| rebuild(l, session)) {
-                Ok(Ok(index)) => *values = Some(index),
+                Ok(Ok((index, had_answers))) => {
+                    *values = Some(index);
+                    self.relist.store(had_answers, Ordering::Release);
+                }
                 Ok(Err(problem)) => tracing::error!(%session, %problem, "no value index"),
                 Err(error) => {
                     tracing::error!(%session, %error, "the value index cannot be rebuilt")

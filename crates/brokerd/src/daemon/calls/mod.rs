@@ -118,6 +118,9 @@ async fn answer_locked(
     // Read once per session and broker: what the ledger says of the session, so that a new call
     // id is known new without asking it (the outcome is taken below, in the design's order).
     let _ = session_state(broker, session, slot, memo);
+    // A session whose values were rebuilt: its downstream listing indexed again first.
+    slot.with_values(broker, session, |_| ());
+    values::relist(broker, session, slot).await;
     let call = Pending {
         session: session.clone(),
         call_id: CallId(request.call_id),

@@ -195,3 +195,58 @@ fn a_rebuilt_index_that_meets_a_lost_answer_proves_nothing_new_clean() {
     let other = write_args(&out, "someone@elsewhere.example");
     assert!(asks(&mut again, &broker, 3, "write_file", &other).is_some());
 }
+
+/// The untrusted label of a result, or a panic.
+fn untrusted(response: &ToolResponse) -> bool {
+    match response {
+        ToolResponse::Result { untrusted, .. } => *untrusted,
+        other => panic!("not a result: {other:?}"),
+    }
+}
+
+#[test]
+fn a_writes_answer_carries_its_arguments_labels_so_a_first_write_leaves_the_session_trusted() {
+    // The write grant keeps the defaults (untrusted results); memory asks after untrusted input.
+    let grants = r#"
+[[grant]]
+id = "read-work"
+tool = "read_file"
+paths = ["{work}"]
+
+[[grant]]
+id = "write-work"
+tool = "write_file"
+paths = ["{work}"]
+on_untrusted = "allow"
+
+[[grant]]
+id = "remember"
+tool = "memory"
+untrusted = false
+on_untrusted = "ask"
+"#;
+    let broker = BrokerProcess::start(grants, FAST);
+    fs::write(broker.work.join("notes.txt"), PLANTED).unwrap();
+    let mut fresh = AgentClient::open(&broker.socket(), None);
+    let first = fresh
+        .call(
+            1,
+            "write_file",
+            &write_args(&broker.work.join("a.txt"), "plan: ship v2\n"),
+        )
+        .unwrap();
+    assert!(!untrusted(&first), "{first:?}");
+    let remember = serde_json::json!({ "text": "v2 ships friday" }).to_string();
+    assert_eq!(asks(&mut fresh, &broker, 2, "memory", &remember), None);
+    // A write of text copied from an untrusted result is labelled untrusted; one of the
+    // session's own text is not, in the same session.
+    let mut other = AgentClient::open(&broker.socket(), None);
+    let args = path_args(&broker.work.join("notes.txt"));
+    assert!(untrusted(&other.call(1, "read_file", &args).unwrap()));
+    let copied = write_args(&broker.work.join("b.txt"), "mail drop@evil.example");
+    assert!(untrusted(&other.call(2, "write_file", &copied).unwrap()));
+    let own = write_args(&broker.work.join("c.txt"), "plan: ship v2\n");
+    assert!(!untrusted(&other.call(3, "write_file", &own).unwrap()));
+    // Once untrusted, the memory grant asks.
+    assert!(asks(&mut other, &broker, 4, "memory", &remember).is_some());
+}
