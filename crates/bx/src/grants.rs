@@ -232,12 +232,12 @@ fn shell_grant(ws: &str, kinds: &[&ProjectKind]) -> String {
 # package.json's scripts, conftest.py, a _test.go file), and the write grant above lets the
 # agent change those files: the box, not the command's name, is what holds them in.
 #
-# Expect to be asked: every workspace read is untrusted, and this grant keeps
-# on_untrusted = "ask", so after the session's first read every command here waits for you
-# (`bx approvals`, `bx watch`). `bx approve ID` runs that one command. `bx approve ID
-# --session` turns this integrity check off for this grant for the rest of the session: every
-# later command it covers runs unasked, whatever the agent has read. Results are untrusted too
-# (a test's output can hold planted text).
+# Every workspace read is untrusted, and this grant says on_untrusted = "provenance": after
+# a read, a command runs unasked when each of its words is yours (a prefix below, a word of
+# your messages to loopd, a trusted result) or was never handed to the agent; a command with
+# a word that only an untrusted result gave (a file, a test's output) waits for you
+# (`bx approvals`, `bx watch`), naming the word and the call it came from. `bx approve ID`
+# runs that one command. Results are untrusted too (a test's output can hold planted text).
 #
 # A line marked `# warning:` is a warning `bx grants check` gives for that prefix, kept here
 # beside it; check does not repeat a warning its line carries word for word.
@@ -248,6 +248,7 @@ commands = [
 {commands}]
 paths = [{ws}]
 class = "private"
+on_untrusted = "provenance"
 "#,
         names = names.join(", "),
     )
@@ -290,7 +291,8 @@ pub fn coding_preset(workspace: &Path, kinds: &[&ProjectKind], shell: bool) -> S
 {header}
 # Read anything in the workspace (the group read: read_file, grep, glob, list_files). Results
 # are untrusted (the default): a file may hold text someone else planted, so side effects after
-# it follow each grant's on_untrusted (for shell below: ask you).
+# it follow each grant's on_untrusted (for shell below: ask you about a command with a word
+# only an untrusted result gave).
 [[grant]]
 id = "workspace-read"
 tool = "read"
@@ -423,7 +425,7 @@ pub fn preset_coding(dirs: &Dirs, workspace: &Path) -> Exit {
         return Exit::Done;
     }
     println!(
-        "every shell command after the session's first read waits for you (`bx approvals`): workspace reads are untrusted and the shell grant keeps on_untrusted = \"ask\"; `bx approve ID --session` turns that check off for the rest of the session"
+        "after a workspace read, a shell command with a word that only an untrusted result gave waits for you (`bx approvals`); the others run unasked: the shell grant says on_untrusted = \"provenance\""
     );
     match read_only_line(&home()) {
         Some(line) => println!(

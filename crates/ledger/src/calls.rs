@@ -110,6 +110,40 @@ impl Ledger {
         rows.map(|r| r.map_err(|e| self.sqlite(e))).collect()
     }
 
+    /// Every answered call of `session` with its tool and answer, in the order the calls
+    /// were decided (their ids as unsigned numbers).
+    pub fn answers(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<(CallId, String, ToolResponse)>, LedgerError> {
+        let mut statement = self
+            .conn()
+            .prepare_cached(
+                "SELECT call_id, tool, response FROM calls
+                 WHERE session = ?1 AND response IS NOT NULL",
+            )
+            .map_err(|e| self.sqlite(e))?;
+        let rows = statement
+            .query_map([session.as_str()], |row| {
+                Ok((
+                    CallId(row.get::<_, i64>(0)? as u64),
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|e| self.sqlite(e))?;
+        let mut answers = Vec::new();
+        for row in rows {
+            let (call_id, tool, text) = row.map_err(|e| self.sqlite(e))?;
+            let what = format!("call {call_id} of session {session}");
+            let response = serde_json::from_str::<ToolResponse>(&text)
+                .map_err(|e| damaged(&what, format!("the answer is not a response: {e}")))?;
+            answers.push((call_id, tool, response));
+        }
+        answers.sort_by_key(|(id, _, _)| id.0);
+        Ok(answers)
+    }
+
     /// The highest call id `session` has used that the ledger holds (ids compared as the
     /// unsigned numbers they are), or `None` when it holds none.
     pub fn highest_call(&self, session: &SessionId) -> Result<Option<CallId>, LedgerError> {

@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod audit;
 pub mod calls;
 pub mod migrations;
+pub mod owner_words;
 pub mod private;
 pub mod reads;
 pub mod store;

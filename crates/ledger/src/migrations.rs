@@ -57,6 +57,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          sha256 TEXT NOT NULL,
          PRIMARY KEY (session, path)
      );",
+    // 4: the owner's words each session was given (issue 33): what a rebuilt value index
+    // holds as the owner's, in the order they came.
+    "CREATE TABLE owner_words (
+         session TEXT NOT NULL,
+         seq INTEGER NOT NULL,
+         text TEXT,
+         PRIMARY KEY (session, seq)
+     );",
 ];
 
 /// Why a database's schema could not be brought up to date.

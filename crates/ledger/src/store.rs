@@ -521,6 +521,9 @@ impl Ledger {
                 }
             }
             Event::SessionResumed { session, .. } => self.touch(session, at)?,
+            Event::OwnerWords { session, text } => {
+                self.put_owner_words(session, record.seq, text.text())?
+            }
             Event::FileSeen {
                 session,
                 path,

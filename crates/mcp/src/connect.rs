@@ -63,3 +63,23 @@ impl Connect for BrokerConnect {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `bx mcp` never has the user's prompt, so it never sends the owner's words: the only
+    /// way to send them is `loopd::broker::BrokerPort::owner_words`, private to loopd (its
+    /// doctest shows a caller outside loopd does not compile), and no file of this crate
+    /// names the frame either (a raw frame would need a socket this crate never opens).
+    #[test]
+    fn bx_mcp_has_no_way_to_send_the_owners_words() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text.split("#[cfg(test)]").next().unwrap();
+            for name in ["OwnerWords", "owner_words", "UnixStream"] {
+                assert!(!text.contains(name), "{} names {name}", path.display());
+            }
+        }
+    }
+}

@@ -61,6 +61,15 @@ pub enum AgentFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// The owner's own words: a message the owner typed to the agent (`loopd` sends each
+    /// before the turn it starts). The broker records them and counts their values as the
+    /// owner's (issue 33): exactly as trustworthy as the owner's uid, since any process of that
+    /// uid may connect to the agent socket (a box reaches no socket). `bx mcp` never sends one:
+    /// an MCP client never passes on the user's prompt. Answered by `owner_words_kept`.
+    OwnerWords {
+        /// The words, as typed.
+        text: String,
+    },
     /// Withdraws the call this connection waits on while the owner is asked (a client that
     /// cancelled it): its approval is abandoned, recorded as such, and the call answers
     /// `Failed` without running. Sent when no call waits, it does nothing.
@@ -101,6 +110,8 @@ pub enum BrokerFrame {
     },
     /// The answer to `close`: the session has ended.
     Closed {},
+    /// The answer to `owner_words`: they are on disk and count as the owner's.
+    OwnerWordsKept {},
 }
 
 /// Why the broker sent an [`BrokerFrame::Error`].

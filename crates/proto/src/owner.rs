@@ -453,6 +453,9 @@ mod tests {
             },
             AgentFrame::Close {},
             AgentFrame::Withdraw {},
+            AgentFrame::OwnerWords {
+                text: "run the tests".into(),
+            },
         ];
         for frame in &agent {
             let json = serde_json::to_string(frame).unwrap();

@@ -28,6 +28,7 @@ pub mod search;
 pub mod server;
 pub mod sessions;
 pub mod startup;
+pub mod values;
 pub mod warm;
 pub mod worker;
 
@@ -107,6 +108,13 @@ pub struct SessionSlot {
     /// Raised by every answer as it is written to disk, by whichever thread writes it, so a
     /// run whose caller went away (its answer recorded all the same) still raises them.
     raised: Mutex<Option<Labels>>,
+    /// The values the session was handed (`None` until this broker first needs them; see
+    /// [`values`]), fed by whichever thread records an answer.
+    values: Mutex<Option<policy::provenance::ValueIndex>>,
+    /// Set when the index was rebuilt for a session that had answers: the downstream tools
+    /// listing it was handed then is not recorded, so it is listed and indexed again before
+    /// the session's next decision.
+    relist: AtomicBool,
 }
 
 impl SessionSlot {

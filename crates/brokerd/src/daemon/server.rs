@@ -130,11 +130,17 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                     let runner = broker.runner.as_ref();
                     let protected = broker.protected.as_ref();
                     let gateway = &broker.gateway;
-                    tools.extend(
-                        gateway
-                            .catalog(runner, protected, &session, &downstream)
-                            .await,
-                    );
+                    let listed = gateway
+                        .catalog(runner, protected, &session, &downstream)
+                        .await;
+                    // A server's words the model reads: untrusted values of the session.
+                    let slot = broker.session_slot(&session);
+                    slot.with_values(&broker, &session, |values| {
+                        if let Some(index) = values {
+                            super::values::feed_listing(index, &listed);
+                        }
+                    });
+                    tools.extend(listed);
                 }
                 let tools = BrokerFrame::Tools { tools };
                 write(&mut writer, &tools, idle).await?;
@@ -210,6 +216,12 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                         let frame = BrokerFrame::Response { call_id, response };
                         write(&mut writer, &frame, idle).await?;
                     }
+                    Err(refusal) => return refuse(&mut writer, idle, refusal).await,
+                }
+            }
+            AgentFrame::OwnerWords { text } => {
+                match super::values::owner_words(&broker, &session, &text).await {
+                    Ok(()) => write(&mut writer, &BrokerFrame::OwnerWordsKept {}, idle).await?,
                     Err(refusal) => return refuse(&mut writer, idle, refusal).await,
                 }
             }

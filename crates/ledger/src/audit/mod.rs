@@ -265,6 +265,14 @@ pub enum Event {
         /// What happened, for a person (`entry 3 forgotten`, `no entry 9`).
         outcome: String,
     },
+    /// The owner's own words for a session (a message the owner typed, which `loopd` sends
+    /// before the turn it starts): what the session's value index holds as the owner's.
+    OwnerWords {
+        /// The session.
+        session: SessionId,
+        /// The words (the broker records long ones in pieces, each kept whole).
+        text: Field,
+    },
     /// At start, a call found running (the broker stopped during it) is marked as such; its
     /// id answers that it may have taken effect.
     Interrupted {

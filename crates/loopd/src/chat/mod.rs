@@ -259,6 +259,7 @@ fn chat_in(
             if text.trim().is_empty() {
                 continue;
             }
+            port.owner_words(text);
             one_turn(
                 &rt,
                 &mut session,
@@ -271,6 +272,7 @@ fn chat_in(
         }
     } else {
         for text in &given {
+            port.owner_words(text);
             one_turn(&rt, &mut session, text, &mut printer, &mut summary, true)?;
             port.check()?;
         }

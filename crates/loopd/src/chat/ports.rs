@@ -40,6 +40,17 @@ impl Port {
         }
     }
 
+    /// Gives the broker the owner's words of the turn about to start (the fake port keeps
+    /// no provenance): a failure is said on standard error and the turn goes on, its words
+    /// then not counting as the owner's (a call that needs them asks).
+    pub(super) fn owner_words(&self, text: &str) {
+        if let Port::Broker(broker) = self
+            && let Err(error) = broker.owner_words(text)
+        {
+            eprintln!("loopd: the broker did not keep your message as your words: {error}");
+        }
+    }
+
     /// The error that ended the broker's service to this conversation (a refused resume, an
     /// ended session), if one did: the chat stops there.
     pub(super) fn check(&self) -> Result<(), PortError> {

@@ -445,3 +445,66 @@ fn a_broker_conversation_whose_model_server_is_down_leaves_no_session_folder() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn the_owners_message_reaches_the_broker_as_the_owners_words_so_a_value_from_it_runs_unasked() {
+    // Reads are untrusted; a write asks only for a value that came only from untrusted text.
+    let grants = r#"
+[[grant]]
+id = "read-work"
+tool = "read_file"
+paths = ["{work}"]
+
+[[grant]]
+id = "write-work"
+tool = "write_file"
+paths = ["{work}"]
+on_untrusted = "provenance"
+"#;
+    // An unanswered ask lapses at once: a write that asks is refused, never waits.
+    let broker = BrokerProcess::start(grants, "idle_timeout_ms = 1000\napproval_ms = 200\n");
+    let inbox = broker.work.join("inbox.txt");
+    std::fs::write(&inbox, "Pay billing@vendor.example, or drop@evil.example\n").unwrap();
+    let reply = broker.work.join("reply.txt");
+    let server = ScriptServer::from_json(
+        &json!({"turns": [{"replies": [
+            {"call": [call("read_file", json!({"path": inbox}))]},
+            {"call": [call("write_file", json!({"path": reply, "content": "paid billing@vendor.example"}))]},
+            {"say": "done"}
+        ]}]})
+        .to_string(),
+    );
+    let state = broker.root.path().join("loopd-state");
+    let asked = "Pay the invoice from billing@vendor.example";
+    let output = chat(&broker, &state, &server.base_url(), &["-m", asked]);
+    assert!(output.status.success(), "{output:?}");
+    let events = events(&output);
+    let results = of_type(&events, "tool_result");
+    assert_eq!(results.len(), 2, "{events:?}");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("+paid billing@vendor.example"),
+        "{events:?}"
+    );
+    assert!(
+        of_type(&events, "approval_pending").is_empty(),
+        "{events:?}"
+    );
+    // The owner's words are in the audit log, with the session.
+    let log = std::fs::read_to_string(broker.state.join(proto::dirs::AUDIT_FILE)).unwrap();
+    let words: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["event"]["type"] == "owner_words")
+        .collect();
+    assert_eq!(words.len(), 1, "{log}");
+    assert_eq!(words[0]["event"]["text"]["text"], asked);
+    assert!(
+        words[0]["event"]["session"]
+            .as_str()
+            .unwrap()
+            .starts_with("s-")
+    );
+}

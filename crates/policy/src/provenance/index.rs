@@ -298,7 +298,7 @@ impl ValueIndex {
         self.entries.insert(key, entry);
     }
 
-    fn note_overflow(&mut self, call_id: u64, class: Class, untrusted: bool) {
+    pub(super) fn note_overflow(&mut self, call_id: u64, class: Class, untrusted: bool) {
         let overflow = self.overflow.get_or_insert(Overflow {
             first_call: call_id,
             class,

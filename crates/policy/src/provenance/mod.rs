@@ -74,6 +74,7 @@
 
 mod check;
 mod index;
+mod lost;
 pub mod normal;
 mod scan;
 mod values;

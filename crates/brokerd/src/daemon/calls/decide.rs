@@ -9,11 +9,12 @@ use proto::{DenyReason, GrantId, Timestamp};
 
 use super::{Asked, Pending, Refused, Runnable, Step};
 use crate::args::{ArgsError, ToolArgs, ToolName, parse};
-use crate::daemon::Broker;
 use crate::daemon::memo::SessionMemo;
 use crate::daemon::misfit;
+use crate::daemon::{Broker, SessionSlot};
 use crate::grants::Grant;
 use crate::policy::{Decision, Labels};
+use policy::decide::Seen;
 
 /// A decided call of one of boxmaker's tools, ready to run.
 pub(super) struct Builtin {
@@ -27,11 +28,12 @@ pub(super) struct Builtin {
     pub expected: Option<tools::fs::Expected>,
 }
 
-/// Decides `call` for a session with `labels` under `grants`, now.
+/// Decides `call` for a session (its slot, with the values it was handed, and its memo) with
+/// `labels` under `grants`, now.
 pub(super) fn decide(
     broker: &Broker,
     call: &Pending,
-    memo: &SessionMemo,
+    (slot, memo): (&SessionSlot, &SessionMemo),
     labels: Labels,
     grants: Arc<Vec<Grant>>,
 ) -> Step {
@@ -65,7 +67,13 @@ pub(super) fn decide(
         return Step::Failed(misfit::relative_path(argument, path, folder.as_deref()));
     }
     let walls = broker.runner.path_walls();
-    let decision = policy::decide::decide_in(&args, &grants, labels, now, &broker.protected, walls);
+    let decision = slot.with_values(broker, &call.session, |values| {
+        let seen = Seen {
+            labels,
+            values: values.map(|index| &*index),
+        };
+        policy::decide::decide_seen(&args, &grants, seen, now, &broker.protected, walls)
+    });
     let (allowed, ask) = match decision {
         Decision::Deny(denied) => {
             let grant = denied.grant.as_deref().map(GrantId::from);

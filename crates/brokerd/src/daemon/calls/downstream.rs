@@ -8,16 +8,18 @@
 use std::sync::Arc;
 
 use ledger::{Event, Field};
-use policy::downstream::{Downstream, Listed, Verdict};
+use policy::decide::Seen;
+use policy::downstream::{CallOf, Downstream, Listed, Verdict};
 use proto::{DenyReason, GrantId};
 use serde_json::{Map, Value};
 
 use super::record::{Ran, finish_with, unavailable};
 use super::{Answered, Asked, Pending, Refused, Runnable, Step};
-use crate::daemon::Broker;
 use crate::daemon::gateway::{DownstreamCall, Unfit};
 use crate::daemon::misfit;
 use crate::daemon::sessions::Refusal;
+use crate::daemon::values::Handed;
+use crate::daemon::{Broker, SessionSlot};
 use crate::policy::Labels;
 
 /// The tool a call names: a server and one of its tools.
@@ -45,7 +47,7 @@ pub(super) async fn decide(
     broker: &Arc<Broker>,
     call: &Pending,
     target: Target<'_>,
-    labels: Labels,
+    (slot, labels): (&SessionSlot, Labels),
     grants: &Arc<Downstream>,
 ) -> Result<Step, Refusal> {
     let Target { server, tool } = target;
@@ -103,7 +105,11 @@ pub(super) async fn decide(
                     "downstream server {server} is not available; the owner's broker log says why"
                 )),
             };
-            let answered = super::record::finish(broker, call, None, answer, None, message);
+            let handed = Handed::Result {
+                class: labels.taint,
+                untrusted: labels.untrusted,
+            };
+            let answered = super::record::finish(broker, call, None, answer, handed, message);
             return Ok(Step::Answered(answered.await?));
         }
     };
@@ -121,7 +127,19 @@ pub(super) async fn decide(
         read_only_hint: definition.read_only_hint(),
         ..unlisted
     };
-    let verdict = policy::downstream::decide(grants, listed, labels, now);
+    let no_schema = Value::Null;
+    let checked = Value::Object(arguments.clone());
+    let of = CallOf {
+        input_schema: definition.value.get("inputSchema").unwrap_or(&no_schema),
+        arguments: &checked,
+    };
+    let verdict = slot.with_values(broker, &call.session, |values| {
+        let seen = Seen {
+            labels,
+            values: values.map(|index| &*index),
+        };
+        policy::downstream::decide_seen(grants, listed, of, seen, now)
+    });
     drop(tools);
     let (cleared, ask) = match verdict {
         Verdict::Deny(denied) => {
@@ -200,6 +218,7 @@ pub(super) async fn run(
         class: cleared.class.max(received.class),
         untrusted: cleared.untrusted || received.untrusted,
         seen: None,
+        file_untrusted: None,
     };
     let (finished, detail) = ran.finished(&call.tool, labels, broker.config.result_cap);
     finish_with(broker, call, grant, finished, detail).await

@@ -23,6 +23,7 @@ use crate::policy::{AskReason, Labels, Traced};
 use super::approvals::{Request, Settled, Waiter};
 use super::memo::{SessionMemo, Unapplied};
 use super::sessions::Refusal;
+use super::values::{self, Handed};
 use super::{Broker, GrantsState, SessionSlot};
 
 mod decide;
@@ -117,6 +118,9 @@ async fn answer_locked(
     // Read once per session and broker: what the ledger says of the session, so that a new call
     // id is known new without asking it (the outcome is taken below, in the design's order).
     let _ = session_state(broker, session, slot, memo);
+    // A session whose values were rebuilt: its downstream listing indexed again first.
+    slot.with_values(broker, session, |_| ());
+    values::relist(broker, session, slot).await;
     let call = Pending {
         session: session.clone(),
         call_id: CallId(request.call_id),
@@ -186,9 +190,9 @@ async fn answer_locked(
         let step = match policy::downstream::split(&request.tool) {
             Some((server, tool)) => {
                 let target = downstream::Target { server, tool };
-                downstream::decide(broker, &call, target, labels, &downstream).await?
+                downstream::decide(broker, &call, target, (slot, labels), &downstream).await?
             }
-            None => decide::decide(broker, &call, memo, labels, grants),
+            None => decide::decide(broker, &call, (slot, memo), labels, grants),
         };
         let (runnable, ask) = match step {
             Step::Answered(answered) => return Ok(answered),
@@ -208,7 +212,13 @@ async fn answer_locked(
                 let answer = Answer::Failed {
                     message: ledger::Field::of(&message),
                 };
-                return finish(broker, &call, None, answer, None, message).await;
+                // The broker's words, echoing the arguments: indexed with the session's
+                // labels, as a rebuilt index reads every failure.
+                let handed = Handed::Result {
+                    class: labels.taint,
+                    untrusted: labels.untrusted,
+                };
+                return finish(broker, &call, None, answer, handed, message).await;
             }
             Step::Question {
                 grant,
@@ -222,9 +232,17 @@ async fn answer_locked(
                     ..request_for(&call, Some(grant), why, labels)
                 };
                 let asked = ask_owner(broker, &call, request, pending).await?;
-                return Ok(Answered::unrecorded(
-                    asked.unwrap_or_else(|_| unavailable()),
-                ));
+                let response = asked.unwrap_or_else(|_| unavailable());
+                // The owner's answer to the model's question is the owner's words.
+                if let ToolResponse::Result { content, .. } = &response {
+                    slot.with_values(broker, session, |values| {
+                        if let Some(index) = values {
+                            let (id, tool) = (call.call_id.0, call.tool.as_str());
+                            values::feed(index, id, tool, Handed::OwnerWords, content);
+                        }
+                    });
+                }
+                return Ok(Answered::unrecorded(response));
             }
             Step::Run(runnable) => (runnable, None),
             Step::Ask(runnable, asked) => (runnable, Some(asked)),
@@ -578,5 +596,6 @@ async fn deny(
     detail: String,
 ) -> Result<Answered, Refusal> {
     tracing::info!(session = %call.session, call = %call.call_id, tool = %call.tool, ?reason, %detail, "denied");
-    finish(broker, call, grant, Answer::Denied { reason }, None, detail).await
+    let answer = Answer::Denied { reason };
+    finish(broker, call, grant, answer, Handed::Nothing, detail).await
 }

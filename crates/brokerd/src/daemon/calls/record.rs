@@ -13,25 +13,28 @@ use crate::daemon::journal::{JournalError, WholeAnswer};
 use crate::daemon::render::{owner_walls, render, walls_detail};
 use crate::daemon::runner::Outcome;
 use crate::daemon::sessions::Refusal;
+use crate::daemon::values::{Handed, feed};
 use crate::policy::Labels;
 
 /// Records the answer, then returns `response` (what the client gets: the answer whole, where
 /// the record may keep only a digest); when the record cannot be written the answer is
-/// `AuditUnavailable`, whatever was decided.
+/// `AuditUnavailable`, whatever was decided. Its text goes into the session's values as
+/// `handed` says.
 pub(super) async fn finish(
     broker: &Broker,
     call: &Pending,
     grant: Option<GrantId>,
     answer: Answer,
-    labels: Option<ledger::Labels>,
+    handed: Handed,
     detail: String,
 ) -> Result<Answered, Refusal> {
     let response = answer.response();
     let outcome = Finished {
         answer,
         response,
-        labels,
+        labels: None,
         seen: None,
+        handed,
     };
     finish_with(broker, call, grant, outcome, detail).await
 }
@@ -46,6 +49,8 @@ pub(super) struct Finished {
     labels: Option<ledger::Labels>,
     /// The content the call saw or left, recorded in the same batch before the answer.
     seen: Option<Event>,
+    /// How its text goes into the session's values.
+    handed: Handed,
 }
 
 pub(super) async fn finish_with(
@@ -92,6 +97,7 @@ struct Record {
     response: ToolResponse,
     labels: Option<ledger::Labels>,
     seen_file: Option<(String, String)>,
+    handed: Handed,
 }
 
 impl Record {
@@ -101,6 +107,7 @@ impl Record {
             response,
             labels,
             seen,
+            handed,
         } = finished;
         let (outcome, reason) = match &answer {
             Answer::Result { .. } => ("result", None),
@@ -142,6 +149,7 @@ impl Record {
             response,
             labels,
             seen_file,
+            handed,
         }
     }
 
@@ -155,10 +163,27 @@ impl Record {
     ) -> Answered {
         match written {
             Ok(applied) => {
+                let slot = broker.session_slot(&call.session);
                 if let Some(labels) = self.labels {
-                    broker.session_slot(&call.session).raise(Labels {
+                    slot.raise(Labels {
                         taint: labels.taint,
                         untrusted: labels.untrusted,
+                    });
+                }
+                // What the agent is handed, as handed, once it is on disk (the rebuilt index
+                // reads the same text back from the ledger).
+                let text = match &self.response {
+                    ToolResponse::Result { content, .. } => Some(content.as_str()),
+                    ToolResponse::Failed { message } => Some(message.as_str()),
+                    _ => None,
+                };
+                if let Some(text) = text
+                    && self.handed != Handed::Nothing
+                {
+                    slot.with_values(broker, &call.session, |values| {
+                        if let Some(index) = values {
+                            feed(index, call.call_id.0, &call.tool, self.handed, text);
+                        }
                     });
                 }
                 broker.publish(self.owner_event);
@@ -194,6 +219,9 @@ pub(super) struct Ran {
     pub(super) untrusted: bool,
     /// The file content the call saw or left.
     pub(super) seen: Option<Event>,
+    /// For a tool whose result echoes its arguments (a write's diff): whether the grant marks
+    /// the file untrusted (the diff's lines that are not the arguments' are the file's).
+    pub(super) file_untrusted: Option<bool>,
 }
 
 impl Ran {
@@ -205,12 +233,14 @@ impl Ran {
             class,
             untrusted,
             seen,
+            file_untrusted,
         } = self;
+        let as_result = Handed::Result { class, untrusted };
         let raised = ledger::Labels {
             taint: labels.taint.max(class),
             untrusted: labels.untrusted || untrusted,
         };
-        let (answer, response, labels, detail) = match outcome {
+        let (answer, response, labels, detail, handed) = match outcome {
             Outcome::Ran { mut fields, body } => {
                 // The walls sentence is the owner's: the model's header keeps a token.
                 let detail = owner_walls(&mut fields)
@@ -229,7 +259,11 @@ impl Ran {
                     untrusted,
                     truncated: rendered.truncated,
                 };
-                (answer, response, Some(raised), detail)
+                let handed = match file_untrusted {
+                    Some(untrusted) => Handed::Write { class, untrusted },
+                    None => as_result,
+                };
+                (answer, response, Some(raised), detail, handed)
             }
             Outcome::Failed(message) => {
                 // A failure may carry bytes from outside (a command's output): labelled like a
@@ -250,13 +284,14 @@ impl Ran {
                 };
                 // The owner's detail is the message's start: the whole is in the answer, capped.
                 let detail = proto::text::cut_at_boundary(&message, DETAIL_CAP).to_string();
-                (answer, response, Some(raised), detail)
+                (answer, response, Some(raised), detail, as_result)
             }
             Outcome::Denied(reason, detail) => (
                 Answer::Denied { reason },
                 ToolResponse::Denied { reason },
                 None,
                 detail,
+                Handed::Nothing,
             ),
         };
         let finished = Finished {
@@ -264,6 +299,7 @@ impl Ran {
             response,
             labels,
             seen,
+            handed,
         };
         (finished, detail)
     }

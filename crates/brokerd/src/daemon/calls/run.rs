@@ -33,6 +33,14 @@ pub(super) async fn run(
         arguments: Field::of(&call.arguments),
         grant: grant.clone(),
     });
+    // A write's diff echoes its arguments; its other lines are the file's, labelled as the
+    // grant labels the file (untrusted unless it says `untrusted = false`).
+    let file_untrusted = tool.echoes_arguments().then(|| {
+        grants
+            .iter()
+            .find(|g| g.id == allowed.grant)
+            .is_none_or(|g| g.untrusted)
+    });
     let mut limit = broker.config.time_limit(tool);
     if allowed.args.has_side_effects() && tool == ToolName::AskMemory {
         limit += broker.config.time_limit(ToolName::Consult);
@@ -69,6 +77,7 @@ pub(super) async fn run(
             class: routed.class,
             untrusted: routed.untrusted,
             seen: None,
+            file_untrusted,
         };
         let (finished, detail) = ran.finished(&call.tool, labels, cap);
         return finish_with(broker, call, grant, finished, detail).await;
@@ -123,6 +132,7 @@ pub(super) async fn run(
                 class,
                 untrusted,
                 seen,
+                file_untrusted,
             };
             let (finished, detail) = ran.finished(&call.tool, labels, cap);
             Some(finish_blocking(&broker, &call, grant, finished, detail))
@@ -135,6 +145,7 @@ pub(super) async fn run(
             class,
             untrusted,
             seen: None,
+            file_untrusted,
         }
     };
     tokio::select! {

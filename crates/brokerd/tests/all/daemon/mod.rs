@@ -22,6 +22,7 @@ mod non_root;
 mod outside_text;
 mod owner_socket;
 mod podman;
+mod provenance;
 mod restart;
 mod sandbox;
 mod state_folder;

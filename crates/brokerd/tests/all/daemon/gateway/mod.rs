@@ -8,6 +8,7 @@
 mod git;
 mod link;
 mod pin;
+mod provenance;
 mod reads;
 
 use std::path::{Path, PathBuf};
