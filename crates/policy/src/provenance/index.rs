@@ -8,6 +8,7 @@ use siphasher::sip::SipHasher13;
 
 use proto::Class;
 
+use super::normal::text_form;
 use super::scan::{Scanned, scan};
 use super::{Caps, Origin, RUN_WORDS, Source};
 
@@ -237,6 +238,19 @@ impl ValueIndex {
         h.finish()
     }
 
+    /// The keyed hash of the text forms of `tokens` joined by single spaces: the same as
+    /// [`ValueIndex::hash_str`] of [`text_form`] of their join, without building either.
+    pub(super) fn hash_text_forms(&self, tokens: &[&str]) -> u64 {
+        let mut h = SipHasher13::new_with_keys(self.key[0], self.key[1]);
+        for (i, token) in tokens.iter().enumerate() {
+            if i > 0 {
+                h.write(b" ");
+            }
+            write_text_form(&mut h, token);
+        }
+        h.finish()
+    }
+
     /// The entry of `key`, if held.
     pub(super) fn get(&self, key: u64) -> Option<&Entry> {
         if !self.filter.may_hold(key) {
@@ -414,6 +428,22 @@ impl ValueIndex {
             self.note_overflow(via, theirs.class, theirs.untrusted);
         }
         Ok(())
+    }
+}
+
+/// Feeds the text form of `token` to `h`: an ASCII token without blanks lowered a slice at a
+/// time on the stack, any other through [`text_form`].
+fn write_text_form(h: &mut SipHasher13, token: &str) {
+    if !token.is_ascii() || token.bytes().any(|b| char::from(b).is_whitespace()) {
+        h.write(text_form(token).as_bytes());
+        return;
+    }
+    let mut buf = [0u8; 64];
+    for chunk in token.as_bytes().chunks(buf.len()) {
+        let lowered = &mut buf[..chunk.len()];
+        lowered.copy_from_slice(chunk);
+        lowered.make_ascii_lowercase();
+        h.write(lowered);
     }
 }
 

@@ -75,6 +75,7 @@ mod check;
 mod index;
 pub mod normal;
 mod scan;
+mod script;
 
 use std::fmt;
 

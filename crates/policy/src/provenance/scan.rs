@@ -4,15 +4,17 @@
 //! across tokens. Results, the owner's words, grant literals and a call's values are all cut
 //! the same way, so that what is looked up is spelled as what was indexed.
 
+use std::borrow::Cow;
+
 use super::normal::{
     alnum_words, email_form, host_form, iban_form, number_form, text_form, trim_token, url_form,
 };
 
 /// One candidate value of a text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Candidate {
+pub struct Candidate<'a> {
     /// The value as written (trimmed), for messages.
-    pub shown: String,
+    pub shown: Cow<'a, str>,
     /// Its normal forms; the value is in a source when one of them is.
     pub forms: Vec<String>,
     /// When it is a URL or a host name: the host, checked on its own (the place a call reaches).
@@ -26,9 +28,9 @@ pub struct Candidate {
 
 /// A text cut for the index.
 #[derive(Debug, Default)]
-pub struct Scanned {
+pub struct Scanned<'a> {
     /// Every candidate: each token, each value inside one, each IBAN across tokens.
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<Candidate<'a>>,
     /// The alphanumeric words inside tokens that differ from the token (`smith` in `Smith's`).
     pub inner_words: Vec<String>,
     /// The tokens' text forms in order: pairs of neighbours are the runs a multi-word value
@@ -43,14 +45,66 @@ const INNER: &[char] = &[
     ',', ';', '<', '>', '(', ')', '[', ']', '{', '}', '"', '\'', '|', '=',
 ];
 
-/// `text` cut into candidates, tokens and words.
-pub fn scan(text: &str) -> Scanned {
-    let mut out = Scanned::default();
-    let chunks: Vec<&str> = text
-        .split_whitespace()
+/// Whether `byte` separates values inside a token ([`INNER`]).
+fn inner_separator(byte: u8) -> bool {
+    INNER.iter().any(|&c| c as u32 == u32::from(byte))
+}
+
+/// The tokens of `text`: its whitespace-separated chunks without their quotes, brackets and
+/// trailing sentence punctuation, those with an alphanumeric character.
+pub(super) fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace()
         .map(trim_token)
         .filter(|t| t.chars().any(char::is_alphanumeric))
-        .collect();
+}
+
+/// `f` of the tokens of `text` ([`tokens`]), gathered on the stack when there are few.
+pub(super) fn with_tokens<R>(text: &str, f: impl FnOnce(&[&str]) -> R) -> R {
+    let mut few = [""; 8];
+    let mut count = 0;
+    let mut rest = tokens(text);
+    for token in rest.by_ref() {
+        let Some(slot) = few.get_mut(count) else {
+            let mut many = few.to_vec();
+            many.push(token);
+            many.extend(rest);
+            return f(&many);
+        };
+        *slot = token;
+        count += 1;
+    }
+    f(&few[..count])
+}
+
+/// A candidate as [`pieces_after`] finds it.
+pub(super) enum Piece<'a> {
+    /// A value inside a token (its candidate is `candidate(piece, text_form(piece))`, built
+    /// only when needed).
+    Inner(&'a str),
+    /// An IBAN written in groups across tokens.
+    Joined(Candidate<'a>),
+}
+
+/// The candidates [`scan`] finds after the token `chunks[i]` itself, in its order: the
+/// values inside that token, then the IBANs in groups that start at it.
+pub(super) fn pieces_after<'a>(chunks: &[&'a str], i: usize, f: &mut impl FnMut(Piece<'a>)) {
+    let Some(token) = chunks.get(i) else {
+        return;
+    };
+    for piece in inner_pieces(token) {
+        f(Piece::Inner(piece));
+    }
+    let mut joined = Vec::new();
+    iban_groups(&chunks[i..], &mut joined);
+    for candidate in joined {
+        f(Piece::Joined(candidate));
+    }
+}
+
+/// `text` cut into candidates, tokens and words.
+pub fn scan(text: &str) -> Scanned<'_> {
+    let mut out = Scanned::default();
+    let chunks: Vec<&str> = tokens(text).collect();
     for (i, token) in chunks.iter().enumerate() {
         let lower = text_form(token);
         out.tokens.push(lower.clone());
@@ -74,25 +128,25 @@ pub fn scan(text: &str) -> Scanned {
 
 /// The candidates of `text` that are structured or distinctive (what free text is checked
 /// for beside its runs), cut as [`scan`] cuts them; plain words cost nothing here.
-pub fn notable(text: &str) -> Vec<Candidate> {
-    let chunks: Vec<&str> = text
-        .split_whitespace()
-        .map(trim_token)
-        .filter(|t| t.chars().any(char::is_alphanumeric))
-        .collect();
+pub fn notable<'a>(text: &'a str) -> Vec<Candidate<'a>> {
+    let chunks: Vec<&str> = tokens(text).collect();
     let mut out = Vec::new();
+    let mut keep = |candidate: Candidate<'a>| {
+        if candidate.structured || candidate.distinctive {
+            out.push(candidate);
+        }
+    };
     for (i, token) in chunks.iter().enumerate() {
         if plain(token) {
             continue;
         }
-        let mut found = vec![candidate(token, text_form(token))];
-        found.extend(
-            inner_pieces(token)
-                .into_iter()
-                .map(|piece| candidate(piece, text_form(piece))),
-        );
-        iban_groups(&chunks[i..], &mut found);
-        out.extend(found.into_iter().filter(|c| c.structured || c.distinctive));
+        keep(candidate(token, text_form(token)));
+        pieces_after(&chunks, i, &mut |piece| match piece {
+            // A plain piece's candidate is neither structured nor distinctive.
+            Piece::Inner(piece) if plain(piece) => {}
+            Piece::Inner(piece) => keep(candidate(piece, text_form(piece))),
+            Piece::Joined(joined) => keep(joined),
+        });
     }
     out
 }
@@ -100,20 +154,34 @@ pub fn notable(text: &str) -> Vec<Candidate> {
 /// A plain word (shorter than 20 bytes, no digit, no `.`, `@` or `:`): it has only its text
 /// form, since every other form needs one of those, and it is neither structured nor
 /// distinctive.
-fn plain(token: &str) -> bool {
-    token.len() < 20 && !token.contains(|c: char| c.is_ascii_digit() || ".@:".contains(c))
+pub(super) fn plain(token: &str) -> bool {
+    token.len() < 20
+        && !token
+            .bytes()
+            .any(|b| b.is_ascii_digit() || matches!(b, b'.' | b'@' | b':'))
+}
+
+/// Whether the candidate of `token` is structured (an address, URL, host name or IBAN), told
+/// without building it.
+pub(super) fn structured(token: &str) -> bool {
+    !plain(token)
+        && (email_form(token).is_some()
+            || url_form(token).is_some()
+            || host_form(token).is_some()
+            || iban_form(token).is_some())
 }
 
 /// The candidate for one token or piece.
-fn candidate(token: &str, lower: String) -> Candidate {
+pub(super) fn candidate(token: &str, lower: String) -> Candidate<'_> {
     if plain(token) {
         return Candidate {
-            shown: token.to_owned(),
+            shown: Cow::Borrowed(token),
             forms: vec![lower],
             ..Candidate::default()
         };
     }
-    let mut forms = vec![lower];
+    let mut forms = Vec::with_capacity(4);
+    forms.push(lower);
     let mut structured = false;
     let mut host = None;
     if let Some(email) = email_form(token) {
@@ -144,7 +212,7 @@ fn candidate(token: &str, lower: String) -> Candidate {
     forms.sort();
     forms.dedup();
     Candidate {
-        shown: token.to_owned(),
+        shown: Cow::Borrowed(token),
         forms,
         host,
         structured,
@@ -155,8 +223,12 @@ fn candidate(token: &str, lower: String) -> Candidate {
 /// The values inside a token, split at [`INNER`] (and at `:` when the token is not a URL):
 /// the pieces that differ from the token, with any alphanumeric character.
 fn inner_pieces(token: &str) -> Vec<&str> {
+    let separated = token.bytes().any(inner_separator);
+    if !separated && !token.contains(':') {
+        return Vec::new();
+    }
     let url = token.contains("://");
-    if !token.contains(INNER) && (url || !token.contains(':')) {
+    if !separated && url {
         return Vec::new();
     }
     token
@@ -169,7 +241,7 @@ fn inner_pieces(token: &str) -> Vec<&str> {
 /// An IBAN written in groups (`DE89 3704 0044 0532 0130 00`) starting at `chunks[0]`: every
 /// join of the first group with the groups after it that is IBAN-shaped (the end of the
 /// number cannot be told from a short word after it, so each length is a candidate).
-fn iban_groups(chunks: &[&str], out: &mut Vec<Candidate>) {
+fn iban_groups<'a>(chunks: &[&'a str], out: &mut Vec<Candidate<'a>>) {
     let Some(first) = chunks.first() else {
         return;
     };
@@ -180,7 +252,8 @@ fn iban_groups(chunks: &[&str], out: &mut Vec<Candidate>) {
     if !starts {
         return;
     }
-    let mut shown = (*first).to_owned();
+    let mut shown = String::with_capacity(48);
+    shown.push_str(first);
     for group in &chunks[1..] {
         if group.is_empty() || group.len() > 4 || !group.bytes().all(|c| c.is_ascii_alphanumeric())
         {
@@ -190,7 +263,7 @@ fn iban_groups(chunks: &[&str], out: &mut Vec<Candidate>) {
         shown.push_str(group);
         if let Some(iban) = iban_form(&shown) {
             out.push(Candidate {
-                shown: shown.clone(),
+                shown: Cow::Owned(shown.clone()),
                 forms: vec![iban, text_form(&shown)],
                 host: None,
                 structured: true,
