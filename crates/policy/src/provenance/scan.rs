@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use super::RUN_WORDS;
 use super::normal::{
     alnum_words, email_form, host_form, iban_form, number_form, text_form, trim_token, url_form,
 };
@@ -27,6 +28,7 @@ pub struct Candidate<'a> {
 }
 
 /// A text cut for the index.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct Scanned<'a> {
     /// Every candidate: each token, each value inside one, each IBAN across tokens.
@@ -101,7 +103,95 @@ pub(super) fn pieces_after<'a>(chunks: &[&'a str], i: usize, f: &mut impl FnMut(
     }
 }
 
-/// `text` cut into candidates, tokens and words.
+/// What [`each_value`] finds in a text: everything it is indexed under.
+pub(super) enum Found<'t, 'b> {
+    /// A token or a value inside one whose only form is its text form (not built).
+    Plain(&'t str),
+    /// Any other token, value inside one, or IBAN across tokens.
+    Candidate(Candidate<'t>),
+    /// An alphanumeric word inside a token that is not the whole token, lowercase.
+    InnerWord(&'b str),
+    /// Two neighbouring tokens' text forms joined by a space.
+    Pair(&'b str),
+    /// A run of [`RUN_WORDS`] alphanumeric words joined by spaces.
+    Run(&'b str),
+}
+
+/// Everything `text` is indexed under, cut as [`scan`] cuts it (not in its order), with the
+/// text forms and words written once into two strings rather than a string each.
+pub(super) fn each_value(text: &str, mut f: impl FnMut(Found<'_, '_>)) {
+    let chunks: Vec<&str> = tokens(text).collect();
+    // The tokens' text forms joined by spaces, and where each is.
+    let mut forms = String::with_capacity(text.len());
+    let mut form_at: Vec<(usize, usize)> = Vec::with_capacity(chunks.len());
+    // The words joined by spaces, and where each is.
+    let mut words = String::with_capacity(text.len());
+    let mut word_at: Vec<(usize, usize)> = Vec::with_capacity(chunks.len() + chunks.len() / 2);
+    for (i, token) in chunks.iter().enumerate() {
+        f(found(token));
+        pieces_after(&chunks, i, &mut |piece| match piece {
+            Piece::Inner(piece) => f(found(piece)),
+            Piece::Joined(joined) => f(Found::Candidate(joined)),
+        });
+        if !forms.is_empty() {
+            forms.push(' ');
+        }
+        let start = forms.len();
+        push_text_form(&mut forms, token);
+        let lower = forms.get(start..).unwrap_or_default();
+        form_at.push((start, forms.len()));
+        let first = word_at.len();
+        for word in alnum_words(lower) {
+            if !words.is_empty() {
+                words.push(' ');
+            }
+            let at = words.len();
+            words.push_str(word);
+            word_at.push((at, words.len()));
+        }
+        let mine = word_at.get(first..).unwrap_or_default();
+        let whole = matches!(mine, [(s, e)] if words.get(*s..*e) == Some(lower));
+        if !whole {
+            for &(s, e) in mine {
+                f(Found::InnerWord(words.get(s..e).unwrap_or_default()));
+            }
+        }
+    }
+    for pair in form_at.windows(2) {
+        if let [(start, _), (_, end)] = pair {
+            f(Found::Pair(forms.get(*start..*end).unwrap_or_default()));
+        }
+    }
+    for (&(start, _), &(_, end)) in word_at.iter().zip(word_at.iter().skip(RUN_WORDS - 1)) {
+        f(Found::Run(words.get(start..end).unwrap_or_default()));
+    }
+}
+
+/// A token or piece as [`each_value`] reports it.
+fn found(token: &str) -> Found<'_, 'static> {
+    if plain(token) {
+        Found::Plain(token)
+    } else {
+        Found::Candidate(candidate(token, text_form(token)))
+    }
+}
+
+/// Appends the text form of `token` (which holds no blank) to `out`.
+fn push_text_form(out: &mut String, token: &str) {
+    if token.is_ascii() && !token.bytes().any(|b| char::from(b).is_whitespace()) {
+        let start = out.len();
+        out.push_str(token);
+        if let Some(added) = out.get_mut(start..) {
+            added.make_ascii_lowercase();
+        }
+    } else {
+        out.push_str(&text_form(token));
+    }
+}
+
+/// `text` cut into candidates, tokens and words (what [`each_value`] reports, kept apart:
+/// the tests' view of the cut).
+#[cfg(test)]
 pub fn scan(text: &str) -> Scanned<'_> {
     let mut out = Scanned::default();
     let chunks: Vec<&str> = tokens(text).collect();
@@ -318,6 +408,57 @@ mod tests {
     fn an_iban_in_groups_is_one_candidate() {
         let all = forms("pay into DE89 3704 0044 0532 0130 00 today");
         assert!(all.iter().any(|f| f == "DE89370400440532013000"), "{all:?}");
+    }
+
+    /// What [`each_value`] reports, each as the string it is indexed under.
+    fn reported(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        each_value(text, |found| match found {
+            Found::Plain(token) => out.push(text_form(token)),
+            Found::Candidate(c) => out.extend(c.forms.into_iter().chain(c.host)),
+            Found::InnerWord(s) | Found::Pair(s) | Found::Run(s) => out.push(s.to_owned()),
+        });
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What [`scan`] cuts, each as the string it is indexed under.
+    fn cut(text: &str) -> Vec<String> {
+        let s = scan(text);
+        let mut out = forms(text);
+        out.extend(s.inner_words.iter().cloned());
+        out.extend(s.tokens.windows(2).map(|pair| pair.join(" ")));
+        out.extend(s.words.windows(RUN_WORDS).map(|run| run.join(" ")));
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// The index's cut (one string for all text forms, one for all words) reports what
+        /// the plain cut finds, and nothing else.
+        #[test]
+        fn each_value_reports_what_scan_cuts(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "Pay", "the", "Smith's", "evil-corp.example", "x@y.example,", "<M@E.Example>",
+                    "https://E.Example:443/P/", "DE89", "3704", "0044", "0532", "0130", "00",
+                    "$1,000.50", "EUR1000.50", "007", "to=a@b.example;c", "(x:y)", "\"q\"",
+                    "ΣΑΣ", "İx", "École", "a\u{b}b", "end.", "...", "—", "w1", "w2", "w3",
+                    "w4", "w5", "w6", "w7", "w8", "w9", "A12345",
+                ]),
+                0..30,
+            ),
+            seps in proptest::collection::vec(
+                proptest::sample::select(vec![" ", "  ", "\n", "\u{a0}", ", ", ""]),
+                30,
+            ),
+        ) {
+            let text: String = parts.iter().zip(&seps).flat_map(|(p, s)| [*p, *s]).collect();
+            proptest::prop_assert_eq!(reported(&text), cut(&text));
+        }
     }
 
     #[test]
