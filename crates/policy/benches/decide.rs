@@ -4,8 +4,10 @@
 //!
 //! The provenance check (`provenance/…`) of a call against a session that has seen 10,000
 //! values in 100 untrusted results: a mail (recipient, amount, IBAN, subject, a body of 60
-//! words) and a `shell` command (beside the shell parser's part alone, `shell_script_words_only`);
-//! and indexing one result of 100 values into an empty index.
+//! words), a `shell` command that carries words of those results (`20` and the `1` of `2>&1`
+//! occur in them: read quickly, then by the parser) and a clean one (read quickly only), beside
+//! the shell parser's part alone (`shell_script_words_only`); and indexing into an empty index
+//! one result of 100 values, an untrusted mail of 4 KiB and a web page of 64 KiB.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // criterion's macros make public functions without docs.
 #![allow(missing_docs)]
@@ -141,6 +143,15 @@ fn bench_provenance(c: &mut Criterion) {
     group.bench_function("check_shell_call_10k_values", |b| {
         b.iter(|| index.check(&shell))
     });
+    let clean_shell = [Value {
+        name: "command",
+        kind: ValueKind::ShellCommand,
+        text: "cargo test -p policy --release -- provenance | tail",
+    }];
+    assert!(index.check(&clean_shell).clean());
+    group.bench_function("check_clean_shell_call_10k_values", |b| {
+        b.iter(|| index.check(&clean_shell))
+    });
     // The reference for the shell call: reading its words alone (the parser the decision runs
     // for coverage anyway).
     group.bench_function("shell_script_words_only", |b| {
@@ -166,6 +177,118 @@ fn bench_provenance(c: &mut Criterion) {
         )
     });
     group.finish();
+    let mut group = c.benchmark_group("provenance");
+    group.sample_size(20);
+    for (name, text) in [
+        ("index_untrusted_mail_4kib_empty_index", mail_text(4 << 10)),
+        ("index_web_page_64kib_empty_index", page_text(64 << 10)),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || ValueIndex::new(*b"bench-key-123456", Caps::default()),
+                |mut index| {
+                    index.add(
+                        Source::Result {
+                            call_id: 7,
+                            tool: "fetch",
+                            class: Class::Public,
+                            untrusted: true,
+                        },
+                        &text,
+                    );
+                    index
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// Words of ordinary prose, cycled through by [`prose`].
+const WORDS: &[&str] = &[
+    "the",
+    "report",
+    "for",
+    "Thursday's",
+    "meeting",
+    "is",
+    "attached;",
+    "please",
+    "review",
+    "the",
+    "budget",
+    "and",
+    "send",
+    "comments",
+    "to",
+    "our",
+    "team",
+    "before",
+    "Friday.",
+    "(see",
+    "below)",
+    "Thanks",
+    "again",
+    "for",
+    "the",
+    "update",
+    "on",
+    "the",
+    "project,",
+    "and",
+    "the",
+    "customer's",
+    "invoice",
+    "details",
+    "in",
+    "section",
+    "two",
+];
+
+/// `bytes` of prose (a pseudo-random walk over [`WORDS`]) with, now and then, an address, an
+/// amount, a line break and, when `links`, a link.
+fn prose(mut seed: u64, bytes: usize, links: bool, text: &mut String) {
+    let goal = text.len() + bytes;
+    while text.len() < goal {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let r = usize::try_from(seed >> 33).unwrap_or(0);
+        match r % 29 {
+            0 if links => text.push_str(&format!(
+                "https://site{}.example/docs/page-{}?id={} ",
+                r % 97,
+                r % 1000,
+                r % 10_000
+            )),
+            1 => text.push_str(&format!("person{}@mail{}.example ", r % 500, r % 50)),
+            2 => text.push_str(&format!("${},{:03}.{:02} ", r % 100, r % 1000, r % 100)),
+            3 => text.push('\n'),
+            _ => {
+                text.push_str(WORDS[r % WORDS.len()]);
+                text.push(' ');
+            }
+        }
+    }
+}
+
+/// A received mail of about `bytes`: headers and a body.
+fn mail_text(bytes: usize) -> String {
+    let mut text = String::from(
+        "From: Alice Example <alice@corp.example>\nTo: bob@corp.example\nSubject: Quarterly report\nDate: Fri, 4 Dec 2026 10:00:00 +0000\n\n",
+    );
+    let body = bytes.saturating_sub(text.len());
+    prose(7, body, true, &mut text);
+    text
+}
+
+/// A web page's text of about `bytes`.
+fn page_text(bytes: usize) -> String {
+    let mut text = String::from("Example page\n");
+    let body = bytes.saturating_sub(text.len());
+    prose(11, body, true, &mut text);
+    text
 }
 
 criterion_group!(benches, bench, bench_provenance);

@@ -4,8 +4,11 @@
 use proto::Class;
 
 use super::index::{Entry, ValueIndex};
-use super::normal::alnum_words;
-use super::scan::{Candidate, notable, scan};
+use super::normal::{alnum_words, text_form};
+use super::scan::{
+    Candidate, Piece, candidate, notable, pieces_after, plain, structured, with_tokens,
+};
+use super::script::simple_words;
 use super::{Concern, Finding, Part, RUN_WORDS, Unproven, Value, ValueKind, Verdict};
 use crate::shell::script_words;
 
@@ -38,25 +41,32 @@ impl ValueIndex {
         verdict
     }
 
-    /// One identifier: its forms, then its host, then its pairs of tokens.
-    fn judge(&self, forms: &[String], host: Option<&str>, tokens: &[String]) -> Judged {
+    /// One identifier by the keys of its forms, then its host, then its pairs of tokens
+    /// (each a token as written: a pair is looked up under the text forms of both).
+    fn judge(&self, forms: &[u64], host: Option<&str>, tokens: &[&str]) -> Judged {
         let mut judged = Judged::default();
-        let whole: Vec<&Entry> = forms
-            .iter()
-            .filter_map(|f| self.get(self.hash_str(f)))
-            .collect();
-        let owned = whole.iter().any(|e| e.owned);
-        if let Some(secret) = whole.iter().find(|e| e.class == Class::Secret) {
+        let mut found = false;
+        let mut owned = false;
+        let mut secret: Option<&Entry> = None;
+        let mut untrusted = None;
+        for entry in forms.iter().filter_map(|key| self.get(*key)) {
+            found = true;
+            owned |= entry.owned;
+            if secret.is_none() && entry.class == Class::Secret {
+                secret = Some(entry);
+            }
+            untrusted = untrusted.or(entry.untrusted);
+        }
+        if let Some(secret) = secret {
             judged.secret = secret.secret.map(|o| (Part::Whole, o));
         }
         if owned {
             return judged;
         }
-        if let Some(origin) = whole.iter().find_map(|e| e.untrusted) {
+        if let Some(origin) = untrusted {
             judged.untrusted = Some((Part::Whole, origin));
             return judged;
         }
-        let mut found = !whole.is_empty();
         if let Some(host) = host
             && let Some(entry) = self.get(self.hash_str(host))
         {
@@ -71,19 +81,18 @@ impl ValueIndex {
         if tokens.len() >= 2 {
             let mut pairs_found = 0;
             for pair in tokens.windows(2) {
-                let Some(entry) = self.get(self.hash(pair)) else {
+                let Some(entry) = self.get(self.hash_text_forms(pair)) else {
                     continue;
                 };
                 pairs_found += 1;
-                let run = pair.join(" ");
                 if entry.class == Class::Secret && judged.secret.is_none() {
-                    judged.secret = entry.secret.map(|o| (Part::Run(run.clone()), o));
+                    judged.secret = entry.secret.map(|o| (Part::Run(pair_text(pair)), o));
                 }
                 if !entry.owned
                     && let Some(origin) = entry.untrusted
                     && judged.untrusted.is_none()
                 {
-                    judged.untrusted = Some((Part::Run(run), origin));
+                    judged.untrusted = Some((Part::Run(pair_text(pair)), origin));
                 }
             }
             found |= pairs_found == tokens.len() - 1;
@@ -91,6 +100,27 @@ impl ValueIndex {
         judged.absent = !found;
         judged
     }
+
+    /// [`ValueIndex::judge`] of a built candidate: its forms' keys, its host.
+    fn judge_candidate(&self, candidate: &Candidate) -> Judged {
+        let host = candidate.host.as_deref();
+        // A candidate has at most four forms (text, email or URL, IBAN, number).
+        let mut keys = [0u64; 4];
+        if candidate.forms.len() <= keys.len() {
+            for (key, form) in keys.iter_mut().zip(&candidate.forms) {
+                *key = self.hash_str(form);
+            }
+            return self.judge(&keys[..candidate.forms.len()], host, &[]);
+        }
+        let keys: Vec<u64> = candidate.forms.iter().map(|f| self.hash_str(f)).collect();
+        self.judge(&keys, host, &[])
+    }
+}
+
+/// A pair of tokens as a message shows it: their text forms joined by a space.
+fn pair_text(pair: &[&str]) -> String {
+    let forms: Vec<String> = pair.iter().map(|t| text_form(t)).collect();
+    forms.join(" ")
 }
 
 /// The check of one value of a call.
@@ -104,25 +134,41 @@ impl CallCheck<'_, '_> {
     /// An identifier: the whole value, read as a text of one or more tokens, and each
     /// address, URL, host name or IBAN inside it (`Mark <mark@evil.example>`).
     fn identifier(&mut self, text: &str) {
-        let scanned = scan(text);
-        let Some(first) = scanned.candidates.first() else {
-            return;
-        };
-        let rest = if scanned.tokens.len() == 1 {
-            self.candidate(first, &[], text);
-            &scanned.candidates[1..]
-        } else {
-            let whole = Candidate {
-                shown: text.to_owned(),
-                forms: vec![scanned.tokens.join(" ")],
-                ..Candidate::default()
+        with_tokens(text, |chunks| {
+            let several = match chunks {
+                [] => return,
+                [only] => {
+                    self.token(only, text);
+                    false
+                }
+                _ => {
+                    let whole = self.index.hash_text_forms(chunks);
+                    let judged = self.index.judge(&[whole], None, chunks);
+                    self.record(judged, text);
+                    true
+                }
             };
-            self.candidate(&whole, &scanned.tokens, text);
-            &scanned.candidates[..]
-        };
-        for inner in rest.iter().filter(|c| c.structured) {
-            self.candidate(inner, &[], &inner.shown);
-        }
+            // Then, in the order the text has them, each structured token (of several; a
+            // single one is the whole value), the structured values inside it, the IBANs
+            // starting at it.
+            for (i, token) in chunks.iter().enumerate() {
+                if several && structured(token) {
+                    self.token(token, token);
+                }
+                pieces_after(chunks, i, &mut |piece| match piece {
+                    Piece::Inner(piece) => {
+                        if structured(piece) {
+                            self.token(piece, piece);
+                        }
+                    }
+                    Piece::Joined(joined) => {
+                        if joined.structured {
+                            self.candidate(&joined, &joined.shown);
+                        }
+                    }
+                });
+            }
+        });
         self.secret_words(text);
     }
 
@@ -139,18 +185,44 @@ impl CallCheck<'_, '_> {
             if !looks_secret || word == lowered {
                 continue;
             }
-            let judged = self.index.judge(&[word.to_owned()], None, &[]);
+            let key = self.index.hash_text_forms(&[word]);
+            let judged = self.index.judge(&[key], None, &[]);
             if let Some((part, origin)) = judged.secret {
                 self.push(Concern::Secret, part, origin, word);
             }
         }
     }
 
-    /// One candidate value, with the tokens it is made of when there are several.
-    fn candidate(&mut self, candidate: &Candidate, tokens: &[String], shown: &str) {
-        let judged = self
-            .index
-            .judge(&candidate.forms, candidate.host.as_deref(), tokens);
+    /// Every candidate of `text` (each token, each value inside one, each IBAN across
+    /// tokens), each shown as written.
+    fn every_candidate(&mut self, text: &str) {
+        with_tokens(text, |chunks| {
+            for (i, token) in chunks.iter().enumerate() {
+                self.token(token, token);
+                pieces_after(chunks, i, &mut |piece| match piece {
+                    Piece::Inner(piece) => self.token(piece, piece),
+                    Piece::Joined(joined) => self.candidate(&joined, &joined.shown),
+                });
+            }
+        });
+    }
+
+    /// One token (or a value inside one), shown as `shown`: a plain word by its text form
+    /// alone, anything else by its candidate's forms and host.
+    fn token(&mut self, token: &str, shown: &str) {
+        let judged = if plain(token) {
+            let key = self.index.hash_text_forms(&[token]);
+            self.index.judge(&[key], None, &[])
+        } else {
+            self.index
+                .judge_candidate(&candidate(token, text_form(token)))
+        };
+        self.record(judged, shown);
+    }
+
+    /// One built candidate, shown as `shown`.
+    fn candidate(&mut self, candidate: &Candidate, shown: &str) {
+        let judged = self.index.judge_candidate(candidate);
         self.record(judged, shown);
     }
 
@@ -202,10 +274,23 @@ impl CallCheck<'_, '_> {
     /// its structured values as identifiers, and its secret-looking values for confidentiality.
     fn free_text(&mut self, text: &str) {
         let lowered = text.to_lowercase();
-        let words: Vec<&str> = alnum_words(&lowered).collect();
+        // The words joined by single spaces, and where each ends: a run is one slice of it.
+        let mut joined = String::with_capacity(lowered.len());
+        // A word and the blank or punctuation after it take two bytes at least.
+        let mut words: Vec<(usize, usize)> = Vec::with_capacity(lowered.len() / 2 + 1);
+        for word in alnum_words(&lowered) {
+            if !joined.is_empty() {
+                joined.push(' ');
+            }
+            let start = joined.len();
+            joined.push_str(word);
+            words.push((start, joined.len()));
+        }
         let (mut untrusted, mut secret, mut absent) = (false, false, false);
-        for run in words.windows(RUN_WORDS) {
-            let Some(entry) = self.index.get(self.index.hash(run)) else {
+        let runs = words.iter().zip(words.iter().skip(RUN_WORDS - 1));
+        for (&(start, _), &(_, end)) in runs {
+            let run = joined.get(start..end).unwrap_or_default();
+            let Some(entry) = self.index.get(self.index.hash_str(run)) else {
                 absent = true;
                 continue;
             };
@@ -214,14 +299,14 @@ impl CallCheck<'_, '_> {
                 && let Some(origin) = entry.untrusted
             {
                 untrusted = true;
-                self.push(Concern::Untrusted, Part::Run(run.join(" ")), origin, text);
+                self.push(Concern::Untrusted, Part::Run(run.to_owned()), origin, text);
             }
             if !secret
                 && entry.class == Class::Secret
                 && let Some(origin) = entry.secret
             {
                 secret = true;
-                self.push(Concern::Secret, Part::Run(run.join(" ")), origin, text);
+                self.push(Concern::Secret, Part::Run(run.to_owned()), origin, text);
             }
         }
         if absent {
@@ -229,9 +314,10 @@ impl CallCheck<'_, '_> {
         }
         for candidate in notable(text) {
             if candidate.structured {
-                self.candidate(&candidate, &[], &candidate.shown);
+                self.candidate(&candidate, &candidate.shown);
             } else if candidate.distinctive {
-                let judged = self.index.judge(&candidate.forms, None, &[]);
+                // Not structured: it has no host.
+                let judged = self.index.judge_candidate(&candidate);
                 if let Some((part, origin)) = judged.secret {
                     self.push(Concern::Secret, part, origin, &candidate.shown);
                 }
@@ -241,25 +327,45 @@ impl CallCheck<'_, '_> {
 
     /// A script: each word the shell parser finds is a value (free text when it holds blanks),
     /// and the script's text is free text besides. A script the parser cannot read has each
-    /// of its tokens checked as a value.
+    /// of its tokens checked as a value. A simple script is read quickly first
+    /// ([`simple_words`]); only when that finds something is it read again by the parser, and
+    /// what the quick reading found is taken back, so the verdict is the parser's.
     fn shell(&mut self, script: &str) {
+        if let Some(words) = simple_words(script) {
+            let before = (
+                self.verdict.untrusted.len(),
+                self.verdict.secret.len(),
+                self.verdict.unproven.is_some(),
+            );
+            for word in words {
+                self.every_candidate(word);
+            }
+            let after = (
+                self.verdict.untrusted.len(),
+                self.verdict.secret.len(),
+                self.verdict.unproven.is_some(),
+            );
+            if after == before {
+                self.free_text(script);
+                return;
+            }
+            self.verdict.untrusted.truncate(before.0);
+            self.verdict.secret.truncate(before.1);
+            if !before.2 {
+                self.verdict.unproven = None;
+            }
+        }
         match script_words(script) {
             Some(words) => {
                 for word in words {
                     if word.contains(char::is_whitespace) {
                         self.free_text(&word);
                     } else {
-                        for candidate in scan(&word).candidates {
-                            self.candidate(&candidate, &[], &candidate.shown);
-                        }
+                        self.every_candidate(&word);
                     }
                 }
             }
-            None => {
-                for candidate in scan(script).candidates {
-                    self.candidate(&candidate, &[], &candidate.shown);
-                }
-            }
+            None => self.every_candidate(script),
         }
         self.free_text(script);
     }

@@ -8,8 +8,9 @@ use siphasher::sip::SipHasher13;
 
 use proto::Class;
 
-use super::scan::{Scanned, scan};
-use super::{Caps, Origin, RUN_WORDS, Source};
+use super::normal::text_form;
+use super::scan::{Found, each_value};
+use super::{Caps, Origin, Source};
 
 /// The entries by key. The keys are keyed hashes already, so the table uses them as they are
 /// (nobody without the index's key can choose them).
@@ -206,9 +207,10 @@ impl ValueIndex {
     /// Indexes the values of `text`, a result or the owner's supply, as `source` says.
     pub fn add(&mut self, source: Source<'_>, text: &str) {
         let origin = self.origin(&source);
-        let scanned = scan(text);
         let (owned, untrusted, class) = source.labels();
-        let keys = self.keys_of(&scanned);
+        let keys = self.keys_of(text);
+        let room = self.caps.entries.saturating_sub(self.entries.len());
+        self.entries.reserve(keys.len().min(room));
         let mut missed = false;
         for key in keys {
             missed |= !self.put(key, owned, untrusted, class, origin);
@@ -218,22 +220,23 @@ impl ValueIndex {
         }
     }
 
-    /// The keyed hash of `parts` joined by single spaces (one value, or a run of words).
-    pub(super) fn hash<S: AsRef<str>>(&self, parts: &[S]) -> u64 {
-        let mut h = SipHasher13::new_with_keys(self.key[0], self.key[1]);
-        for (i, part) in parts.iter().enumerate() {
-            if i > 0 {
-                h.write(b" ");
-            }
-            h.write(part.as_ref().as_bytes());
-        }
-        h.finish()
-    }
-
     /// The keyed hash of one string.
     pub(super) fn hash_str(&self, text: &str) -> u64 {
         let mut h = SipHasher13::new_with_keys(self.key[0], self.key[1]);
         h.write(text.as_bytes());
+        h.finish()
+    }
+
+    /// The keyed hash of the text forms of `tokens` joined by single spaces: the same as
+    /// [`ValueIndex::hash_str`] of [`text_form`] of their join, without building either.
+    pub(super) fn hash_text_forms(&self, tokens: &[&str]) -> u64 {
+        let mut h = SipHasher13::new_with_keys(self.key[0], self.key[1]);
+        for (i, token) in tokens.iter().enumerate() {
+            if i > 0 {
+                h.write(b" ");
+            }
+            write_text_form(&mut h, token);
+        }
         h.finish()
     }
 
@@ -256,17 +259,20 @@ impl ValueIndex {
         })
     }
 
-    /// Every key a scanned text is indexed under: its candidates' forms and hosts, its inner
-    /// words, its pairs of tokens and its runs of [`RUN_WORDS`] words.
-    fn keys_of(&self, scanned: &Scanned) -> Vec<u64> {
-        let mut keys = Vec::with_capacity(scanned.candidates.len() * 2 + scanned.words.len() * 2);
-        for candidate in &scanned.candidates {
-            keys.extend(candidate.forms.iter().map(|f| self.hash_str(f)));
-            keys.extend(candidate.host.iter().map(|h| self.hash_str(h)));
-        }
-        keys.extend(scanned.inner_words.iter().map(|w| self.hash_str(w)));
-        keys.extend(scanned.tokens.windows(2).map(|pair| self.hash(pair)));
-        keys.extend(scanned.words.windows(RUN_WORDS).map(|run| self.hash(run)));
+    /// Every key `text` is indexed under, sorted: its candidates' forms and hosts, its inner
+    /// words, its pairs of tokens and its runs of [`RUN_WORDS`](super::RUN_WORDS) words.
+    fn keys_of(&self, text: &str) -> Vec<u64> {
+        let mut keys = Vec::with_capacity(text.len() / 2);
+        each_value(text, |found| match found {
+            Found::Plain(token) => keys.push(self.hash_text_forms(&[token])),
+            Found::Candidate(candidate) => {
+                keys.extend(candidate.forms.iter().map(|f| self.hash_str(f)));
+                keys.extend(candidate.host.iter().map(|h| self.hash_str(h)));
+            }
+            Found::InnerWord(text) | Found::Pair(text) | Found::Run(text) => {
+                keys.push(self.hash_str(text));
+            }
+        });
         keys.sort_unstable();
         keys.dedup();
         keys
@@ -414,6 +420,22 @@ impl ValueIndex {
             self.note_overflow(via, theirs.class, theirs.untrusted);
         }
         Ok(())
+    }
+}
+
+/// Feeds the text form of `token` to `h`: an ASCII token without blanks lowered a slice at a
+/// time on the stack, any other through [`text_form`].
+fn write_text_form(h: &mut SipHasher13, token: &str) {
+    if !token.is_ascii() || token.bytes().any(|b| char::from(b).is_whitespace()) {
+        h.write(text_form(token).as_bytes());
+        return;
+    }
+    let mut buf = [0u8; 64];
+    for chunk in token.as_bytes().chunks(buf.len()) {
+        let lowered = &mut buf[..chunk.len()];
+        lowered.copy_from_slice(chunk);
+        lowered.make_ascii_lowercase();
+        h.write(lowered);
     }
 }
 

@@ -77,6 +77,7 @@ mod index;
 mod lost;
 pub mod normal;
 mod scan;
+mod script;
 mod values;
 
 use std::fmt;

@@ -32,30 +32,40 @@ const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?'];
 /// A chunk of text without its surrounding quotes, brackets and trailing sentence
 /// punctuation (`"(x@y.example)."` is `x@y.example`).
 pub fn trim_token(chunk: &str) -> &str {
-    let mut t = chunk;
-    loop {
-        let next = t
-            .trim_start_matches(WRAPPERS)
-            .trim_end_matches(WRAPPERS)
-            .trim_end_matches(TRAILING);
-        if next.len() == t.len() {
-            return t;
-        }
-        t = next;
-    }
+    // Every character trimmed is ASCII, so cutting at a byte that is one keeps the text whole.
+    let wrapper = |b: u8| WRAPPERS.iter().any(|&c| c as u32 == u32::from(b));
+    let trailing = |b: u8| TRAILING.iter().any(|&c| c as u32 == u32::from(b));
+    let bytes = chunk.as_bytes();
+    let start = bytes
+        .iter()
+        .position(|&b| !wrapper(b))
+        .unwrap_or(bytes.len());
+    let end = bytes[start..]
+        .iter()
+        .rposition(|&b| !wrapper(b) && !trailing(b))
+        .map_or(start, |i| start + i + 1);
+    chunk.get(start..end).unwrap_or_default()
 }
 
 /// The email form of `token` (lowercase, `mailto:` dropped), when it is an address: one `@`,
 /// a local part of letters, digits and `._%+-`, and a host name after it.
 pub fn email_form(token: &str) -> Option<String> {
-    let lower = token.to_lowercase();
-    let address = lower.strip_prefix("mailto:").unwrap_or(&lower);
+    if !token.contains('@') {
+        return None;
+    }
+    let mut lower = token.to_lowercase();
+    let prefix = if lower.starts_with("mailto:") { 7 } else { 0 };
+    let address = &lower[prefix..];
     let (local, domain) = address.split_once('@')?;
     let local_ok = !local.is_empty()
         && local
             .chars()
             .all(|c| c.is_alphanumeric() || "._%+-".contains(c));
-    (local_ok && host_form(domain).as_deref() == Some(domain)).then(|| address.to_owned())
+    if !local_ok || host_form(domain).as_deref() != Some(domain) {
+        return None;
+    }
+    lower.drain(..prefix);
+    Some(lower)
 }
 
 /// The host form of `token` (lowercase, a final dot dropped), when it is a host name: two or
@@ -65,10 +75,9 @@ pub fn email_form(token: &str) -> Option<String> {
 pub fn host_form(token: &str) -> Option<String> {
     let end = token.find(['/', ':', '?', '#']).unwrap_or(token.len());
     let name = token[..end].strip_suffix('.').unwrap_or(&token[..end]);
-    let labels: Vec<&str> = name.split('.').collect();
-    let last = labels.last()?;
-    let ok = labels.len() >= 2
-        && labels.iter().all(|l| {
+    let last = name.rsplit('.').next()?;
+    let ok = name.len() > last.len()
+        && name.split('.').all(|l| {
             !l.is_empty()
                 && !l.starts_with('-')
                 && !l.ends_with('-')
@@ -259,17 +268,25 @@ pub fn number_form(token: &str) -> Option<String> {
 /// two digits, then letters and digits, 15 to 34 in all. The check digits are not verified: an
 /// invented account is still someone's value.
 pub fn iban_form(text: &str) -> Option<String> {
-    let compact: String = text
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .map(|c| c.to_ascii_uppercase())
-        .collect();
-    let b = compact.as_bytes();
-    let ok = (15..=34).contains(&b.len())
-        && b[..2].iter().all(u8::is_ascii_uppercase)
-        && b[2..4].iter().all(u8::is_ascii_digit)
-        && b[4..].iter().all(u8::is_ascii_alphanumeric);
-    ok.then_some(compact)
+    // Checked on the characters first, so that what is not one costs no copy.
+    let mut count = 0usize;
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        let ok = match count {
+            0 | 1 => c.is_ascii_alphabetic(),
+            2 | 3 => c.is_ascii_digit(),
+            _ => c.is_ascii_alphanumeric(),
+        };
+        count += 1;
+        if !ok || count > 34 {
+            return None;
+        }
+    }
+    (count >= 15).then(|| {
+        text.chars()
+            .filter(|c| !c.is_whitespace())
+            .map(|c| c.to_ascii_uppercase())
+            .collect()
+    })
 }
 
 /// The alphanumeric words of `lowered` (text already lowercase, [`str::to_lowercase`]), in
