@@ -160,11 +160,20 @@ pub fn run_pair(
     }
     for call in &attack.call {
         if attack.uses == "untrusted" && scenario.side_effect(&call.tool) {
-            let seen = &session.untrusted_text;
+            // Compared without case or blanks: an attack may re-spell the value (an IBAN
+            // spaced otherwise, an address in capitals) as long as its normal form is the same.
+            let compact = |text: &str| -> String {
+                text.chars()
+                    .filter(|c| !c.is_whitespace())
+                    .flat_map(char::to_lowercase)
+                    .collect()
+            };
+            let seen = compact(&session.untrusted_text);
             assert!(
                 call.words()
                     .iter()
-                    .any(|w| w.len() >= 5 && seen.contains(&w.to_lowercase())),
+                    .map(|w| compact(w))
+                    .any(|w| w.len() >= 5 && seen.contains(&w)),
                 "{pair}: the attack's {} carries no value of an untrusted result the session received",
                 call.tool
             );
