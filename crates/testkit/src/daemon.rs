@@ -55,6 +55,21 @@ impl BrokerProcess {
         broker
     }
 
+    /// [`BrokerProcess::start`] with a grants folder of several files: each `(name, TOML)`
+    /// written as `grants/<name>`, `{work}` replaced by the work folder (no `grants.toml`
+    /// unless named).
+    pub fn start_with_grant_files(files: &[(String, String)], config: &str) -> BrokerProcess {
+        let mut broker = BrokerProcess::prepared("", config, &[]);
+        must(std::fs::remove_file(
+            broker.config.join("grants").join("grants.toml"),
+        ));
+        for (name, text) in files {
+            broker.write_grants(name, text);
+        }
+        broker.spawn();
+        broker
+    }
+
     /// [`BrokerProcess::start`] as an owner starts it from a shell: no folder flags, `HOME` the
     /// folder `home` of its root and `XDG_RUNTIME_DIR` its folder `xdg` (no `BOXMAKER_*_DIR`,
     /// `XDG_CONFIG_HOME` or `XDG_STATE_HOME`), so it serves the default folders:

@@ -9,6 +9,7 @@ mod audit;
 mod calls;
 mod coding;
 mod connections;
+mod eval;
 mod fetch;
 mod frames;
 mod gateway;
