@@ -42,12 +42,13 @@ pub enum Handed {
         untrusted: bool,
     },
     /// As a write's diff: the `+` lines are the call's arguments and are not indexed; every
-    /// other line (the file's old content, the header) with these labels, the grant's.
+    /// other line (the file's old content, the header) is untrusted, whatever the write grant
+    /// says: `untrusted = false` on a write grant speaks for what the write puts there, never
+    /// for what the file held before, which an edit's context would otherwise launder into the
+    /// owner's (a value also in an owned source stays owned).
     Write {
         /// The class of the file (the grant's).
         class: Class,
-        /// Whether the grant marks the file untrusted.
-        untrusted: bool,
     },
     /// As the owner's words (the owner's answer to the model's question).
     OwnerWords,
@@ -73,12 +74,12 @@ pub fn feed(index: &mut ValueIndex, call_id: u64, tool: &str, handed: Handed, te
             };
             index.add(source, text);
         }
-        Handed::Write { class, untrusted } => {
+        Handed::Write { class } => {
             let source = Source::Result {
                 call_id,
                 tool,
                 class,
-                untrusted,
+                untrusted: true,
             };
             index.add(source, &not_added(text));
         }
@@ -183,10 +184,7 @@ fn recorded<'a>(
             let handed = if tool == policy::ask::ASK {
                 Handed::OwnerWords
             } else if ToolName::parse(tool).is_some_and(ToolName::echoes_arguments) {
-                Handed::Write {
-                    class: *class,
-                    untrusted: true,
-                }
+                Handed::Write { class: *class }
             } else {
                 Handed::Result {
                     class: *class,

@@ -260,7 +260,7 @@ impl Ran {
                     truncated: rendered.truncated,
                 };
                 let handed = match file_untrusted {
-                    Some(untrusted) => Handed::Write { class, untrusted },
+                    Some(_) => Handed::Write { class },
                     None => as_result,
                 };
                 (answer, response, Some(raised), detail, handed)

@@ -24,10 +24,9 @@ use testkit::BrokerProcess;
 use replay::{Channel, PairResult};
 use scenario::Scenario;
 
-/// The grant sets the evaluation runs, each a folder of `eval/grants/`. `provenance` is written
-/// but joins this list only when its words (`on_untrusted = "provenance"`, argument rules)
-/// parse, after the merge of issue 33's items 2-4: a set that fails to load fails the run.
-const GRANT_SETS: &[&str] = &["taint"];
+/// The grant sets the evaluation runs, each a folder of `eval/grants/`: a set that fails to
+/// load fails the run.
+const GRANT_SETS: &[&str] = &["taint", "provenance"];
 
 /// How many sessions run at once.
 const WORKERS: usize = 3;

@@ -91,16 +91,20 @@ pub struct PairResult {
     pub counted: Vec<Counted>,
 }
 
-/// Sends the owner's words for `channel`. THE ONE PLACE where the owner's words reach the
-/// broker: loopd will send the owner's message as a frame of its own on the agent socket
-/// (issue 33, item 3); that frame does not exist yet, so for now nothing is sent on either
-/// channel and the two channels measure the same thing. When the frame lands, send `request`
-/// here for `Channel::Loopd` (and never for `Channel::BxMcp`).
-fn send_owners_words(_client: &mut AgentClient, channel: Channel, request: &str) {
+/// Sends the owner's words on `channel` before the pair's first call: as loopd does (a frame
+/// of their own on the agent socket, issue 33 item 3) for `Channel::Loopd`; never for
+/// `Channel::BxMcp`, since an MCP client never passes on its user's prompt.
+fn send_owners_words(client: &mut AgentClient, channel: Channel, request: &str) {
     match channel {
         Channel::BxMcp => {}
         Channel::Loopd => {
-            let _not_sent_yet = request;
+            let answer = client.send(&proto::AgentFrame::OwnerWords {
+                text: request.to_string(),
+            });
+            assert!(
+                matches!(answer, Some(proto::BrokerFrame::OwnerWordsKept {})),
+                "the owner's words were not kept: {answer:?}"
+            );
         }
     }
 }
