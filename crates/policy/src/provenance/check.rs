@@ -4,7 +4,7 @@
 use proto::Class;
 
 use super::index::{Entry, ValueIndex};
-use super::normal::{alnum_words, text_form};
+use super::normal::{joined_words, text_form};
 use super::scan::{
     Candidate, Piece, candidate, notable, pieces_after, plain, structured, with_tokens,
 };
@@ -273,19 +273,7 @@ impl CallCheck<'_, '_> {
     /// Free text: its runs of [`RUN_WORDS`] words (one finding of each concern per argument),
     /// its structured values as identifiers, and its secret-looking values for confidentiality.
     fn free_text(&mut self, text: &str) {
-        let lowered = text.to_lowercase();
-        // The words joined by single spaces, and where each ends: a run is one slice of it.
-        let mut joined = String::with_capacity(lowered.len());
-        // A word and the blank or punctuation after it take two bytes at least.
-        let mut words: Vec<(usize, usize)> = Vec::with_capacity(lowered.len() / 2 + 1);
-        for word in alnum_words(&lowered) {
-            if !joined.is_empty() {
-                joined.push(' ');
-            }
-            let start = joined.len();
-            joined.push_str(word);
-            words.push((start, joined.len()));
-        }
+        let (joined, words) = joined_words(text);
         let (mut untrusted, mut secret, mut absent) = (false, false, false);
         let runs = words.iter().zip(words.iter().skip(RUN_WORDS - 1));
         for (&(start, _), &(_, end)) in runs {

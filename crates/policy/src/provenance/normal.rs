@@ -33,8 +33,8 @@ const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?'];
 /// punctuation (`"(x@y.example)."` is `x@y.example`).
 pub fn trim_token(chunk: &str) -> &str {
     // Every character trimmed is ASCII, so cutting at a byte that is one keeps the text whole.
-    let wrapper = |b: u8| WRAPPERS.iter().any(|&c| c as u32 == u32::from(b));
-    let trailing = |b: u8| TRAILING.iter().any(|&c| c as u32 == u32::from(b));
+    let wrapper = |b: u8| WRAPPERS.contains(&char::from(b));
+    let trailing = |b: u8| TRAILING.contains(&char::from(b));
     let bytes = chunk.as_bytes();
     let start = bytes
         .iter()
@@ -298,6 +298,40 @@ pub fn alnum_words(lowered: &str) -> impl Iterator<Item = &str> + '_ {
         .filter(|w| !w.is_empty())
 }
 
+/// The alphanumeric words of `text` lowercased ([`alnum_words`] of its
+/// [`str::to_lowercase`]) joined by single spaces, and where each word is in that string: a
+/// run of words is one slice of it. An ASCII text is lowered and cut in one pass.
+pub fn joined_words(text: &str) -> (String, Vec<(usize, usize)>) {
+    let mut joined = String::with_capacity(text.len());
+    // A word and the blank or punctuation after it take two bytes at least.
+    let mut at = Vec::with_capacity(text.len() / 2 + 1);
+    let mut push = |joined: &mut String, word: &str| {
+        if !joined.is_empty() {
+            joined.push(' ');
+        }
+        let start = joined.len();
+        joined.push_str(word);
+        at.push((start, joined.len()));
+        start
+    };
+    if text.is_ascii() {
+        for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+            if !word.is_empty() {
+                let start = push(&mut joined, word);
+                if let Some(added) = joined.get_mut(start..) {
+                    added.make_ascii_lowercase();
+                }
+            }
+        }
+    } else {
+        let lowered = text.to_lowercase();
+        for word in alnum_words(&lowered) {
+            push(&mut joined, word);
+        }
+    }
+    (joined, at)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -405,6 +439,24 @@ mod tests {
         );
         assert_eq!(iban_form("DE89 3704"), None);
         assert_eq!(iban_form("D189370400440532013000"), None);
+    }
+
+    #[test]
+    fn joined_words_are_the_lowered_alphanumeric_words() {
+        for text in [
+            "Don't -- STOP, now!",
+            "ÉCOLE d'été: Straße 12",
+            "",
+            " ,. ",
+            "a\u{b}B",
+        ] {
+            let lowered = text.to_lowercase();
+            let words: Vec<&str> = alnum_words(&lowered).collect();
+            let (joined, at) = joined_words(text);
+            assert_eq!(joined, words.join(" "), "{text:?}");
+            let cut: Vec<&str> = at.iter().map(|&(s, e)| &joined[s..e]).collect();
+            assert_eq!(cut, words, "{text:?}");
+        }
     }
 
     #[test]
