@@ -24,6 +24,7 @@ mod owner_socket;
 mod podman;
 mod restart;
 mod sandbox;
+mod scoped_approvals;
 mod state_folder;
 mod trusted;
 mod warm;
