@@ -48,9 +48,7 @@ pub fn pending(view: &PendingView) -> String {
             session = view.session,
         ),
         AskWhy::Question => format!("the model asks you (grant {grant})"),
-        AskWhy::Provenance => format!(
-            "a value of this call came only from untrusted results, and grant {grant} says on_untrusted = \"provenance\""
-        ),
+        AskWhy::Provenance => provenance_why(view, &grant),
     };
     let _ = writeln!(out, "  why:       {why}");
     for line in &view.provenance {
@@ -67,6 +65,29 @@ pub fn pending(view: &PendingView) -> String {
         }
     );
     out
+}
+
+/// Why a provenance ask asks, and what `bx approve ID --session` covers: the grant with the
+/// ask's values only when it names some, else (the session's values untracked) the grant whole.
+fn provenance_why(view: &PendingView, grant: &str) -> String {
+    let (id, session) = (view.approval, &view.session);
+    let mut why = format!(
+        "a value of this call came only from untrusted results, and grant {grant} says on_untrusted = \"provenance\"; `bx approve {id}` runs this call only, while `bx approve {id} --session` "
+    );
+    if view.why.scoped_to_values(&view.values) {
+        let values: Vec<String> = view.values.iter().map(ToString::to_string).collect();
+        let _ = write!(
+            why,
+            "also lets later calls of session {session} under grant {grant} run unasked when each value of theirs that came only from untrusted results is one of these: {}; any other such value asks again",
+            values.join("; ")
+        );
+    } else {
+        let _ = write!(
+            why,
+            "turns this integrity check off for grant {grant} for the rest of session {session}: its later calls run without asking, whatever their values"
+        );
+    }
+    why
 }
 
 /// One line for an event.
@@ -142,5 +163,122 @@ pub fn resolution_text(resolution: &Resolution) -> String {
         Resolution::Answered { text } => format!("answered: {}", escape_terminal(text)),
         Resolution::Expired => "expired".to_string(),
         Resolution::Abandoned { why } => format!("abandoned: {}", escape_terminal(why)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::{AskedValue, CallId, Class, GrantId, SessionId};
+
+    use super::*;
+
+    fn provenance_view(values: Vec<AskedValue>, provenance: Vec<String>) -> PendingView {
+        PendingView {
+            approval: proto::ApprovalId(5),
+            kind: PendingKind::Approval,
+            session: SessionId("s1".into()),
+            call_id: CallId(3),
+            tool: "mail.send".into(),
+            arguments: r#"{"recipient":"eve@evil.example"}"#.into(),
+            grant: Some(GrantId("mail".into())),
+            why: AskWhy::Provenance,
+            taint: Class::Private,
+            untrusted: true,
+            untrusted_by: Some("call 1 (mail.read_inbox)".into()),
+            question: None,
+            choices: Vec::new(),
+            provenance,
+            values,
+            requested: Timestamp::now(),
+            expires: Timestamp::now().plus_millis(60_000),
+        }
+    }
+
+    fn eve() -> AskedValue {
+        AskedValue {
+            argument: "recipient".into(),
+            value: "eve@evil.example".into(),
+        }
+    }
+
+    #[test]
+    fn a_provenance_approval_keeps_its_first_line_and_shows_its_values_and_what_session_covers() {
+        let view = provenance_view(
+            vec![eve()],
+            vec!["recipient eve@evil.example came from call 1, mail.read_inbox, untrusted".into()],
+        );
+        let shown = pending(&view);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(
+            lines[0].starts_with("approval 5: mail.send call 3 of session s1 (expires in "),
+            "{shown}"
+        );
+        assert!(lines[1].starts_with("  arguments: "), "{shown}");
+        assert!(lines[2].starts_with("  why:       a value of this call came only from untrusted results, and grant mail says on_untrusted = \"provenance\"; `bx approve 5` runs this call only, while `bx approve 5 --session` also lets later calls of session s1 under grant mail run unasked when each value of theirs that came only from untrusted results is one of these: recipient eve@evil.example; any other such value asks again"), "{shown}");
+        assert_eq!(
+            lines[3],
+            "  value:     recipient eve@evil.example came from call 1, mail.read_inbox, untrusted"
+        );
+        assert!(lines[4].starts_with("  labels:    "), "{shown}");
+        assert_eq!(lines.len(), 5, "{shown}");
+    }
+
+    #[test]
+    fn a_provenance_ask_naming_no_value_says_the_session_approval_covers_the_grant_whole() {
+        let untracked = "the session's values are not tracked, so none is proven clean";
+        let shown = pending(&provenance_view(Vec::new(), vec![untracked.into()]));
+        assert!(
+            shown.contains("`bx approve 5 --session` turns this integrity check off for grant mail for the rest of session s1"),
+            "{shown}"
+        );
+        assert!(!shown.contains("one of these"), "{shown}");
+        assert!(
+            shown.contains(&format!("  value:     {untracked}\n")),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn values_a_model_chose_are_escaped_and_cut_in_what_bx_prints() {
+        let value = AskedValue {
+            argument: "body".into(),
+            value: format!("\x1b[2Jhi\n{}", "w".repeat(300)),
+        };
+        let shown = pending(&provenance_view(
+            vec![value],
+            vec!["body \x1b[2Jhi came from call 1, x, untrusted".into()],
+        ));
+        assert!(!shown.contains('\x1b'), "{shown}");
+        assert_eq!(shown.lines().count(), 5, "{shown}");
+        assert!(
+            shown.contains("one of these: body \\x1b[2Jhi\\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("w…; any other"), "{shown}");
+    }
+
+    #[test]
+    fn the_json_view_carries_provenance_and_values_and_omits_them_when_there_are_none() {
+        let view = provenance_view(
+            vec![eve()],
+            vec!["recipient eve@evil.example came from call 1, mail.read_inbox, untrusted".into()],
+        );
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(
+            json["values"],
+            serde_json::json!([{ "argument": "recipient", "value": "eve@evil.example" }])
+        );
+        assert_eq!(json["provenance"][0], view.provenance[0].as_str());
+        let back: PendingView = serde_json::from_value(json).unwrap();
+        assert_eq!(back, view);
+        let plain = PendingView {
+            why: AskWhy::GrantAsks,
+            ..provenance_view(Vec::new(), Vec::new())
+        };
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(
+            json.get("values").is_none() && json.get("provenance").is_none(),
+            "{json}"
+        );
     }
 }

@@ -1,11 +1,14 @@
 //! Approvals in the ledger: each request for the owner's answer and how it ended, the grants a
-//! session's owner approved for the rest of the session, and the call that made a session
-//! untrusted. A pending approval survives a restart: the broker loads them at start, and a
+//! session's owner approved for the rest of the session (a grant whole, or a grant with the
+//! values a provenance ask named: [`AskWhy::scoped_to_values`]), and the call that made a
+//! session untrusted. A pending approval survives a restart: the broker loads them at start, and a
 //! client that resumes its session and sends the same call id again waits for the same one.
 
 use rusqlite::{OptionalExtension, params};
 
-use proto::{ApprovalId, AskWhy, CallId, Class, GrantId, Resolution, SessionId, Timestamp};
+use proto::{
+    ApprovalId, AskWhy, AskedValue, CallId, Class, GrantId, Resolution, SessionId, Timestamp,
+};
 
 use crate::audit::{Event, Field};
 use crate::store::{CallRow, CallState, Ledger, LedgerError, damaged, field_digest};
@@ -48,10 +51,14 @@ pub struct ApprovalRow {
     pub state: ApprovalState,
     /// How it ended, once it has.
     pub resolution: Option<Resolution>,
+    /// When provenance asked: the values that made it ask.
+    pub values: Vec<AskedValue>,
+    /// When provenance asked: where each value came from, one sentence each.
+    pub provenance: Vec<String>,
 }
 
 const APPROVAL_COLUMNS: &str = "id, session, call_id, tool, arguments, grant_id, why, taint, \
-     untrusted, requested_ms, expires_ms, state, resolution";
+     untrusted, requested_ms, expires_ms, state, resolution, asked_values, provenance";
 
 type RawApproval = (
     i64,
@@ -66,6 +73,8 @@ type RawApproval = (
     i64,
     i64,
     String,
+    Option<String>,
+    Option<String>,
     Option<String>,
 );
 
@@ -84,12 +93,29 @@ fn raw(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawApproval> {
         row.get(10)?,
         row.get(11)?,
         row.get(12)?,
+        row.get(13)?,
+        row.get(14)?,
     ))
 }
 
 fn parsed(raw: RawApproval) -> Result<ApprovalRow, LedgerError> {
-    let (id, session, call_id, tool, arguments, grant, why, taint, untrusted, req, exp, state, res) =
-        raw;
+    let (
+        id,
+        session,
+        call_id,
+        tool,
+        arguments,
+        grant,
+        why,
+        taint,
+        untrusted,
+        req,
+        exp,
+        state,
+        res,
+        values,
+        provenance,
+    ) = raw;
     let what = format!("approval {id}");
     let bad = |detail: String| damaged(&what, detail);
     let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| bad(e.to_string()));
@@ -115,7 +141,25 @@ fn parsed(raw: RawApproval) -> Result<ApprovalRow, LedgerError> {
             .map(|text| serde_json::from_str(&text))
             .transpose()
             .map_err(|e| bad(e.to_string()))?,
+        values: json_list(values.as_deref()).map_err(|e| bad(format!("asked_values: {e}")))?,
+        provenance: json_list(provenance.as_deref())
+            .map_err(|e| bad(format!("provenance: {e}")))?,
     })
+}
+
+/// A JSON list column: NULL (a row written before the column existed) is an empty list.
+fn json_list<T: serde::de::DeserializeOwned>(text: Option<&str>) -> serde_json::Result<Vec<T>> {
+    text.map_or(Ok(Vec::new()), serde_json::from_str)
+}
+
+/// A list as a JSON column: NULL when empty.
+fn list_json<T: serde::Serialize>(list: &[T]) -> Result<Option<String>, LedgerError> {
+    if list.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(list)
+        .map(Some)
+        .map_err(|e| damaged("an approval's values", e.to_string()))
 }
 
 fn why_text(why: AskWhy) -> &'static str {
@@ -177,18 +221,83 @@ impl Ledger {
         .map_err(|e| self.sqlite(e))
     }
 
-    /// Whether the owner approved `grant` for the rest of `session`.
+    /// Whether the owner's approvals for the rest of `session` cover an ask of `grant` for
+    /// `why` naming `values`: the grant was approved whole, or the ask is scoped to values
+    /// ([`AskWhy::scoped_to_values`]) and every one of them was approved with this grant. A
+    /// value approved with another grant, or in another session, covers nothing here.
     pub fn approved_for_session(
         &self,
         session: &SessionId,
         grant: &GrantId,
+        why: AskWhy,
+        values: &[AskedValue],
     ) -> Result<bool, LedgerError> {
-        self.query_one(
-            "SELECT COUNT(*) FROM session_grants WHERE session = ?1 AND grant_id = ?2",
+        let whole = self
+            .query_one(
+                "SELECT COUNT(*) FROM session_grants WHERE session = ?1 AND grant_id = ?2",
+                params![session.as_str(), grant.as_str()],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(|e| self.sqlite(e))?;
+        if whole > 0 {
+            return Ok(true);
+        }
+        if !why.scoped_to_values(values) {
+            return Ok(false);
+        }
+        for value in values {
+            let approved = self
+                .query_one(
+                    "SELECT COUNT(*) FROM session_values
+                     WHERE session = ?1 AND grant_id = ?2 AND argument = ?3 AND value = ?4",
+                    params![
+                        session.as_str(),
+                        grant.as_str(),
+                        value.argument,
+                        value.value
+                    ],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map_err(|e| self.sqlite(e))?;
+            if approved == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records that the owner approved, for the rest of `session`, the ask of approval
+    /// `approval` by `grant`: the grant with the ask's values when it was scoped to values, the
+    /// grant whole otherwise (also when the ledger has no row for the approval).
+    fn approve_for_session(
+        &self,
+        approval: ApprovalId,
+        session: &SessionId,
+        grant: &GrantId,
+    ) -> Result<(), LedgerError> {
+        if let Some(row) = self.approval(approval)?
+            && row.why.scoped_to_values(&row.values)
+        {
+            for value in &row.values {
+                self.exec(
+                    "INSERT OR IGNORE INTO session_values (session, grant_id, argument, value)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        session.as_str(),
+                        grant.as_str(),
+                        value.argument,
+                        value.value
+                    ],
+                )
+                .map_err(|e| self.sqlite(e))?;
+            }
+            return Ok(());
+        }
+        self.exec(
+            "INSERT OR IGNORE INTO session_grants (session, grant_id) VALUES (?1, ?2)",
             params![session.as_str(), grant.as_str()],
-            |row| row.get::<_, i64>(0),
         )
-        .map(|n| n > 0)
+        .map(|_| ())
         .map_err(|e| self.sqlite(e))
     }
 
@@ -242,14 +351,17 @@ impl Ledger {
                 why,
                 labels,
                 expires,
+                values,
+                provenance,
             } => {
                 let recorded = serde_json::to_string(arguments)
                     .map_err(|e| damaged("an approval's arguments", e.to_string()))?;
                 self.exec(
                     "INSERT OR REPLACE INTO approvals
                          (id, session, call_id, tool, arguments, grant_id, why, taint, untrusted,
-                          requested_ms, expires_ms, state, resolution)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', NULL)",
+                          requested_ms, expires_ms, state, resolution, asked_values, provenance)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', NULL,
+                                 ?12, ?13)",
                     params![
                         approval.0 as i64,
                         session.as_str(),
@@ -262,6 +374,8 @@ impl Ledger {
                         labels.untrusted as i64,
                         at.as_millis(),
                         expires.as_millis(),
+                        list_json(values)?,
+                        list_json(provenance)?,
                     ],
                 )
                 .map_err(|e| self.sqlite(e))?;
@@ -291,11 +405,7 @@ impl Ledger {
                 )
                 .map_err(|e| self.sqlite(e))?;
                 if let (Resolution::ApprovedForSession, Some(grant)) = (resolution, grant) {
-                    self.exec(
-                        "INSERT OR IGNORE INTO session_grants (session, grant_id) VALUES (?1, ?2)",
-                        params![session.as_str(), grant.as_str()],
-                    )
-                    .map_err(|e| self.sqlite(e))?;
+                    self.approve_for_session(*approval, session, grant)?;
                 }
                 let state = match resolution {
                     Resolution::ApprovedOnce | Resolution::ApprovedForSession => {

@@ -2,8 +2,9 @@
 //! (`PRAGMA user_version` is how many are applied), and the one runner that applies them, which
 //! the memory store uses too.
 
-/// The migrations, in order; `PRAGMA user_version` is the number applied.
-pub(crate) const MIGRATIONS: &[&str] = &[
+/// The migrations, in order; `PRAGMA user_version` is the number applied (public so that a
+/// test can make a ledger of an older schema).
+pub const MIGRATIONS: &[&str] = &[
     // 1: sessions, calls, and the audit anchor.
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE sessions (
@@ -64,6 +65,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          seq INTEGER NOT NULL,
          text TEXT,
          PRIMARY KEY (session, seq)
+     );",
+    // 5: approvals scoped to values (issue 33): a provenance ask's values (JSON, `[{argument,
+    // value}]`) and its sentences for the owner (JSON, `[text]`), NULL for rows written before;
+    // and the values the owner approved with a grant for the rest of a session.
+    "ALTER TABLE approvals ADD COLUMN asked_values TEXT;
+     ALTER TABLE approvals ADD COLUMN provenance TEXT;
+     CREATE TABLE session_values (
+         session TEXT NOT NULL,
+         grant_id TEXT NOT NULL,
+         argument TEXT NOT NULL,
+         value TEXT NOT NULL,
+         PRIMARY KEY (session, grant_id, argument, value)
      );",
 ];
 

@@ -33,8 +33,8 @@ pub use frame::{
 };
 pub use ids::{ApprovalId, CallId, GrantId, SessionId};
 pub use owner::{
-    AskWhy, DownstreamTool, DownstreamView, MemoryEntry, OwnerErrorCode, OwnerEvent, OwnerReply,
-    OwnerRequest, PendingKind, PendingView, Resolution, StatusView,
+    AskWhy, AskedValue, DownstreamTool, DownstreamView, MemoryEntry, OwnerErrorCode, OwnerEvent,
+    OwnerReply, OwnerRequest, PendingKind, PendingView, Resolution, StatusView,
 };
 pub use schema::ToolSchema;
 pub use timestamp::{Timestamp, TimestampError};

@@ -210,6 +210,49 @@ pub enum AskWhy {
     Provenance,
 }
 
+impl AskWhy {
+    /// Whether approving an ask for the rest of its session covers the asking grant with the
+    /// ask's `values` only (a provenance ask that names values), rather than the whole grant
+    /// (every other ask, and a provenance ask that names none: the session's values untracked).
+    pub fn scoped_to_values(self, values: &[AskedValue]) -> bool {
+        self == AskWhy::Provenance && !values.is_empty()
+    }
+}
+
+/// One value a provenance ask names: the argument it is in and the value as the call gave it
+/// (a word of a script, an address in a body, a whole body copied from a result). Approving
+/// the ask for the session covers its grant with its values only.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskedValue {
+    /// The argument's name.
+    pub argument: String,
+    /// The value.
+    pub value: String,
+}
+
+/// The most bytes of a value that [`AskedValue`]'s display shows.
+const VALUE_SHOWN: usize = 120;
+
+impl std::fmt::Display for AskedValue {
+    /// `recipient x@y.example`: the value cut at 120 bytes (`…` then), control characters
+    /// escaped (model-controlled).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cut = crate::text::cut_at_boundary(&self.value, VALUE_SHOWN);
+        let ellipsis = if cut.len() < self.value.len() {
+            "…"
+        } else {
+            ""
+        };
+        write!(
+            f,
+            "{} {}{ellipsis}",
+            crate::text::escape_terminal(&self.argument),
+            crate::text::escape_terminal(cut)
+        )
+    }
+}
+
 /// A pending approval or question, as the owner sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -245,6 +288,10 @@ pub struct PendingView {
     /// from untrusted results, naming the argument, the value and the call it came from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<String>,
+    /// When provenance asks: the values that made it ask, which `bx approve ID --session`
+    /// covers (this grant with these values only; see [`AskWhy::scoped_to_values`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<AskedValue>,
     /// When it was asked.
     pub requested: Timestamp,
     /// When it lapses unanswered.

@@ -13,8 +13,8 @@ mod verify;
 use serde::{Deserialize, Serialize};
 
 use proto::{
-    ApprovalId, AskWhy, CallId, Class, DenyReason, GrantId, Resolution, SessionId, Timestamp,
-    ToolResponse,
+    ApprovalId, AskWhy, AskedValue, CallId, Class, DenyReason, GrantId, Resolution, SessionId,
+    Timestamp, ToolResponse,
 };
 
 pub use log::{AuditLog, Opened};
@@ -223,6 +223,14 @@ pub enum Event {
         labels: Labels,
         /// When it lapses unanswered.
         expires: Timestamp,
+        /// When provenance asks: the values that made it ask (what approving it for the
+        /// session covers, with its grant). Absent in records written before there were any.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        values: Vec<AskedValue>,
+        /// When provenance asks: where each value came from, one sentence each, as the owner
+        /// was shown it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provenance: Vec<String>,
     },
     /// A pending approval ended: the owner's answer, its expiry, or its abandonment.
     ApprovalResolved {
@@ -233,7 +241,8 @@ pub enum Event {
         /// The call.
         call_id: CallId,
         /// The grant that asked (approved for the session: every later call it asks about in
-        /// this session runs unasked).
+        /// this session runs unasked; for a provenance ask that named values, only the calls
+        /// whose values that asks are all among the values of its request).
         grant: Option<GrantId>,
         /// How it ended.
         resolution: Resolution,

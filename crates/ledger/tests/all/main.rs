@@ -1,5 +1,6 @@
 //! The ledger crate's integration tests, one binary (modules per area).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod audit;
 mod store;

@@ -61,7 +61,13 @@ pub(super) fn final_answer(
                 "approval {id}: approved, and grant {grant} for the rest of session {}",
                 view.session
             );
-            if view.why == AskWhy::AfterUntrusted {
+            if view.why.scoped_to_values(&view.values) {
+                let values: Vec<String> = view.values.iter().map(ToString::to_string).collect();
+                message.push_str(&format!(
+                    ", for these values only: {}; a value of another call of it that came only from untrusted results asks again",
+                    values.join("; ")
+                ));
+            } else if view.why == AskWhy::AfterUntrusted {
                 message.push_str(&format!(
                     "; this turns the integrity check (on_untrusted) off for grant {grant} in this session"
                 ));
@@ -154,7 +160,8 @@ pub(super) fn view_of(broker: &Broker, row: &ApprovalRow) -> PendingView {
             .flatten(),
         question,
         choices,
-        provenance: Vec::new(),
+        provenance: row.provenance.clone(),
+        values: row.values.clone(),
         requested: row.requested,
         expires: row.expires,
     }

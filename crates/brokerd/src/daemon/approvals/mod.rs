@@ -1,5 +1,6 @@
-//! Calls waiting for the owner: a grant that asks (`approval = "ask"`, or `on_untrusted =
-//! "ask"` after untrusted input) and the model's `ask` questions.
+//! Calls waiting for the owner: a grant that asks (`approval = "ask"`, `on_untrusted = "ask"`
+//! after untrusted input, or `on_untrusted = "provenance"` for a value that came only from
+//! untrusted results) and the model's `ask` questions.
 //!
 //! Each gets an id and an expiry (`approval_ms`); its request is in the audit log and the
 //! ledger before the client hears `PendingApproval`, so a pending approval survives a restart
@@ -17,8 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use ledger::{CallState, Event, Field, Labels};
 use proto::{
-    ApprovalId, AskWhy, CallId, DenyReason, GrantId, OwnerErrorCode, OwnerEvent, PendingKind,
-    PendingView, Resolution, SessionId, Timestamp, ToolResponse,
+    ApprovalId, AskWhy, AskedValue, CallId, DenyReason, GrantId, OwnerErrorCode, OwnerEvent,
+    PendingKind, PendingView, Resolution, SessionId, Timestamp, ToolResponse,
 };
 use tokio::sync::watch;
 
@@ -62,7 +63,8 @@ impl OwnerRefusal {
 pub enum OwnerAnswer {
     /// Approve this call.
     Once,
-    /// Approve the asking grant for the rest of the session.
+    /// Approve the asking grant for the rest of the session (with the ask's values only, when
+    /// provenance asked about values: [`AskWhy::scoped_to_values`]).
     ForSession,
     /// Refuse.
     Refuse,
@@ -146,6 +148,8 @@ pub struct Request {
     pub question: Option<(String, Vec<String>)>,
     /// When provenance asks: where each value that asks came from, one sentence each.
     pub provenance: Vec<String>,
+    /// When provenance asks: the values that ask (what approving for the session covers).
+    pub values: Vec<AskedValue>,
 }
 
 impl Default for Approvals {
@@ -211,6 +215,8 @@ impl Approvals {
                 why: request.why,
                 labels: request.labels,
                 expires,
+                values: request.values.clone(),
+                provenance: request.provenance.clone(),
             }])
             .await?;
         let (question, choices) = request.question.unzip();
@@ -233,6 +239,7 @@ impl Approvals {
             question,
             choices: choices.unwrap_or_default(),
             provenance: request.provenance,
+            values: request.values,
             requested: now,
             expires,
         };

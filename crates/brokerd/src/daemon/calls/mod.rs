@@ -14,8 +14,8 @@ use std::sync::atomic::AtomicBool;
 
 use ledger::{Answer, CallState, sha256_hex};
 use proto::{
-    ApprovalId, AskWhy, CallId, DenyReason, ErrorCode, GrantId, OwnerEvent, SessionId, Timestamp,
-    ToolRequest, ToolResponse,
+    ApprovalId, AskWhy, AskedValue, CallId, DenyReason, ErrorCode, GrantId, OwnerEvent, SessionId,
+    Timestamp, ToolRequest, ToolResponse,
 };
 
 use crate::policy::{AskReason, Labels, Traced};
@@ -250,12 +250,14 @@ async fn answer_locked(
         if let Some(asked) = ask
             && !approved.contains(&asked)
         {
-            let grant = &asked.grant;
-            let for_session = broker.with_ledger(|l| l.approved_for_session(session, grant));
+            let (grant, why, values) = (&asked.grant, asked.why, &asked.values[..]);
+            let for_session =
+                broker.with_ledger(|l| l.approved_for_session(session, grant, why, values));
             if !matches!(for_session, Ok(true)) {
                 let grant = Some(asked.grant.clone());
                 let request = Request {
                     provenance: asked.lines.clone(),
+                    values: asked.values.clone(),
                     ..request_for(&call, grant, asked.why, labels)
                 };
                 let asking = ask_owner(broker, &call, request, pending);
@@ -325,13 +327,15 @@ impl Refused {
 }
 
 /// An ask the owner is shown, and what their approval answers: the grant that asks, why, and
-/// (when provenance asks) the values that made it ask, each `(argument, value)`. An approval
-/// answers that ask alone; another grant, another reason or another value asks again.
+/// (when provenance asks) the values that made it ask. An approval answers that ask alone;
+/// another grant, another reason or another value asks again.
 #[derive(Debug, Clone)]
 struct Asked {
     grant: GrantId,
     why: AskWhy,
-    values: Vec<(String, String)>,
+    /// Sorted, without repeats: the values that asked, and the value the index could not vouch
+    /// for (it overflowed), each once.
+    values: Vec<AskedValue>,
     /// Where each value came from, for the owner (not part of what the approval answers).
     lines: Vec<String>,
 }
@@ -349,10 +353,16 @@ impl Asked {
             AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
             AskReason::Provenance => AskWhy::Provenance,
         };
-        let mut values: Vec<(String, String)> = traced
+        let unproven = traced.unproven.iter().map(|u| (&u.argument, &u.value));
+        let mut values: Vec<AskedValue> = traced
             .findings
             .iter()
-            .map(|f| (f.argument.clone(), f.value.clone()))
+            .map(|f| (&f.argument, &f.value))
+            .chain(unproven)
+            .map(|(argument, value)| AskedValue {
+                argument: argument.clone(),
+                value: value.clone(),
+            })
             .collect();
         values.sort();
         values.dedup();
@@ -417,7 +427,7 @@ async fn ask_owner(
 }
 
 /// The approval request for `call`: the grant that asks, why, and the session's labels now
-/// (no question, no provenance).
+/// (no question, no provenance, no values).
 fn request_for(call: &Pending, grant: Option<GrantId>, why: AskWhy, labels: Labels) -> Request {
     Request {
         session: call.session.clone(),
@@ -432,6 +442,7 @@ fn request_for(call: &Pending, grant: Option<GrantId>, why: AskWhy, labels: Labe
         },
         question: None,
         provenance: Vec::new(),
+        values: Vec::new(),
     }
 }
 
@@ -508,7 +519,8 @@ enum Earlier {
     /// Answered: the same answer again.
     Answered(ToolResponse),
     /// Waiting for the owner (or approved and not yet run): wait for this approval again; the
-    /// ask it answers, when a grant asked.
+    /// ask it answers (its grant, reason and values, as the ledger keeps them), when a grant
+    /// asked.
     Waiting(ApprovalId, Option<Asked>),
 }
 
@@ -543,8 +555,8 @@ fn earlier_answer(broker: &Broker, memo: &SessionMemo, call: &Pending) -> Result
         let asked = approval.grant.map(|grant| Asked {
             grant,
             why: approval.why,
-            values: Vec::new(),
-            lines: Vec::new(),
+            values: approval.values,
+            lines: approval.provenance,
         });
         return Ok(Earlier::Waiting(approval.id, asked));
     }

@@ -26,6 +26,7 @@ mod podman;
 mod provenance;
 mod restart;
 mod sandbox;
+mod scoped_approvals;
 mod state_folder;
 mod trusted;
 mod warm;
