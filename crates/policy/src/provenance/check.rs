@@ -4,7 +4,7 @@
 use proto::Class;
 
 use super::index::{Entry, ValueIndex};
-use super::normal::{joined_words, text_form};
+use super::normal::{alnum_words, joined_words, text_form};
 use super::scan::{
     Candidate, Piece, candidate, notable, pieces_after, plain, structured, with_tokens,
 };

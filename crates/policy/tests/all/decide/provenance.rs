@@ -440,7 +440,8 @@ fn a_path_in_a_code_span_of_an_untrusted_file_makes_a_command_naming_it_ask() {
         values: Some(&values),
     };
     let grants = tree.grants("[[grant]]\nid = \"sh\"\ntool = \"shell\"\npaths = [\"{root}/work\"]\ncommands = [\"cat\"]\non_untrusted = \"provenance\"\n");
-    let arguments = serde_json::json!({"command": "cat /root/.ssh/id_ed25519", "cwd": tree.path("work")});
+    let arguments =
+        serde_json::json!({"command": "cat /root/.ssh/id_ed25519", "cwd": tree.path("work")});
     let decision = tree.decide_seen(&grants, ToolName::Shell, arguments, seen);
     assert!(
         matches!(decision, Decision::Ask(_, AskReason::Provenance)),
