@@ -49,6 +49,7 @@ pub fn pending(view: &PendingView) -> String {
         ),
         AskWhy::Question => format!("the model asks you (grant {grant})"),
         AskWhy::Provenance => provenance_why(view, &grant),
+        AskWhy::ArgumentRule => rule_why(view, &grant),
     };
     let _ = writeln!(out, "  why:       {why}");
     for line in &view.provenance {
@@ -88,6 +89,17 @@ fn provenance_why(view: &PendingView, grant: &str) -> String {
         );
     }
     why
+}
+
+/// Why an ask by a rule on an argument (or a count per session) asks, and what `bx approve ID
+/// --session` covers: the grant with the ask's values only.
+fn rule_why(view: &PendingView, grant: &str) -> String {
+    let (id, session) = (view.approval, &view.session);
+    let values: Vec<String> = view.values.iter().map(ToString::to_string).collect();
+    format!(
+        "a value of this call is outside a rule of grant {grant} that says otherwise = \"ask\" (or its per_session count is reached; the value: lines say which); `bx approve {id}` runs this call only, while `bx approve {id} --session` also lets later calls of session {session} under grant {grant} run unasked when each value that asks is one of these: {}; any other such value asks again",
+        values.join("; ")
+    )
 }
 
 /// One line for an event.

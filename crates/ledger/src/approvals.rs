@@ -168,6 +168,7 @@ fn why_text(why: AskWhy) -> &'static str {
         AskWhy::AfterUntrusted => "after_untrusted",
         AskWhy::Question => "question",
         AskWhy::Provenance => "provenance",
+        AskWhy::ArgumentRule => "argument_rule",
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod calls;
+pub mod grant_uses;
 pub mod migrations;
 pub mod owner_words;
 pub mod private;

@@ -78,6 +78,13 @@ pub const MIGRATIONS: &[&str] = &[
          value TEXT NOT NULL,
          PRIMARY KEY (session, grant_id, argument, value)
      );",
+    // 6: how many calls each grant let run in each session (`per_session`, issue 33).
+    "CREATE TABLE grant_uses (
+         session TEXT NOT NULL,
+         grant_id TEXT NOT NULL,
+         count INTEGER NOT NULL,
+         PRIMARY KEY (session, grant_id)
+     );",
 ];
 
 /// Why a database's schema could not be brought up to date.

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use proto::{Class, DenyReason, Timestamp};
 use serde_json::Value;
 
-use crate::decide::{Arguments, AskReason, Denied, Labels, Provenance, Seen, Traced, Vouched};
+use crate::decide::{
+    Arguments, AskReason, Denied, Labels, Provenance, Seen, Traced, Vouched, rules_of,
+};
 use crate::grants::{Approval, HostRule, OnUntrusted, Origin, PathRule};
 
 /// The longest name a downstream server may have.
@@ -229,6 +231,10 @@ pub struct ToolGrant {
     pub expires: Option<Timestamp>,
     /// Whether it forbids what it names (a deny grant needs no pin).
     pub deny: bool,
+    /// Rules on the call's arguments (`[grant.args.NAME]`).
+    pub args: Vec<crate::grants::ArgumentRule>,
+    /// How many calls it lets run in one session before each further one asks the owner.
+    pub per_session: Option<u64>,
     /// Where it was written.
     pub origin: Origin,
 }
@@ -344,9 +350,12 @@ pub struct Cleared {
     pub class: Class,
     /// Whether the result is marked untrusted.
     pub untrusted: bool,
-    /// When the provenance of its values asks ([`AskReason::Provenance`]): which values, and
-    /// where each came from.
+    /// When the provenance of its values asks ([`AskReason::Provenance`]), or a rule on an
+    /// argument or a count does ([`AskReason::ArgumentRule`]): which values, and why.
     pub traced: Traced,
+    /// The ids of the covering grants that count their calls (`per_session`): the broker
+    /// counts this call under each when it runs.
+    pub counted: Vec<String>,
 }
 
 /// A downstream call's arguments and the schema that gives them their roles
@@ -479,12 +488,12 @@ pub fn decide_seen(
         call.input_schema,
         proto::tools::downstream::Declared::default(),
     );
-    let provenance = Provenance::new(
-        seen,
-        &facts,
-        Arguments::Json(call.arguments),
-        Vouched::default(),
-    );
+    let arguments = Arguments::Json(call.arguments);
+    let vouched = Vouched {
+        rules: live.iter().flat_map(|g| g.args.iter()).collect(),
+        ..Vouched::default()
+    };
+    let provenance = Provenance::new(seen, &facts, arguments, vouched);
     if let Some(grant) = live.iter().find(|g| g.carried)
         && let Err(traced) = provenance.confidentiality()
     {
@@ -498,12 +507,34 @@ pub fn decide_seen(
             ),
         );
     }
+    let (refused, ruled) = rules_of(
+        live.iter()
+            .map(|g| (g.id.as_str(), &g.args[..], g.per_session)),
+        arguments,
+        seen,
+    );
+    if let Some(miss) = refused {
+        let grant = live.iter().copied().find(|g| g.id == miss.grant);
+        return refuse(
+            DenyReason::DeniedByGrant,
+            grant,
+            format!("grant {} refuses this call of {full}: {miss}", miss.grant),
+        );
+    }
+    let mut counted: Vec<String> = live
+        .iter()
+        .filter(|g| g.per_session.is_some())
+        .map(|g| g.id.clone())
+        .collect();
+    counted.dedup();
     let cleared = |grant: &ToolGrant| Cleared {
         grant: grant.id.clone(),
         class: live.iter().map(|g| g.class).max().unwrap_or(grant.class),
         untrusted: live.iter().any(|g| g.untrusted),
         traced: Traced::default(),
+        counted: counted.clone(),
     };
+    let mut asking: Option<(&ToolGrant, AskReason, Traced)> = None;
     let reads = live.iter().all(|g| g.reads(&listed));
     if labels.untrusted && !reads {
         if let Some(grant) = live.iter().find(|g| g.on_untrusted == OnUntrusted::Deny) {
@@ -524,10 +555,20 @@ pub fn decide_seen(
             .find(|g| g.on_untrusted == OnUntrusted::Provenance)
             && let Err(traced) = provenance.integrity()
         {
-            let mut cleared = cleared(grant);
-            cleared.traced = traced;
-            return Verdict::Ask(cleared, AskReason::Provenance);
+            asking = Some((grant, AskReason::Provenance, traced));
         }
+    }
+    // As for boxmaker's tools: one ask names every value that asks.
+    if let Some(id) = ruled.asking_grant()
+        && let Some(grant) = live.iter().copied().find(|g| g.id == id)
+    {
+        let traced = asking.take().map(|(_, _, t)| t).unwrap_or_default();
+        asking = Some((grant, AskReason::ArgumentRule, ruled.into_traced(traced)));
+    }
+    if let Some((grant, reason, traced)) = asking {
+        let mut cleared = cleared(grant);
+        cleared.traced = traced;
+        return Verdict::Ask(cleared, reason);
     }
     if let Some(grant) = live.iter().find(|g| g.approval == Approval::Ask) {
         return Verdict::Ask(cleared(grant), AskReason::GrantAsks);

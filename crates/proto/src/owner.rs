@@ -208,6 +208,10 @@ pub enum AskWhy {
     /// The grant says `on_untrusted = "provenance"` and a value of the call came only from
     /// untrusted results: approving for the session covers that grant with those values only.
     Provenance,
+    /// A value is outside a grant's rule on its argument (`otherwise = "ask"`), or the grant's
+    /// `per_session` count is reached: approving for the session covers that grant with those
+    /// values only.
+    ArgumentRule,
 }
 
 impl AskWhy {
@@ -215,7 +219,7 @@ impl AskWhy {
     /// ask's `values` only (a provenance ask that names values), rather than the whole grant
     /// (every other ask, and a provenance ask that names none: the session's values untracked).
     pub fn scoped_to_values(self, values: &[AskedValue]) -> bool {
-        self == AskWhy::Provenance && !values.is_empty()
+        matches!(self, AskWhy::Provenance | AskWhy::ArgumentRule) && !values.is_empty()
     }
 }
 

@@ -28,6 +28,7 @@ pub mod search;
 pub mod server;
 pub mod sessions;
 pub mod startup;
+pub mod uses;
 pub mod values;
 pub mod warm;
 pub mod worker;
@@ -111,6 +112,9 @@ pub struct SessionSlot {
     /// The values the session was handed (`None` until this broker first needs them; see
     /// [`values`]), fed by whichever thread records an answer.
     values: Mutex<Option<policy::provenance::ValueIndex>>,
+    /// How many calls each grant let run in the session (`None` until this broker first
+    /// needs them; see [`uses`]).
+    uses: Mutex<Option<policy::decide::GrantUses>>,
     /// Set when the index was rebuilt for a session that had answers: the downstream tools
     /// listing it was handed then is not recorded, so it is listed and indexed again before
     /// the session's next decision.

@@ -23,6 +23,11 @@ use crate::policy::{Allowed, Scope};
 
 /// The hash of the file `allowed` names as it is now: `Ok(None)` when no file is there.
 fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {
+    content_hash_within(allowed, EDIT_LIMIT)
+}
+
+/// [`content_hash`] of the file's first `limit + 1` bytes.
+fn content_hash_within(allowed: &Allowed, limit: u64) -> Result<Option<(String, String)>, String> {
     let Some(path) = allowed.args.path() else {
         return Ok(None);
     };
@@ -33,7 +38,8 @@ fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {
         return Ok(None);
     };
     let dir = GrantedDir::for_target(base, Path::new(path)).map_err(|e| e.to_string())?;
-    let content = current_content(&dir, path, EDIT_LIMIT + 1).map_err(|e| e.to_string())?;
+    let content =
+        current_content(&dir, path, limit.saturating_add(1)).map_err(|e| e.to_string())?;
     Ok(content.map(|bytes| (path.to_string(), ledger::sha256_hex(&bytes))))
 }
 
@@ -102,12 +108,10 @@ pub(super) fn seen(
     // `EDIT_LIMIT + 1` bytes), not read again, so a change made after the write is not taken
     // for what this session wrote.
     if let ToolArgs::WriteFile(write) = &allowed.args {
-        let bytes = write.content.as_bytes();
-        let hashed = bytes.get(..bytes.len().min(EDIT_LIMIT as usize + 1));
         return Some(ledger::Event::FileSeen {
             session: session.clone(),
             path: write.path.clone(),
-            sha256: ledger::sha256_hex(hashed.unwrap_or(bytes)),
+            sha256: written_hash(write.content.as_bytes(), EDIT_LIMIT),
         });
     }
     if let (Some(path), Some(serde_json::Value::String(sha256))) = (allowed.args.path(), reported) {
@@ -131,6 +135,13 @@ pub(super) fn seen(
     }
 }
 
+/// The hash of what a write of `bytes` leaves, cut as [`content_hash_within`] reads the file:
+/// its first `limit + 1` bytes.
+fn written_hash(bytes: &[u8], limit: u64) -> String {
+    let cut = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    ledger::sha256_hex(bytes.get(..bytes.len().min(cut)).unwrap_or(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use proto::Class;
@@ -150,6 +161,7 @@ mod tests {
             scope: Some(Scope::Paths(vec![folder.to_path_buf()])),
             hosts: Vec::new(),
             traced: policy::decide::Traced::default(),
+            counted: Vec::new(),
         }
     }
 
@@ -177,12 +189,21 @@ mod tests {
     fn a_large_writes_hash_covers_what_the_check_reads_of_the_file() {
         let folder = tempfile::tempdir().unwrap();
         let session = SessionId::from("s-1");
-        let content = "x".repeat(EDIT_LIMIT as usize + 10);
+        // The cut is the same for any limit: a small one keeps the test's file small.
+        let limit = 64;
+        let content = "x".repeat(limit as usize + 10);
         std::fs::write(folder.path().join("a.txt"), &content).unwrap();
-        let allowed = write_of(folder.path(), content);
-        let (_, written) = recorded(seen(&session, &allowed, &mut serde_json::Map::new())).unwrap();
-        let (_, on_disk) = content_hash(&allowed).unwrap().unwrap();
+        let allowed = write_of(folder.path(), content.clone());
+        let written = written_hash(content.as_bytes(), limit);
+        let (_, on_disk) = content_hash_within(&allowed, limit).unwrap().unwrap();
         assert_eq!(written, on_disk);
+        assert_ne!(written, ledger::sha256_hex(content.as_bytes()), "cut");
+        let (_, whole) = recorded(seen(&session, &allowed, &mut serde_json::Map::new())).unwrap();
+        assert_eq!(
+            whole,
+            ledger::sha256_hex(content.as_bytes()),
+            "below EDIT_LIMIT"
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@ use proto::tools::{Role, ToolFacts};
 use serde_json::Value as Json;
 
 use super::Labels;
+use super::on_arguments::{GrantUses, RuleMiss, named};
 use crate::args::ToolArgs;
+use crate::grants::{ArgumentProvenance, ArgumentRule};
 use crate::provenance::{CallValues, Finding, Part, Unproven, ValueIndex, Verdict};
 
 /// What a session has seen: its two labels, and the values it was handed (the broker's
@@ -27,6 +29,8 @@ pub struct Seen<'a> {
     pub labels: Labels,
     /// The values handed out to it, with their sources.
     pub values: Option<&'a ValueIndex>,
+    /// How many calls each grant has let run in it (`per_session`; `None`: none counted).
+    pub uses: Option<&'a GrantUses>,
 }
 
 impl Seen<'_> {
@@ -35,6 +39,7 @@ impl Seen<'_> {
         Seen {
             labels,
             values: None,
+            uses: None,
         }
     }
 }
@@ -46,9 +51,37 @@ pub struct Traced {
     /// The values that decided, each with the result it came from.
     pub findings: Vec<Finding>,
     /// The first value the index could not vouch for, when it overflowed.
-    pub unproven: Option<Unproven>,
+    pub unproven: Option<Box<Unproven>>,
     /// Whether no index was kept for the session at all.
     pub untracked: bool,
+    /// The values outside a grant's rule on their argument that asks.
+    pub misses: Vec<RuleMiss>,
+    /// The grant whose count per session the call would pass.
+    pub count: Option<Box<CountReached>>,
+}
+
+/// A grant's `per_session` count, reached: the call would be one more than it lets run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountReached {
+    /// The grant's id.
+    pub grant: String,
+    /// Its `per_session`.
+    pub limit: u64,
+    /// How many of its calls ran in the session.
+    pub used: u64,
+}
+
+impl std::fmt::Display for CountReached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "grant {} has let {} call(s) run in this session, its per_session limit {}; this would be call {}",
+            self.grant,
+            self.used,
+            self.limit,
+            self.used.saturating_add(1)
+        )
+    }
 }
 
 impl Traced {
@@ -62,24 +95,33 @@ impl Traced {
         if self.untracked {
             lines.push("the session's values are not tracked, so none is proven clean".into());
         }
+        lines.extend(self.misses.iter().map(ToString::to_string));
+        lines.extend(self.count.iter().map(ToString::to_string));
         lines
     }
 
     /// Whether nothing is traced.
     pub fn is_empty(&self) -> bool {
-        self.findings.is_empty() && self.unproven.is_none() && !self.untracked
+        self.findings.is_empty()
+            && self.unproven.is_none()
+            && !self.untracked
+            && self.misses.is_empty()
+            && self.count.is_none()
     }
 }
 
 /// What the covering grants vouch for, besides the session's owned sources.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Vouched {
+pub(crate) struct Vouched<'g> {
     /// Words of the covering grants' literals (command prefixes), in text form.
     pub(crate) words: Vec<String>,
     /// Whether the call's paths are inside the covering grants' folders.
     pub(crate) paths: bool,
     /// Whether the call's URL or host is one the covering grants' `hosts` name.
     pub(crate) hosts: bool,
+    /// The covering grants' rules on arguments: a value their `allow` or `hosts` name is
+    /// vouched for, and an argument whose rule says `provenance = "ignored"` is not checked.
+    pub(crate) rules: Vec<&'g ArgumentRule>,
 }
 
 /// A call's arguments, as the model gave them.
@@ -92,7 +134,8 @@ pub(crate) enum Arguments<'a> {
 }
 
 impl Arguments<'_> {
-    fn json(&self) -> Cow<'_, Json> {
+    /// The arguments as JSON.
+    pub(crate) fn json(&self) -> Cow<'_, Json> {
         match self {
             // The canonical JSON of parsed arguments always reads back; a failure would leave
             // no values, which the index then cannot vouch for either way.
@@ -109,7 +152,7 @@ pub(crate) struct Provenance<'a> {
     seen: Seen<'a>,
     facts: &'a ToolFacts,
     arguments: Arguments<'a>,
-    vouched: Vouched,
+    vouched: Vouched<'a>,
     verdict: OnceCell<Option<Verdict>>,
 }
 
@@ -119,7 +162,7 @@ impl<'a> Provenance<'a> {
         seen: Seen<'a>,
         facts: &'a ToolFacts,
         arguments: Arguments<'a>,
-        vouched: Vouched,
+        vouched: Vouched<'a>,
     ) -> Provenance<'a> {
         Provenance {
             seen,
@@ -146,6 +189,18 @@ impl<'a> Provenance<'a> {
 
     /// Whether the covering grants vouch for the value of `finding`.
     fn vouches(&self, finding: &Finding) -> bool {
+        let ruled = self
+            .vouched
+            .rules
+            .iter()
+            .filter(|r| r.argument == finding.argument);
+        for rule in ruled {
+            if rule.provenance == ArgumentProvenance::Ignored
+                || (matches!(finding.part, Part::Whole) && named(rule, &finding.value))
+            {
+                return true;
+            }
+        }
         let role = self.facts.role(&finding.argument);
         match role {
             Some(Role::Path) => self.vouched.paths,
@@ -174,8 +229,8 @@ impl<'a> Provenance<'a> {
             Some(verdict) if verdict.clean() => Ok(()),
             Some(verdict) => Err(Traced {
                 findings: verdict.untrusted.clone(),
-                unproven: verdict.unproven.clone(),
-                untracked: false,
+                unproven: verdict.unproven.clone().map(Box::new),
+                ..Traced::default()
             }),
         }
     }
@@ -197,8 +252,9 @@ impl<'a> Provenance<'a> {
                 unproven: verdict
                     .unproven
                     .clone()
-                    .filter(|u| u.overflow.class == Class::Secret),
-                untracked: false,
+                    .filter(|u| u.overflow.class == Class::Secret)
+                    .map(Box::new),
+                ..Traced::default()
             }),
         }
     }

@@ -13,7 +13,7 @@ use proto::{Class, DenyReason, Timestamp};
 use tools::shell::ShellArgs;
 
 use crate::args::{ToolArgs, ToolName};
-use crate::grants::{Approval, Grant, HostRule, OnUntrusted};
+use crate::grants::{Grant, HostRule};
 use crate::hosts::https_host;
 use crate::memory::MemoryAction;
 use crate::paths::resolve;
@@ -21,11 +21,17 @@ use crate::shell;
 use crate::trusted::{Reached, TrustedPlaces};
 
 mod integrity;
+mod last_step;
+mod on_arguments;
 mod prepare;
 mod trusted;
 
 pub(crate) use integrity::{Arguments, Provenance, Vouched};
-pub use integrity::{Seen, Traced};
+pub use integrity::{CountReached, Seen, Traced};
+pub(crate) use last_step::Ruled;
+use last_step::last_step;
+pub use on_arguments::{GrantUses, RuleMiss};
+pub(crate) use on_arguments::{misses, over_count};
 pub use prepare::resolve_args;
 use prepare::{named_paths, prepare};
 use trusted::trusted_refusal;
@@ -336,9 +342,12 @@ pub struct Allowed {
     /// The deciding grant's hosts (the grant named in `grant`): for `shell` and `bash_bg`, the
     /// only hosts the call's box may reach, through the broker's proxy; empty: no network.
     pub hosts: Vec<HostRule>,
-    /// When the provenance of its values asks ([`AskReason::Provenance`]): which values, and
-    /// where each came from.
+    /// When the provenance of its values asks ([`AskReason::Provenance`]), or a rule on an
+    /// argument or a count does ([`AskReason::ArgumentRule`]): which values, and why.
     pub traced: Traced,
+    /// The ids of the covering grants that count their calls (`per_session`): the broker
+    /// counts this call under each when it runs.
+    pub counted: Vec<String>,
 }
 
 /// Why the owner is asked.
@@ -351,6 +360,9 @@ pub enum AskReason {
     /// The grant says `on_untrusted = "provenance"` and a value of the call came only from
     /// untrusted results (named in [`Allowed::traced`]).
     Provenance,
+    /// A value is outside a grant's rule on its argument that says `otherwise = "ask"`, or the
+    /// grant's `per_session` count is reached (named in [`Allowed::traced`]).
+    ArgumentRule,
 }
 
 /// A refusal: the reason (the model's sentence), the grant when one decided it, and a detail
@@ -521,12 +533,8 @@ fn decide_with(
     if let Some(denied) = unsafe_literal_address(&call.args, &live) {
         return denied;
     }
-    let provenance = Provenance::new(
-        seen,
-        tool.facts(),
-        Arguments::Builtin(args),
-        vouched(&call, &live),
-    );
+    let arguments = Arguments::Builtin(args);
+    let provenance = Provenance::new(seen, tool.facts(), arguments, vouched(&call, &live));
     if let Some((grant, _)) = live.iter().find(|(g, _)| g.carried)
         && let Err(traced) = provenance.confidentiality()
     {
@@ -540,13 +548,63 @@ fn decide_with(
             ),
         );
     }
-    last_step(&call, &live, labels, &provenance)
+    let (refused, ruled) = rules_of(
+        live.iter()
+            .map(|(g, _)| (g.id.as_str(), &g.args[..], g.per_session)),
+        arguments,
+        seen,
+    );
+    if let Some(miss) = refused {
+        let grant = live
+            .iter()
+            .find(|(g, _)| g.id == miss.grant)
+            .map(|(g, _)| *g);
+        return deny(
+            DenyReason::DeniedByGrant,
+            grant,
+            format!("grant {} refuses this call: {miss}", miss.grant),
+        );
+    }
+    last_step(&call, &live, labels, &provenance, ruled)
+}
+
+/// The covering grants' rules on the call's arguments and their counts per session (each
+/// grant as its id, its rules and its `per_session`): the first value a rule refuses, and
+/// what the rules and counts ask about.
+pub(crate) fn rules_of<'g>(
+    grants: impl Iterator<Item = (&'g str, &'g [crate::grants::ArgumentRule], Option<u64>)>,
+    arguments: Arguments<'_>,
+    seen: Seen<'_>,
+) -> (Option<RuleMiss>, Ruled) {
+    let grants: Vec<_> = grants.collect();
+    let mut ruled = Ruled::default();
+    if grants.iter().any(|(_, rules, _)| !rules.is_empty()) {
+        let json = arguments.json();
+        for (id, rules, _) in &grants {
+            for miss in misses(id, rules, &json, seen.values) {
+                match miss.otherwise {
+                    crate::grants::Otherwise::Deny => return (Some(miss), ruled),
+                    crate::grants::Otherwise::Ask => ruled.asks.push(miss),
+                }
+            }
+        }
+    }
+    ruled.count = over_count(grants.iter().map(|(id, _, n)| (*id, *n)), seen.uses).map(
+        |(grant, limit, used)| {
+            Box::new(CountReached {
+                grant: grant.to_string(),
+                limit,
+                used,
+            })
+        },
+    );
+    (None, ruled)
 }
 
 /// What the live covering grants vouch for in `call`: their command prefixes' words, its paths
 /// (the grants cover them, or the call would not be covered), its URL's host when a grant's
 /// `hosts` name it.
-fn vouched(call: &Call, live: &[&(&Grant, Option<Scope>)]) -> Vouched {
+fn vouched<'g>(call: &Call, live: &[&(&'g Grant, Option<Scope>)]) -> Vouched<'g> {
     let words = live
         .iter()
         .flat_map(|(g, _)| g.commands.iter().flatten())
@@ -557,85 +615,8 @@ fn vouched(call: &Call, live: &[&(&Grant, Option<Scope>)]) -> Vouched {
         paths: true,
         hosts: live.iter().any(|(g, _)| !g.hosts.is_empty())
             && matches!(call.args, ToolArgs::HttpFetch(_) | ToolArgs::GitClone(_)),
+        rules: live.iter().flat_map(|(g, _)| g.args.iter()).collect(),
     }
-}
-
-/// The last step, once some live grant covers the call and none refuses it outright: refuse
-/// after untrusted input, ask, or run, each by the strictest live covering grant. The labels
-/// describe the data, not the grant that lets the call run: of every live covering grant, the
-/// highest class, and untrusted if any says so, so a broad public grant over a folder does not
-/// make a secret file below it public.
-fn last_step(
-    call: &Call,
-    live: &[&(&Grant, Option<Scope>)],
-    labels: Labels,
-    provenance: &Provenance<'_>,
-) -> Decision {
-    let tool = call.args.tool();
-    let Some((first, first_scope)) = live.first().copied() else {
-        return deny(
-            DenyReason::NoGrant,
-            None,
-            format!("no grant covers this {} call", tool.as_str()),
-        );
-    };
-    let class = live
-        .iter()
-        .map(|(g, _)| g.class)
-        .max()
-        .unwrap_or(first.class);
-    // Search results and a clone's output are the web's text, and a consulted model's answer
-    // is another model's (its question may carry untrusted text), whatever a grant says. A
-    // write's result echoes what it wrote: it carries its arguments' labels.
-    let untrusted = if tool.echoes_arguments() {
-        provenance.carries_untrusted()
-    } else {
-        tool.always_untrusted() || live.iter().any(|(g, _)| g.untrusted)
-    };
-    let allowed = |grant: &Grant, scope: &Option<Scope>| Allowed {
-        grant: grant.id.clone(),
-        class,
-        untrusted,
-        args: call.args.clone(),
-        scope: scope.clone(),
-        hosts: grant.hosts.clone(),
-        traced: Traced::default(),
-    };
-    if labels.untrusted && call.args.has_side_effects() {
-        if let Some((grant, _)) = live
-            .iter()
-            .find(|(g, _)| g.on_untrusted == OnUntrusted::Deny)
-        {
-            return deny(
-                DenyReason::UntrustedInput,
-                Some(grant),
-                format!(
-                    "the session has received untrusted content and grant {} refuses {} after that",
-                    grant.id,
-                    tool.as_str()
-                ),
-            );
-        }
-        if let Some((grant, scope)) = live
-            .iter()
-            .find(|(g, _)| g.on_untrusted == OnUntrusted::Ask)
-        {
-            return Decision::Ask(allowed(grant, scope), AskReason::AfterUntrusted);
-        }
-        if let Some((grant, scope)) = live
-            .iter()
-            .find(|(g, _)| g.on_untrusted == OnUntrusted::Provenance)
-            && let Err(traced) = provenance.integrity()
-        {
-            let mut allowed = allowed(grant, scope);
-            allowed.traced = traced;
-            return Decision::Ask(allowed, AskReason::Provenance);
-        }
-    }
-    if let Some((grant, scope)) = live.iter().find(|(g, _)| g.approval == Approval::Ask) {
-        return Decision::Ask(allowed(grant, scope), AskReason::GrantAsks);
-    }
-    Decision::Allow(allowed(first, first_scope))
 }
 
 /// A URL whose host is a literal unsafe address (loopback, private, link-local, metadata) is

@@ -26,6 +26,8 @@ pub const TOOL_KEYS: &[&str] = &[
     "expires",
     "deny",
     "read_only",
+    "args",
+    "per_session",
 ];
 
 /// The keys a grant of a downstream server's box may have.
@@ -130,6 +132,8 @@ impl GrantReader<'_> {
         let read_only = field("read_only")
             .and_then(|v| self.read_only(v))
             .unwrap_or_default();
+        let terms = self.terms(&field);
+        self.check_deny_terms(deny, &terms, line, &field);
         let Terms {
             class,
             max_taint,
@@ -138,7 +142,9 @@ impl GrantReader<'_> {
             approval,
             on_untrusted,
             expires,
-        } = self.terms(&field);
+            args,
+            per_session,
+        } = terms;
         let Some(id) = id else {
             return;
         };
@@ -160,6 +166,8 @@ impl GrantReader<'_> {
                 read_only,
                 expires,
                 deny,
+                args: args.clone(),
+                per_session,
                 origin: origin.clone(),
             });
         }

@@ -3,6 +3,7 @@
 //! half a policy in force.
 
 mod downstream;
+mod on_arguments;
 mod reader;
 mod rules;
 
@@ -15,6 +16,7 @@ use crate::args::ToolName;
 use crate::downstream::Downstream;
 
 pub use downstream::{SERVER_KEYS, TOOL_KEYS};
+pub use on_arguments::{ARGUMENT_KEYS, ArgumentProvenance, ArgumentRule, Otherwise, ValuePattern};
 pub use reader::parse_file;
 pub use rules::{HostRule, PathRule, RuleError, host_rule, names_itself, path_rule};
 
@@ -36,6 +38,8 @@ pub const KEYS: &[&str] = &[
     "expires",
     "deny",
     "tags",
+    "args",
+    "per_session",
 ];
 
 /// Whether the owner is asked before a covered call runs.
@@ -106,6 +110,10 @@ pub struct Grant {
     /// The memory tools: the tags the session's reads, writes and forgets are limited to
     /// (empty: the whole memory).
     pub tags: Vec<String>,
+    /// Rules on the call's arguments (`[grant.args.NAME]`).
+    pub args: Vec<ArgumentRule>,
+    /// How many calls it lets run in one session before each further one asks the owner.
+    pub per_session: Option<u64>,
     /// Where it was written.
     pub origin: Origin,
 }
@@ -129,6 +137,8 @@ impl Grant {
             expires: None,
             deny: false,
             tags: Vec::new(),
+            args: Vec::new(),
+            per_session: None,
             origin: Origin {
                 file: PathBuf::from("grants.toml"),
                 line: 1,

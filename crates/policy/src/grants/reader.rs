@@ -6,6 +6,7 @@ use proto::{Class, Timestamp};
 use serde_spanned::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::on_arguments::ArgumentRule;
 use super::rules::{HostRule, PathRule, host_rule, path_rule};
 use super::{Approval, Grant, KEYS, OnUntrusted, Origin, ParsedFile, Problem, problem};
 use crate::args::ToolName;
@@ -123,6 +124,8 @@ pub(super) struct Terms {
     pub(super) approval: Approval,
     pub(super) on_untrusted: OnUntrusted,
     pub(super) expires: Option<Timestamp>,
+    pub(super) args: Vec<ArgumentRule>,
+    pub(super) per_session: Option<u64>,
 }
 
 pub(super) struct GrantReader<'r> {
@@ -194,6 +197,8 @@ impl GrantReader<'_> {
         let commands = field("commands")
             .map(|v| self.commands(v))
             .unwrap_or_default();
+        let terms = self.terms(&field);
+        self.check_deny_terms(deny, &terms, line, &field);
         let Terms {
             class,
             max_taint,
@@ -202,7 +207,9 @@ impl GrantReader<'_> {
             approval,
             on_untrusted,
             expires,
-        } = self.terms(&field);
+            args,
+            per_session,
+        } = terms;
         let tags = field("tags").map(|v| self.tags(v)).unwrap_or_default();
         let Some(tools) = tool else {
             return Vec::new();
@@ -210,6 +217,7 @@ impl GrantReader<'_> {
         for &tool in &tools {
             self.check_constraints(tool, deny, line, &paths, &hosts, &commands, &field);
             self.check_tags(tool, deny, line, &tags, &field);
+            self.check_arguments(tool, &args, line, &field);
         }
         let Some(id) = id else {
             return Vec::new();
@@ -232,6 +240,8 @@ impl GrantReader<'_> {
             expires,
             deny,
             tags,
+            args,
+            per_session,
             origin: Origin {
                 file: self.file.to_path_buf(),
                 line,
@@ -315,6 +325,32 @@ impl GrantReader<'_> {
                 line,
                 format!("{name} needs commands: the command prefixes it may run"),
             );
+        }
+    }
+
+    /// Each rule on an argument names one `tool` takes (a table naming several tools: each
+    /// of them).
+    fn check_arguments<'v>(
+        &mut self,
+        tool: ToolName,
+        rules: &[ArgumentRule],
+        line: usize,
+        field: &dyn Fn(&str) -> Option<&'v Value<'v>>,
+    ) {
+        let names: Vec<&str> = tool.facts().args.iter().map(|a| a.name.as_ref()).collect();
+        for rule in rules {
+            if !names.contains(&rule.argument.as_str()) {
+                let at = field("args").map_or(line, |v| self.line_of(v));
+                self.say(
+                    at,
+                    format!(
+                        "args names {:?}, which {} does not take; its arguments are {}",
+                        rule.argument,
+                        tool.as_str(),
+                        names.join(", ")
+                    ),
+                );
+            }
         }
     }
 
@@ -488,6 +524,36 @@ impl GrantReader<'_> {
                 .and_then(|v| self.on_untrusted(v))
                 .unwrap_or(OnUntrusted::Ask),
             expires: field("expires").and_then(|v| self.expires(v)),
+            args: field("args")
+                .map(|v| self.argument_rules(v))
+                .unwrap_or_default(),
+            per_session: field("per_session").and_then(|v| self.per_session(v)),
+        }
+    }
+
+    /// A deny grant forbids every call it covers: rules on arguments and a count per session
+    /// would narrow nothing, so it takes neither.
+    pub(super) fn check_deny_terms<'v>(
+        &mut self,
+        deny: bool,
+        terms: &Terms,
+        line: usize,
+        field: &dyn Fn(&str) -> Option<&'v Value<'v>>,
+    ) {
+        if !deny {
+            return;
+        }
+        for (key, set) in [
+            ("args", !terms.args.is_empty()),
+            ("per_session", terms.per_session.is_some()),
+        ] {
+            if set {
+                let at = field(key).map_or(line, |v| self.line_of(v));
+                self.say(
+                    at,
+                    format!("a deny grant forbids every call it covers; it takes no {key}"),
+                );
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 use proto::Class;
 
 use super::index::{Entry, ValueIndex};
-use super::normal::{alnum_words, joined_words, text_form};
+use super::normal::{alnum_words, iban_form, joined_words, text_form};
 use super::scan::{
     Candidate, Piece, candidate, notable, pieces_after, plain, structured, with_tokens,
 };
@@ -39,6 +39,27 @@ impl ValueIndex {
             }
         }
         verdict
+    }
+
+    /// Whether `text`, read as one identifier, is owned: one of its normal forms occurs in an
+    /// owned source (the owner's words, a trusted result, a grant's literal), or, for a value
+    /// of several tokens, the whole run or every pair of its neighbouring tokens does.
+    pub fn owns(&self, text: &str) -> bool {
+        let owned = |key: u64| self.get(key).is_some_and(|e| e.owned);
+        with_tokens(text, |chunks| match chunks {
+            [] => false,
+            [only] => {
+                let found = candidate(only, text_form(only));
+                found.forms.iter().any(|form| owned(self.hash_str(form)))
+            }
+            _ => {
+                owned(self.hash_text_forms(chunks))
+                    || iban_form(text).is_some_and(|iban| owned(self.hash_str(&iban)))
+                    || chunks
+                        .windows(2)
+                        .all(|pair| owned(self.hash_text_forms(pair)))
+            }
+        })
     }
 
     /// One identifier by the keys of its forms, then its host, then its pairs of tokens

@@ -168,7 +168,7 @@ fn unknown_keys_missing_keys_and_wrong_types_are_named_with_their_lines() {
             "3: paths must be a list of strings",
             "4: class is \"top\"; it must be one of public, private, secret",
             "5: untrusted must be true or false",
-            "6: unknown key \"maxtaint\" in a grant; the keys are id, tool, paths, hosts, commands, class, untrusted, approval, max_taint, on_untrusted, expires, deny, tags",
+            "6: unknown key \"maxtaint\" in a grant; the keys are id, tool, paths, hosts, commands, class, untrusted, approval, max_taint, on_untrusted, expires, deny, tags, args, per_session",
             "7: approval is \"later\"; it must be one of auto, ask",
             "8: on_untrusted must be a string",
             "9: expires \"soon\" is not an RFC 3339 date and time with an offset, such as 2026-12-31T00:00:00Z",

@@ -67,12 +67,15 @@ pub(super) fn decide(
         return Step::Failed(misfit::relative_path(argument, path, folder.as_deref()));
     }
     let walls = broker.runner.path_walls();
-    let decision = slot.with_values(broker, &call.session, |values| {
-        let seen = Seen {
-            labels,
-            values: values.map(|index| &*index),
-        };
-        policy::decide::decide_seen(&args, &grants, seen, now, &broker.protected, walls)
+    let decision = slot.with_uses(broker, &call.session, |uses| {
+        slot.with_values(broker, &call.session, |values| {
+            let seen = Seen {
+                labels,
+                values: values.map(|index| &*index),
+                uses,
+            };
+            policy::decide::decide_seen(&args, &grants, seen, now, &broker.protected, walls)
+        })
     });
     let (allowed, ask) = match decision {
         Decision::Deny(denied) => {

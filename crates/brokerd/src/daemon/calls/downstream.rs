@@ -41,6 +41,13 @@ pub(super) struct Cleared {
     arguments: Map<String, Value>,
 }
 
+impl Cleared {
+    /// The covering grants that count this call (`per_session`).
+    pub(super) fn counted(&self) -> &[String] {
+        &self.cleared.counted
+    }
+}
+
 /// Decides `call` of `target` for a session with `labels` under `grants`, now (made again
 /// after each approval, like every call's).
 pub(super) async fn decide(
@@ -133,12 +140,15 @@ pub(super) async fn decide(
         input_schema: definition.value.get("inputSchema").unwrap_or(&no_schema),
         arguments: &checked,
     };
-    let verdict = slot.with_values(broker, &call.session, |values| {
-        let seen = Seen {
-            labels,
-            values: values.map(|index| &*index),
-        };
-        policy::downstream::decide_seen(grants, listed, of, seen, now)
+    let verdict = slot.with_uses(broker, &call.session, |uses| {
+        slot.with_values(broker, &call.session, |values| {
+            let seen = Seen {
+                labels,
+                values: values.map(|index| &*index),
+                uses,
+            };
+            policy::downstream::decide_seen(grants, listed, of, seen, now)
+        })
     });
     drop(tools);
     let (cleared, ask) = match verdict {

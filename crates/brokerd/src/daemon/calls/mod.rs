@@ -273,6 +273,10 @@ async fn answer_locked(
                 }
             }
         }
+        if let Err(error) = slot.count_run(broker, session, runnable.counted()) {
+            let detail = format!("the call's count per session cannot be recorded: {error}");
+            return deny(broker, &call, DenyReason::AuditUnavailable, None, detail).await;
+        }
         return runnable.run(broker, &call, labels).await;
     }
 }
@@ -352,18 +356,31 @@ impl Asked {
             AskReason::GrantAsks => AskWhy::GrantAsks,
             AskReason::AfterUntrusted => AskWhy::AfterUntrusted,
             AskReason::Provenance => AskWhy::Provenance,
+            AskReason::ArgumentRule => AskWhy::ArgumentRule,
         };
         let unproven = traced.unproven.iter().map(|u| (&u.argument, &u.value));
+        let misses = traced.misses.iter().map(|m| (&m.argument, &m.value));
         let mut values: Vec<AskedValue> = traced
             .findings
             .iter()
             .map(|f| (&f.argument, &f.value))
             .chain(unproven)
+            .chain(misses)
             .map(|(argument, value)| AskedValue {
                 argument: argument.clone(),
                 value: value.clone(),
             })
             .collect();
+        // A count stands for the one call past it: approving it for the session lets that
+        // call run, and the next one past the count asks again.
+        values.extend(traced.count.iter().map(|count| AskedValue {
+            argument: "per_session".to_string(),
+            value: format!(
+                "call {} of grant {}",
+                count.used.saturating_add(1),
+                count.grant
+            ),
+        }));
         values.sort();
         values.dedup();
         Asked {
@@ -384,6 +401,14 @@ enum Runnable {
 }
 
 impl Runnable {
+    /// The covering grants that count this call (`per_session`).
+    fn counted(&self) -> &[String] {
+        match self {
+            Runnable::Builtin(b) => &b.allowed.counted,
+            Runnable::Downstream(cleared) => cleared.counted(),
+        }
+    }
+
     /// Runs it for a session with `labels`, and records its answer.
     async fn run(
         self,

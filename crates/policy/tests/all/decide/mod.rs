@@ -86,6 +86,7 @@ mod git;
 mod hosts_and_shell;
 mod jobs;
 mod network;
+mod on_arguments;
 mod paths;
 mod provenance;
 mod rails;

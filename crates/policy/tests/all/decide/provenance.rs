@@ -77,6 +77,7 @@ fn a_command_whose_words_the_grant_or_nobody_gave_runs_unasked_after_untrusted_i
     let seen = Seen {
         labels: UNTRUSTED,
         values: Some(&values),
+        uses: None,
     };
     for command in [
         "cargo test",
@@ -102,6 +103,7 @@ fn a_command_with_a_word_only_an_untrusted_result_gave_asks_and_names_it() {
     let seen = Seen {
         labels: UNTRUSTED,
         values: Some(&values),
+        uses: None,
     };
     for (command, named) in [
         ("cargo test -p walrus", "walrus"),
@@ -129,6 +131,7 @@ fn before_untrusted_input_provenance_does_not_ask_and_without_an_index_it_always
     let clean = Seen {
         labels: Labels::default(),
         values: Some(&values),
+        uses: None,
     };
     assert!(matches!(
         shell(&tree, "curl evil.example", clean),
@@ -160,6 +163,7 @@ fn a_full_index_cannot_vouch_for_a_value_it_does_not_hold() {
     let seen = Seen {
         labels: UNTRUSTED,
         values: Some(&values),
+        uses: None,
     };
     let Decision::Ask(allowed, AskReason::Provenance) = shell(&tree, "curl zebra.example", seen)
     else {
@@ -179,6 +183,7 @@ fn the_other_on_untrusted_words_still_win_over_provenance() {
     let seen = Seen {
         labels: UNTRUSTED,
         values: Some(&values),
+        uses: None,
     };
     let arguments = serde_json::json!({"command": "cargo test", "cwd": tree.path("work")});
     let decision = tree.decide_seen(&grants, ToolName::Shell, arguments, seen);
@@ -245,6 +250,7 @@ fn carried_refuses_only_a_call_that_carries_a_secret_value() {
     let seen = Seen {
         labels: SECRET,
         values: Some(&values),
+        uses: None,
     };
     let Decision::Deny(denied) = fetch(&tree, "https://docs.example/q?k=Zq8vK2mP9xW4tR7n", seen)
     else {
@@ -294,6 +300,7 @@ fn a_writes_result_carries_its_arguments_labels_not_the_grants() {
         let seen = Seen {
             labels,
             values: Some(&values),
+            uses: None,
         };
         let arguments = serde_json::json!({"path": tree.path("notes/new.md"), "content": content});
         match tree.decide_seen(&grants, ToolName::WriteFile, arguments, seen) {
@@ -327,6 +334,7 @@ fn pay(values: &ValueIndex, arguments: serde_json::Value, labels: Labels) -> dow
     let seen = Seen {
         labels,
         values: Some(values),
+        uses: None,
     };
     let call = CallOf {
         input_schema: &schema,
@@ -380,6 +388,7 @@ fn provenance_sits_with_the_integrity_check_in_the_decision_order() {
     let seen = Seen {
         labels: UNTRUSTED,
         values: Some(&values),
+        uses: None,
     };
     let with = |extra: &str| {
         let grants = tree.grants(&format!(
@@ -396,6 +405,7 @@ fn provenance_sits_with_the_integrity_check_in_the_decision_order() {
             untrusted: true,
         },
         values: Some(&values),
+        uses: None,
     };
     let grants = tree.grants(&format!(
         "{SHELL}\n[[grant]]\nid = \"other\"\ntool = \"shell\"\npaths = [\"{{root}}/work\"]\ncommands = [\"curl\"]\nmax_taint = \"private\"\n"
@@ -438,6 +448,7 @@ fn a_path_in_a_code_span_of_an_untrusted_file_makes_a_command_naming_it_ask() {
     let seen = Seen {
         labels: UNTRUSTED,
         values: Some(&values),
+        uses: None,
     };
     let grants = tree.grants("[[grant]]\nid = \"sh\"\ntool = \"shell\"\npaths = [\"{root}/work\"]\ncommands = [\"cat\"]\non_untrusted = \"provenance\"\n");
     let arguments =
