@@ -284,3 +284,83 @@ fn the_owners_answer_to_the_models_question_makes_its_values_the_owners_across_a
     let mut again = AgentClient::open(&broker.socket(), Some(resume));
     assert_eq!(asks(&mut again, &broker, 5, "write_file", &planted), None);
 }
+
+/// Writes in the work folder: at most two per session unasked, content starting `ok-`.
+const COUNTED: &str = r#"
+[[grant]]
+id = "notes"
+tool = "write_file"
+paths = ["{work}"]
+per_session = 2
+
+[grant.args.content]
+allow = ["ok-*"]
+otherwise = "ask"
+"#;
+
+/// Starts call `call_id` (which must wait for the owner) and approves it, for the session or
+/// once; returns the values its approval named, once it ran.
+fn approved(
+    client: &mut AgentClient,
+    broker: &BrokerProcess,
+    (call_id, arguments): (u64, &str),
+    for_session: bool,
+) -> Vec<String> {
+    let approval = client.call_pending(call_id, "write_file", arguments);
+    let mut owner = OwnerClient::open(&broker.owner_socket());
+    let view = owner
+        .pending()
+        .into_iter()
+        .find(|v| v.approval.0 == approval)
+        .expect("the pending approval is listed");
+    owner.approve(view.approval, for_session);
+    let (_, ran) = client.finish_call();
+    assert!(matches!(ran, Ok(ToolResponse::Result { .. })), "{ran:?}");
+    view.values.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn a_grants_count_and_rule_ask_past_their_limit_and_the_count_survives_a_restart() {
+    let mut broker = BrokerProcess::start(COUNTED, FAST);
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let work = broker.work.clone();
+    let file = |name: &str| work.join(name);
+    for (id, name) in [(1, "a.txt"), (2, "b.txt")] {
+        let args = write_args(&file(name), "ok-fine");
+        assert_eq!(asks(&mut client, &broker, id, "write_file", &args), None);
+    }
+    // The third write passes the count: asked, naming the call it would be.
+    let third = write_args(&file("c.txt"), "ok-fine");
+    let values = approved(&mut client, &broker, (3, &third), true);
+    assert_eq!(
+        values,
+        vec!["per_session call 3 of grant notes".to_string()]
+    );
+    // Approving the count "for the session" covered that call only.
+    let fourth = write_args(&file("d.txt"), "ok-fine");
+    let lines = asks(&mut client, &broker, 4, "write_file", &fourth).expect("call 4 asks");
+    assert!(
+        lines.iter().any(|l| l.contains("this would be call 4")),
+        "{lines:?}"
+    );
+    // Content outside the rule: one ask names the rule's value and the count.
+    let other = write_args(&file("e.txt"), "something else");
+    let lines = asks(&mut client, &broker, 5, "write_file", &other).expect("it asks");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("content something else matches none of allow [ok-*]")),
+        "{lines:?}"
+    );
+    // After a restart the resumed session's count goes on: still past the limit.
+    let resume = client.session.clone().unwrap();
+    drop(client);
+    broker.restart();
+    let mut again = AgentClient::open(&broker.socket(), Some(resume));
+    let fifth = write_args(&file("f.txt"), "ok-fine");
+    let lines = asks(&mut again, &broker, 6, "write_file", &fifth).expect("still counted");
+    assert!(
+        lines.iter().any(|l| l.contains("has let 3 call(s) run")),
+        "{lines:?}"
+    );
+}
