@@ -363,3 +363,30 @@ fn a_wrong_rule_is_a_problem_with_its_line_and_loads_nothing() {
         assert!(parsed.grants.is_empty() && parsed.downstream.tools.is_empty());
     }
 }
+
+#[test]
+fn the_worked_examples_of_rules_on_arguments_in_grants_md_load_without_a_problem() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/GRANTS.md"))
+            .unwrap();
+    let start = doc.find("## Rules on arguments").unwrap();
+    let end = start + doc[start..].find("\n## Answering").unwrap();
+    let blocks: Vec<&str> = doc[start..end]
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert_eq!(blocks.len(), 3, "three worked examples");
+    for block in blocks {
+        let parsed = parse_file(block, Path::new("GRANTS.md"), Path::new("/home/x"));
+        assert!(parsed.problems.is_empty(), "{block}\n{:?}", parsed.problems);
+        let rules = parsed.grants.iter().map(|g| g.args.len()).sum::<usize>()
+            + parsed
+                .downstream
+                .tools
+                .iter()
+                .map(|g| g.args.len())
+                .sum::<usize>();
+        assert!(rules > 0, "{block}");
+    }
+}
