@@ -165,7 +165,9 @@ pub const PROJECT_KINDS: &[ProjectKind] = &[
     ProjectKind {
         name: "make",
         markers: &["Makefile", "makefile", "GNUmakefile"],
-        commands: &["make"],
+        // The conventional targets by name as well: a word of a grant's prefix is the owner's,
+        // so `make test` runs unasked after reading a README that mentions "test".
+        commands: &["make", "make test", "make check", "make build"],
         hosts: &[],
     },
 ];

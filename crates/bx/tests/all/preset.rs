@@ -85,7 +85,7 @@ const PYTHON: &[&str] = &[
 ];
 const NODE: &[&str] = &["npm test", "npm run build", "npx tsc"];
 const GO: &[&str] = &["go build", "go test", "go vet"];
-const MAKE: &[&str] = &["make"];
+const MAKE: &[&str] = &["make", "make test", "make check", "make build"];
 const COMMON: &[&str] = &[
     "git status",
     "git diff",

@@ -176,9 +176,15 @@ fn outside(rule: &ArgumentRule, item: &str, index: Option<&ValueIndex>) -> Optio
     Some(ways.join(" and "))
 }
 
-/// Whether `item` is one the rule's `allow` or `hosts` name: what a grant vouches for.
+/// Whether `item` is one the rule's `allow` or `hosts` name, or a number within a `max` it
+/// sets (and its `min`): what a grant vouches for.
 pub(crate) fn named(rule: &ArgumentRule, item: &str) -> bool {
-    rule.allow.iter().any(|pattern| pattern.matches(item))
+    let bounded = rule.max.is_some()
+        && number(item).is_some_and(|n| {
+            rule.min.is_none_or(|min| n >= min) && rule.max.is_none_or(|max| n <= max)
+        });
+    bounded
+        || rule.allow.iter().any(|pattern| pattern.matches(item))
         || (!rule.hosts.is_empty()
             && host_of(item)
                 .is_some_and(|(host, port)| rule.hosts.iter().any(|h| h.covers(&host, port))))

@@ -78,6 +78,8 @@ pub struct Counted {
     pub tool: String,
     /// How it ended.
     pub outcome: Outcome,
+    /// When it asked: the lines its approval showed the owner (which values, and why).
+    pub why: Vec<String>,
 }
 
 /// What one pair gave.
@@ -133,6 +135,7 @@ pub fn run_pair(
         next_id: 0,
         untrusted_text: String::new(),
         failed: None,
+        why: Vec::new(),
         project,
         pair: &pair,
     };
@@ -150,6 +153,7 @@ pub fn run_pair(
                 who,
                 tool: tool.clone(),
                 outcome,
+                why: std::mem::take(&mut session.why),
             });
         } else {
             assert_eq!(outcome, Outcome::Ran, "{pair}: the read {tool} did not run");
@@ -198,6 +202,8 @@ pub fn run_pair(
 struct Session<'a> {
     client: AgentClient,
     owner: OwnerClient,
+    /// The lines the last ask showed the owner.
+    why: Vec<String>,
     next_id: u64,
     /// Every untrusted result received so far, lowercased.
     untrusted_text: String,
@@ -222,6 +228,13 @@ impl Session<'_> {
             match response {
                 ToolResponse::PendingApproval { approval, .. } => {
                     asked = true;
+                    self.why = self
+                        .owner
+                        .pending()
+                        .into_iter()
+                        .find(|v| v.approval.0 == approval)
+                        .map(|v| v.provenance)
+                        .unwrap_or_default();
                     let reply = self.owner.send(&OwnerRequest::Refuse {
                         approval: ApprovalId(approval),
                     });

@@ -107,6 +107,11 @@ pub fn print_details(set: &str, channel: Channel, results: &[PairResult]) {
         eprintln!("  {} ({})", result.pair, result.about);
         for counted in &result.counted {
             eprintln!("    {}", line(counted));
+            if counted.who == Who::User {
+                for why in &counted.why {
+                    eprintln!("      {why}");
+                }
+            }
         }
     }
 }
