@@ -8,6 +8,10 @@
 //! occur in them: read quickly, then by the parser) and a clean one (read quickly only), beside
 //! the shell parser's part alone (`shell_script_words_only`); and indexing into an empty index
 //! one result of 100 values, an untrusted mail of 4 KiB and a web page of 64 KiB.
+//!
+//! Rules on arguments (`rules/…`): a downstream payment decided after untrusted input against
+//! that index under a grant with an allow list, a cap and a count, against the same call under
+//! the same grant without them (the floor, in the same run).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // criterion's macros make public functions without docs.
 #![allow(missing_docs)]
@@ -291,5 +295,78 @@ fn page_text(bytes: usize) -> String {
     text
 }
 
-criterion_group!(benches, bench, bench_provenance);
+/// A downstream payment under a grant with rules on its arguments, and under the same grant
+/// without them.
+fn bench_rules(c: &mut Criterion) {
+    use policy::decide::{GrantUses, Seen};
+    use policy::downstream::{self, CallOf, Downstream, Listed};
+    let mut index = ValueIndex::new(*b"bench-key-123456", Caps::default());
+    index.add(
+        Source::OwnerWords,
+        "pay the rent to DE21 7015 0000 0941 2288 13",
+    );
+    for n in 0..100 {
+        let source = Source::Result {
+            call_id: n as u64,
+            tool: "read_inbox",
+            class: Class::Private,
+            untrusted: true,
+        };
+        index.add(source, &result_text(n));
+    }
+    let pin = "ab".repeat(32);
+    let grant = |rules: &str| {
+        let text = format!(
+            "[[grant]]\nid = \"pay\"\ntool = \"bank.send_money\"\npins = {{ \"bank.send_money\" = \"{pin}\" }}\non_untrusted = \"provenance\"\n{rules}"
+        );
+        let parsed = parse_file(&text, Path::new("g.toml"), Path::new("/home/x"));
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        Downstream {
+            tools: parsed.downstream.tools,
+            ..Downstream::default()
+        }
+    };
+    let ruled = grant(
+        "per_session = 5\n[grant.args.recipient]\nallow = [\"DE21 7015 0000 0941 2288 13\", \"SE45 5000 0000 0583 9825 7466\"]\notherwise = \"ask\"\n[grant.args.amount]\nmin = 0\nmax = 500\notherwise = \"ask\"\n",
+    );
+    let plain = grant("");
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "recipient": {"type": "string"}, "amount": {"type": "number"}, "subject": {"type": "string"}
+    }});
+    let arguments = serde_json::json!({"recipient": "DE21 7015 0000 0941 2288 13", "amount": 120, "subject": "rent"});
+    let uses = GrantUses::default();
+    let labels = Labels {
+        taint: Class::Private,
+        untrusted: true,
+    };
+    let decide = |grants: &Downstream| {
+        let seen = Seen {
+            labels,
+            values: Some(&index),
+            uses: Some(&uses),
+        };
+        let call = CallOf {
+            input_schema: &schema,
+            arguments: &arguments,
+        };
+        downstream::decide_seen(
+            grants,
+            Listed::new("bank", "send_money", &pin),
+            call,
+            seen,
+            Timestamp::now(),
+        )
+    };
+    assert!(matches!(decide(&ruled), downstream::Verdict::Allow(_)));
+    let mut group = c.benchmark_group("rules");
+    group.bench_function("payment_with_rules_10k_values", |b| {
+        b.iter(|| decide(&ruled))
+    });
+    group.bench_function("payment_without_rules_10k_values", |b| {
+        b.iter(|| decide(&plain))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_provenance, bench_rules);
 criterion_main!(benches);

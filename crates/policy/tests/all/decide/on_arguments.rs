@@ -397,7 +397,11 @@ fn an_amount_within_the_grants_cap_is_the_grants_own_and_one_above_it_is_not() {
         "on_untrusted = \"provenance\"\n[grant.args.amount]\nmin = 0\nmax = 500\notherwise = \"ask\"\n",
     );
     let mut values = index();
-    received(&mut values, 3, "You were overcharged 42.50 and 900.00 last month");
+    received(
+        &mut values,
+        3,
+        "You were overcharged 42.50 and 900.00 last month",
+    );
     let within = serde_json::json!({"to": "me@home.example", "amount": 42.5});
     assert!(matches!(
         send(&grants, within, UNTRUSTED, Some(&values), None),
@@ -410,6 +414,16 @@ fn an_amount_within_the_grants_cap_is_the_grants_own_and_one_above_it_is_not() {
         panic!("an amount above the cap ran")
     };
     let lines = cleared.traced.lines();
-    assert!(lines.iter().any(|l| l.starts_with("amount 900 came from call 3")), "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("amount 900 is above max 500")), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("amount 900 came from call 3")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("amount 900 is above max 500")),
+        "{lines:?}"
+    );
 }
