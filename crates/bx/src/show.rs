@@ -236,6 +236,35 @@ mod tests {
     }
 
     #[test]
+    fn an_ask_by_a_rule_on_an_argument_names_its_values_and_what_the_session_approval_covers() {
+        let mut view = provenance_view(
+            vec![eve()],
+            vec![
+                "recipient eve@evil.example matches none of allow [*@corp.example] (grant mail)"
+                    .into(),
+            ],
+        );
+        view.why = AskWhy::ArgumentRule;
+        let shown = pending(&view);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(
+            lines[0].starts_with("approval 5: mail.send call 3"),
+            "{shown}"
+        );
+        assert!(
+            lines[2].contains("outside a rule of grant mail that says otherwise = \"ask\"")
+                && lines[2].ends_with(
+                    "one of these: recipient eve@evil.example; any other such value asks again"
+                ),
+            "{shown}"
+        );
+        assert_eq!(
+            lines[3],
+            "  value:     recipient eve@evil.example matches none of allow [*@corp.example] (grant mail)"
+        );
+    }
+
+    #[test]
     fn a_provenance_ask_naming_no_value_says_the_session_approval_covers_the_grant_whole() {
         let untracked = "the session's values are not tracked, so none is proven clean";
         let shown = pending(&provenance_view(Vec::new(), vec![untracked.into()]));
