@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use toml::de::{DeTable, DeValue};
 
 use super::Origin;
-use super::reader::{GrantReader, Terms, Value};
-use crate::args::ToolName;
-use crate::downstream::{
+use super::reader::{GrantReader, Value};
+use super::servers::{
     Downstream, Pattern, ReadOnly, ServerGrant, ToolGrant, split, valid_server_name,
 };
+use super::terms::Terms;
+use crate::args::ToolName;
 
 /// The keys a grant of downstream tools may have.
 pub const TOOL_KEYS: &[&str] = &[
@@ -300,6 +301,6 @@ impl GrantReader<'_> {
 fn bad_server(name: &str) -> String {
     format!(
         "{name:?} is not a server name: 1 to {} lower-case letters, digits, '-' or '_', starting with a letter",
-        crate::downstream::MAX_SERVER_NAME
+        super::servers::MAX_SERVER_NAME
     )
 }

@@ -2,10 +2,14 @@
 //! and a sentence. A folder with any problem yields no grants at all, so a typo never leaves
 //! half a policy in force.
 
+mod builtin;
 mod downstream;
+mod file;
 mod on_arguments;
 mod reader;
 mod rules;
+pub(crate) mod servers;
+mod terms;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,11 +17,11 @@ use std::path::{Path, PathBuf};
 use proto::{Class, Timestamp};
 
 use crate::args::ToolName;
-use crate::downstream::Downstream;
+use servers::Downstream;
 
 pub use downstream::{SERVER_KEYS, TOOL_KEYS};
+pub use file::parse_file;
 pub use on_arguments::{ARGUMENT_KEYS, ArgumentProvenance, ArgumentRule, Otherwise, ValuePattern};
-pub use reader::parse_file;
 pub use rules::{HostRule, PathRule, RuleError, host_rule, names_itself, path_rule};
 
 /// The largest grant file read, in bytes.

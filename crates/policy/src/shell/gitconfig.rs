@@ -3,9 +3,9 @@
 //! (`get`, `set`, …), long options by any unambiguous abbreviation and with `--no-` where git
 //! accepts it. An option the checker does not know is reported, never guessed.
 
+use super::found::GitConfigScope;
 use super::show::show;
 use super::words::Literal;
-use super::writes::GitConfigScope;
 
 /// What a `git config` invocation does.
 #[derive(Debug, Clone, PartialEq, Eq)]

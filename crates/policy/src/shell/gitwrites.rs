@@ -3,12 +3,12 @@
 //! of any program, such as `--output`, are read by [`super::writes`] besides).
 
 use super::NotCovered;
+use super::found::{Found, fixed, part, unknown, word_value};
 use super::git;
 use super::gitconfig::{ConfigUse, config_use};
 use super::show::show;
 use super::words::Literal;
 use super::writers::long_matches;
-use super::writes::{Found, fixed, part, unknown, word_value};
 
 /// git: `-C` folders, `git config` writes, and the paths of the subcommands that create
 /// repositories, worktrees, bundles and patches (the options of any program are read besides).

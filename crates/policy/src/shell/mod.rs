@@ -95,6 +95,7 @@
 
 mod archives;
 mod builtins;
+mod found;
 mod git;
 mod gitconfig;
 mod gitwrites;
@@ -113,10 +114,11 @@ mod writes;
 use std::collections::VecDeque;
 use std::fmt;
 
+pub use found::GitConfigScope;
 pub use rails::{Place, backgrounded, catastrophic, path_words, script_words};
 pub use warnings::prefix_warning;
 pub use words::prefix_words;
-pub use writes::{GitConfigScope, WriteTarget};
+pub use writes::WriteTarget;
 
 use walk::{Context, check_one};
 

@@ -4,6 +4,7 @@
 //! folders `cd`, `git -C`, `tar -C` and the like move to (the relative paths after them are
 //! reported under each folder the script may be in).
 
+use super::found::{Found, GitConfigScope, Value, fixed, part, unknown, word_value};
 use super::gitwrites::git_writes;
 use super::runners::{ARGUMENT_ADDERS, SHELL_NAMES, basename, runs_other_programs};
 use super::sed::sed_writes;
@@ -25,22 +26,6 @@ pub enum WriteTarget {
     },
 }
 
-/// The configuration file a `git config` writes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum GitConfigScope {
-    /// The repository's `.git/config` (the repository git finds from the call's folder, or from
-    /// the `-C` folders reported beside it).
-    Local,
-    /// `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`.
-    Global,
-    /// The system's `/etc/gitconfig`.
-    System,
-    /// The worktree's `config.worktree`.
-    Worktree,
-    /// The file of `--file`/`-f`, as written (relative to the call's folder unless absolute).
-    File(String),
-}
-
 /// The most folders a script's `cd`s and a command's `-C`s may combine into.
 const MAX_BASES: usize = 32;
 
@@ -53,21 +38,6 @@ pub(super) struct Writes {
     /// Folders the script may be in after its `cd`s, relative to the call's folder (`""` is the
     /// call's folder itself).
     bases: Vec<String>,
-}
-
-/// A value as found: a whole word, or a part of one (`--output=VALUE`, `-oVALUE`).
-pub(super) struct Value {
-    text: String,
-    /// A leading `~` is one the shell expands (an unquoted `~` starting a whole word).
-    expands: bool,
-}
-
-/// What one command writes, before it is placed under the script's folders.
-#[derive(Default)]
-pub(super) struct Found {
-    pub(super) paths: Vec<Value>,
-    pub(super) chdirs: Vec<Value>,
-    pub(super) configs: Vec<GitConfigScope>,
 }
 
 /// Where one command's scripts for shells go (text and dialect).
@@ -239,10 +209,6 @@ fn placed(value: &Value, bases: &[String]) -> Vec<String> {
     out
 }
 
-pub(super) fn unknown(what: String) -> NotCovered {
-    NotCovered::UnknownWrite(what)
-}
-
 /// Reads one command (the program and its arguments): its row, generic write options, its own
 /// code, and the commands it runs.
 fn scan(
@@ -270,22 +236,6 @@ fn scan(
         inner_commands(name, words, found, queue, depth)?;
     }
     Ok(())
-}
-
-/// A whole word's value.
-pub(super) fn word_value(word: &Literal) -> Value {
-    Value {
-        text: word.text.clone(),
-        expands: word.leading_tilde,
-    }
-}
-
-/// A path the checker names itself (`.`, `~/.ssh`).
-pub(super) fn fixed(text: &str) -> Value {
-    Value {
-        text: text.to_owned(),
-        expands: true,
-    }
 }
 
 /// A wrapper's command (`env cp a b`, `timeout 5 tee f`, `nice sh -c '…'`): every later word that
@@ -466,15 +416,6 @@ fn scan_options(name: &str, row: Option<&Writer>, args: &[Literal], found: &mut 
             }
             break;
         }
-    }
-}
-
-/// A value inside a word (after `=` or an option letter): a `~` there may or may not be
-/// expanded.
-pub(super) fn part(text: &str) -> Value {
-    Value {
-        text: text.to_owned(),
-        expands: false,
     }
 }
 
