@@ -6,13 +6,12 @@
 //! [`decide`] is a pure function of the call, the grants, the session's labels and the clock
 //! (path resolution reads the file system, nothing else); it never runs anything.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use proto::{Class, DenyReason, Timestamp};
 use tools::shell::ShellArgs;
 
-use crate::args::{ToolArgs, ToolName};
+use crate::args::ToolArgs;
 use crate::grants::{Grant, HostRule};
 use crate::hosts::https_host;
 use crate::memory::MemoryAction;
@@ -24,7 +23,10 @@ mod integrity;
 mod last_step;
 mod on_arguments;
 mod prepare;
+mod rails;
 mod trusted;
+
+use rails::{guard_rails, unsafe_literal_address};
 
 pub(crate) use integrity::{Arguments, Provenance, Vouched};
 pub use integrity::{CountReached, Seen, Traced};
@@ -617,94 +619,4 @@ fn vouched<'g>(call: &Call, live: &[&(&'g Grant, Option<Scope>)]) -> Vouched<'g>
             && matches!(call.args, ToolArgs::HttpFetch(_) | ToolArgs::GitClone(_)),
         rules: live.iter().flat_map(|(g, _)| g.args.iter()).collect(),
     }
-}
-
-/// A URL whose host is a literal unsafe address (loopback, private, link-local, metadata) is
-/// refused here unless the grant names that address itself; host names are checked by the
-/// tool after resolution.
-fn unsafe_literal_address(args: &ToolArgs, live: &[&(&Grant, Option<Scope>)]) -> Option<Decision> {
-    let url = match args {
-        ToolArgs::HttpFetch(a) => &a.url,
-        ToolArgs::GitClone(a) => &a.url,
-        _ => return None,
-    };
-    let (host, _) = https_host(url).ok()?;
-    let ip: IpAddr = host.parse().ok()?;
-    let named = live
-        .iter()
-        .any(|(g, _)| g.hosts.iter().any(|h| !h.wildcard && h.host == host));
-    let (grant, _) = live.first()?;
-    (tools::web::address::classify(ip).is_some() && !named).then(|| {
-        deny(
-            DenyReason::UnsafeAddress,
-            Some(grant),
-            format!(
-                "{ip} is not a public address and grant {} does not name it",
-                grant.id
-            ),
-        )
-    })
-}
-
-/// The guard rails on a `shell` or `bash_bg` call, in seed 003's order, whatever a grant says:
-/// a catastrophic command (`CatastrophicCommand`), a command sent to the background
-/// (`BackgroundCommand`; a job is in the background already, and refusing `&` there too keeps
-/// every process of the script the box's own), and any literal word or redirection target of
-/// the script inside a protected folder (`ProtectedPath`). The granted bases `rm` may not
-/// remove are those of the grants of the call's own tool.
-fn guard_rails(
-    args: &ShellArgs,
-    tool: ToolName,
-    grants: &[Grant],
-    protected: &Protected,
-) -> Option<Decision> {
-    let cwd = PathBuf::from(args.cwd.as_deref().unwrap_or("/"));
-    let granted: Vec<PathBuf> = grants
-        .iter()
-        .filter(|g| g.tool == tool && !g.deny)
-        .flat_map(|g| g.paths.iter().map(|p| p.base()))
-        .collect();
-    let place = shell::Place {
-        cwd: &cwd,
-        home: protected.home.as_deref(),
-        granted: &granted,
-    };
-    if let Some(what) = shell::catastrophic(&args.command, &place) {
-        return Some(deny(DenyReason::CatastrophicCommand, None, what));
-    }
-    if shell::backgrounded(&args.command) {
-        return Some(deny(
-            DenyReason::BackgroundCommand,
-            None,
-            "the script sends a command to the background with `&`".into(),
-        ));
-    }
-    for word in shell::path_words(&args.command) {
-        let path = if word == "~" || word.starts_with("~/") {
-            match &protected.home {
-                Some(home) => home.join(word.trim_start_matches('~').trim_start_matches('/')),
-                None => continue,
-            }
-        } else if word.starts_with('~') {
-            continue;
-        } else {
-            cwd.join(&word)
-        };
-        // A word that does not resolve names no place the kernel could reach either.
-        let Ok(resolved) = resolve(&path) else {
-            continue;
-        };
-        if let Some(folder) = protected.holding(&resolved) {
-            return Some(deny(
-                DenyReason::ProtectedPath,
-                None,
-                format!(
-                    "the script names {}, inside boxmaker's folder {}",
-                    resolved.display(),
-                    folder.display()
-                ),
-            ));
-        }
-    }
-    None
 }
