@@ -19,9 +19,9 @@ use tools::search::{
     list_files,
 };
 
-use crate::args::ToolArgs;
-use crate::grants::Grant;
-use crate::policy::{Allowed, Protected, Scope};
+use policy::args::ToolArgs;
+use policy::decide::{Allowed, Protected, Scope};
+use policy::grants::Grant;
 
 /// What a decided file call gave.
 #[derive(Debug)]

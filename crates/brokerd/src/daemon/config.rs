@@ -63,8 +63,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::args::ToolName;
 use crate::consult::Consult;
+use policy::args::ToolName;
 use proto::tools::TimeLimit;
 
 /// The broker's settings.

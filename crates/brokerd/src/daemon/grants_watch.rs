@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
-use crate::grants::load_dir;
+use policy::grants::load_dir;
 
 use super::{Broker, GrantsState};
 

@@ -20,8 +20,8 @@ use tools::jobs::{DEFAULT_TAIL_BYTES, Job, JobOptions, JobState, JobStatus};
 use super::Broker;
 use super::memory::Routed;
 use super::runner::{Outcome, RunContext};
-use crate::args::ToolArgs;
-use crate::policy::Allowed;
+use policy::args::ToolArgs;
+use policy::decide::Allowed;
 
 /// How long `bash_kill`, a session's end or the broker's stop waits for a killed job's box to
 /// be gone.

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use proto::{CallId, ToolResponse};
 
-use crate::policy::Labels;
+use policy::decide::Labels;
 
 /// A session's state between an answer and the ledger's copy of it; held by the session's lock.
 #[derive(Debug, Default)]

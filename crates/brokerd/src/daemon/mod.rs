@@ -41,8 +41,8 @@ use ledger::Ledger;
 use proto::dirs::Dirs;
 use proto::{OwnerEvent, SessionId};
 
-use crate::grants::{Grant, Problem};
-use crate::policy::{Labels, Protected};
+use policy::decide::{Labels, Protected};
+use policy::grants::{Grant, Problem};
 
 use self::memory::MemoryService;
 use approvals::Approvals;

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use proto::Timestamp;
 
-use crate::args::ToolName;
-use crate::grants::Grant;
-use crate::policy::{Allowed, Decision, Labels, Protected, shell::PathWalls};
+use policy::args::ToolName;
+use policy::decide::{Allowed, Decision, Labels, Protected};
+use policy::grants::Grant;
+use policy::shell::PathWalls;
 
 /// The most entries of a folder read to find a close name.
 pub const ENTRIES_LOOKED_AT: usize = 4096;
@@ -62,7 +63,7 @@ pub fn hint(allowed: &Allowed, reach: &Reach<'_>) -> Option<String> {
             return false;
         };
         *slot = place.to_string_lossy().into_owned();
-        let decision = crate::policy::decide_in(
+        let decision = policy::decide::decide_in(
             &args,
             reach.grants,
             reach.labels,

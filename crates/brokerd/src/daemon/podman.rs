@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 use super::config::SandboxConfig;
 use super::runner::{Outcome, RunContext, Runner, shell};
 use super::sandboxed::SandboxedRunner;
-use crate::args::{ToolArgs, ToolName};
-use crate::policy::{Allowed, Scope};
+use policy::args::{ToolArgs, ToolName};
+use policy::decide::{Allowed, Scope};
 use proto::tools::Home;
 
 /// A memory tool that reached the container runtime (seed M6b/04's sentence).
@@ -348,8 +348,8 @@ impl Runner for PodmanRunner {
         &self,
         read_only: Vec<PathBuf>,
         read_write: Vec<PathBuf>,
-        hosts: &[crate::grants::HostRule],
-        protected: &crate::policy::Protected,
+        hosts: &[policy::grants::HostRule],
+        protected: &policy::decide::Protected,
     ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
         self.inner
             .served_box(read_only, read_write, hosts, protected)

@@ -18,8 +18,8 @@ use tools::fs::{EDIT_LIMIT, Expected, GrantedDir, current_content};
 
 use super::Broker;
 use super::memo::SessionMemo;
-use crate::args::ToolArgs;
-use crate::policy::{Allowed, Scope};
+use policy::args::ToolArgs;
+use policy::decide::{Allowed, Scope};
 
 /// The hash of the file `allowed` names as it is now: `Ok(None)` when no file is there.
 fn content_hash(allowed: &Allowed) -> Result<Option<(String, String)>, String> {

@@ -10,11 +10,11 @@ use std::time::Duration;
 use proto::DenyReason;
 use serde_json::{Map, Value, json};
 
-use crate::args::ToolArgs;
 use crate::consult::ConsultClient;
 use crate::files::{FileOutcome, FileRunError, WalkContext, run_file_call};
-use crate::grants::Grant;
-use crate::policy::{Allowed, Labels, Protected};
+use policy::args::ToolArgs;
+use policy::decide::{Allowed, Labels, Protected};
+use policy::grants::Grant;
 
 /// What a run gave, before rendering.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,7 +113,7 @@ pub trait Runner: Send + Sync {
         &self,
         _read_only: Vec<std::path::PathBuf>,
         _read_write: Vec<std::path::PathBuf>,
-        _hosts: &[crate::grants::HostRule],
+        _hosts: &[policy::grants::HostRule],
         _protected: &Protected,
     ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
         Err(
@@ -383,7 +383,7 @@ pub(super) fn git_read(
     walls: tools::git::GitWalls,
     extra: Map<String, Value>,
 ) -> Outcome {
-    let Some(crate::policy::Scope::Paths(folders)) = &allowed.scope else {
+    let Some(policy::decide::Scope::Paths(folders)) = &allowed.scope else {
         return Outcome::Failed("the decision names no granted folder for git".to_string());
     };
     let Some(root) = folders.first() else {
@@ -434,12 +434,12 @@ impl DirectRunner {
         walls: tools::git::GitWalls,
         sandbox: &str,
     ) -> Outcome {
-        let Ok((host, port)) = crate::args::https_host(&args.url) else {
+        let Ok((host, port)) = policy::hosts::https_host(&args.url) else {
             return Outcome::Failed(format!("{:?} is not an https:// URL", args.url));
         };
         // The call was decided for this host and port; git follows no redirect to another.
         // Private addresses only where the deciding grant names the host itself.
-        let verdict = if crate::grants::names_itself(&allowed.hosts, &host, port) {
+        let verdict = if policy::grants::names_itself(&allowed.hosts, &host, port) {
             tools::web::HostVerdict::NamedItself
         } else {
             tools::web::HostVerdict::Granted

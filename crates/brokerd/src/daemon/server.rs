@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::args::ToolName;
+use policy::args::ToolName;
 
 use super::accept::{Admission, accept_loop};
 use super::sessions::{self, Refusal};

@@ -15,7 +15,7 @@ use proto::dirs::Dirs;
 use tokio::net::UnixListener;
 
 use crate::consult::ConsultClient;
-use crate::policy::Protected;
+use policy::decide::Protected;
 
 use super::config::Config;
 use super::dirs::{FolderError, Locks, check_runtime, check_state, lock, make_private_dir};

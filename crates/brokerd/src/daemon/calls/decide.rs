@@ -8,20 +8,20 @@ use std::sync::Arc;
 use proto::{DenyReason, GrantId, Timestamp};
 
 use super::{Asked, Pending, Refused, Runnable, Step};
-use crate::args::{ArgsError, ToolArgs, ToolName, parse};
 use crate::daemon::memo::SessionMemo;
 use crate::daemon::misfit;
 use crate::daemon::{Broker, SessionSlot};
-use crate::grants::Grant;
-use crate::policy::{Decision, Labels};
+use policy::args::{ArgsError, ToolArgs, ToolName, parse};
 use policy::decide::Seen;
+use policy::decide::{Decision, Labels};
+use policy::grants::Grant;
 
 /// A decided call of one of boxmaker's tools, ready to run.
 pub(super) struct Builtin {
     /// The tool.
     pub tool: ToolName,
     /// What the decision allows, its arguments resolved.
-    pub allowed: crate::policy::Allowed,
+    pub allowed: policy::decide::Allowed,
     /// The grants it was decided against (a walker leaves out what their deny grants cover).
     pub grants: Arc<Vec<Grant>>,
     /// What a write must find (read before write).

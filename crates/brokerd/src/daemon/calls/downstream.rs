@@ -20,7 +20,7 @@ use crate::daemon::misfit;
 use crate::daemon::sessions::Refusal;
 use crate::daemon::values::Handed;
 use crate::daemon::{Broker, SessionSlot};
-use crate::policy::Labels;
+use policy::decide::Labels;
 
 /// The tool a call names: a server and one of its tools.
 pub(super) struct Target<'a> {

@@ -18,7 +18,7 @@ use proto::{
     Timestamp, ToolRequest, ToolResponse,
 };
 
-use crate::policy::{AskReason, Labels, Traced};
+use policy::decide::{AskReason, Labels, Traced};
 
 use super::approvals::{Request, Settled, Waiter};
 use super::memo::{SessionMemo, Unapplied};

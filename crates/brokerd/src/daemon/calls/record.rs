@@ -14,7 +14,7 @@ use crate::daemon::render::{owner_walls, render, walls_detail};
 use crate::daemon::runner::Outcome;
 use crate::daemon::sessions::Refusal;
 use crate::daemon::values::{Handed, feed};
-use crate::policy::Labels;
+use policy::decide::Labels;
 
 /// Records the answer, then returns `response` (what the client gets: the answer whole, where
 /// the record may keep only a digest); when the record cannot be written the answer is

@@ -10,18 +10,18 @@ use proto::{GrantId, ToolResponse};
 
 use super::record::{Ran, finish_blocking, finish_with, unavailable};
 use super::{Answered, Pending};
-use crate::args::ToolName;
 use crate::daemon::runner::{Outcome, Raised, RunContext};
 use crate::daemon::sessions::Refusal;
 use crate::daemon::{Broker, nearest};
-use crate::policy::{Allowed, Labels};
+use policy::args::ToolName;
+use policy::decide::{Allowed, Labels};
 
 pub(super) async fn run(
     broker: &Arc<Broker>,
     call: &Pending,
     tool: ToolName,
     allowed: Allowed,
-    grants: Arc<Vec<crate::grants::Grant>>,
+    grants: Arc<Vec<policy::grants::Grant>>,
     labels: Labels,
     expected: Option<tools::fs::Expected>,
 ) -> Result<Answered, Refusal> {

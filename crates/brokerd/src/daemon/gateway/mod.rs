@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use super::config::DownstreamConfig;
 use super::runner::{Outcome, Runner};
-use crate::policy::Protected;
+use policy::decide::Protected;
 
 pub use definition::{Definition, Unfit};
 pub use instance::Called;

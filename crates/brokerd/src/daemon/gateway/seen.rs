@@ -11,7 +11,7 @@ use policy::downstream::Downstream;
 
 use super::{Definition, Gateway, Instance, Owner};
 use crate::daemon::runner::Runner;
-use crate::policy::Protected;
+use policy::decide::Protected;
 
 /// The most definitions one broker keeps in the folder of definitions seen.
 const MAX_REMEMBERED: usize = 10_000;

@@ -18,9 +18,9 @@ use ::memory::{Forgot, Hit, MemoryError, NewEntry, ReadAs, Recall, Scope, Store}
 use proto::{Class, MemoryEntry, SessionId, Timestamp};
 use serde_json::{Map, Value, json};
 
-use crate::args::ToolArgs;
 use crate::consult::{ConsultClient, QUESTION_CAP};
-use crate::policy::{Allowed, Decision, Labels, Scope as GrantScope, decide};
+use policy::args::ToolArgs;
+use policy::decide::{Allowed, Decision, Labels, Scope as GrantScope, decide};
 
 use super::runner::{Outcome, RunContext};
 
