@@ -362,6 +362,18 @@ pub fn decide_seen(
             ),
         );
     }
+    // A rule on an argument the tool does not take would never apply: a typo in a grant must
+    // not leave a tool unguarded, so the call is refused until the grant is fixed.
+    if let Some((grant, argument)) = rule_on_no_argument(&live, call.input_schema) {
+        return refuse(
+            DenyReason::GrantsInvalid,
+            Some(grant),
+            format!(
+                "grant {} has a rule on argument {argument:?}, which {full} does not take (its input schema names no such property); fix the grant",
+                grant.id
+            ),
+        );
+    }
     let (refused, ruled) = rules_of(
         live.iter()
             .map(|g| (g.id.as_str(), &g.args[..], g.per_session)),
@@ -436,6 +448,23 @@ impl ToolGrant {
     pub fn expired(&self, now: Timestamp) -> bool {
         self.expires.is_some_and(|at| at <= now)
     }
+}
+
+/// The first live grant with a rule on an argument that `schema` (a tool's input schema) does
+/// not list among its `properties`, with that argument; `None` when the schema lists none (not
+/// known: nothing to compare).
+fn rule_on_no_argument<'g>(
+    live: &[&'g ToolGrant],
+    schema: &Value,
+) -> Option<(&'g ToolGrant, &'g str)> {
+    let properties = schema.get("properties")?.as_object()?;
+    live.iter().find_map(|grant| {
+        grant
+            .args
+            .iter()
+            .find(|rule| !properties.contains_key(&rule.argument))
+            .map(|rule| (*grant, rule.argument.as_str()))
+    })
 }
 
 fn short(hash: &str) -> &str {

@@ -427,3 +427,20 @@ fn an_amount_within_the_grants_cap_is_the_grants_own_and_one_above_it_is_not() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn a_rule_on_an_argument_the_downstream_tool_does_not_take_refuses_until_the_grant_is_fixed() {
+    let grants = mail_grants("[grant.args.too]\nallow = [\"*@kestrel-works.example\"]\n");
+    let call = serde_json::json!({"to": "x@evil.example"});
+    let Verdict::Deny(denied) = send(&grants, call, Labels::default(), None, None) else {
+        panic!("a misspelt rule left the tool unguarded")
+    };
+    assert_eq!(denied.reason, DenyReason::GrantsInvalid);
+    assert!(
+        denied
+            .detail
+            .contains("rule on argument \"too\", which mail.send does not take"),
+        "{}",
+        denied.detail
+    );
+}
