@@ -364,7 +364,7 @@ pub fn decide_seen(
     }
     // A rule on an argument the tool does not take would never apply: a typo in a grant must
     // not leave a tool unguarded, so the call is refused until the grant is fixed.
-    if let Some((grant, argument)) = rule_on_no_argument(&live, call.input_schema) {
+    if let Some((grant, argument)) = rule_on_no_argument(grants, &live, call.input_schema) {
         return refuse(
             DenyReason::GrantsInvalid,
             Some(grant),
@@ -450,15 +450,21 @@ impl ToolGrant {
     }
 }
 
-/// The first live grant with a rule on an argument that `schema` (a tool's input schema) does
-/// not list among its `properties`, with that argument; `None` when the schema lists none (not
-/// known: nothing to compare).
+/// The first live grant written for this one tool (its table names no other) with a rule on
+/// an argument that `schema` (the tool's input schema) does not list among its `properties`,
+/// with that argument; `None` when the schema lists none (not known: nothing to compare). A
+/// table naming several tools may rule on an argument only some of them take.
 fn rule_on_no_argument<'g>(
+    grants: &Downstream,
     live: &[&'g ToolGrant],
     schema: &Value,
 ) -> Option<(&'g ToolGrant, &'g str)> {
     let properties = schema.get("properties")?.as_object()?;
-    live.iter().find_map(|grant| {
+    let alone = |grant: &ToolGrant| {
+        matches!(grant.pattern, Pattern::Tool(_))
+            && grants.tools.iter().filter(|g| g.id == grant.id).count() == 1
+    };
+    live.iter().filter(|g| alone(g)).find_map(|grant| {
         grant
             .args
             .iter()

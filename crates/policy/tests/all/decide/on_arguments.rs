@@ -444,3 +444,30 @@ fn a_rule_on_an_argument_the_downstream_tool_does_not_take_refuses_until_the_gra
         denied.detail
     );
 }
+
+#[test]
+fn a_grant_of_several_tools_may_rule_on_an_argument_only_some_of_them_take() {
+    let text = format!(
+        "[[grant]]\nid = \"mail\"\ntool = [\"mail.send\", \"mail.read\"]\npins = {{ \"mail.send\" = \"{PIN}\", \"mail.read\" = \"{PIN}\" }}\n[grant.args.to]\nallow = [\"*@kestrel-works.example\"]\n"
+    );
+    let parsed = parse_file(&text, Path::new("g.toml"), Path::new("/home/x"));
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let grants = Downstream {
+        tools: parsed.downstream.tools,
+        ..Downstream::default()
+    };
+    let schema =
+        serde_json::json!({"type": "object", "properties": {"folder": {"type": "string"}}});
+    let arguments = serde_json::json!({"folder": "inbox"});
+    let verdict = downstream::decide_seen(
+        &grants,
+        Listed::new("mail", "read", PIN),
+        CallOf {
+            input_schema: &schema,
+            arguments: &arguments,
+        },
+        Seen::labels_only(Labels::default()),
+        now(),
+    );
+    assert!(matches!(verdict, Verdict::Allow(_)), "{verdict:?}");
+}
