@@ -1,5 +1,7 @@
 //! `decide` against 10, 1,000 and 10,000 grants: a read that the last grant covers, and a
-//! read that no grant covers (every grant is tried). The reference in the same run is the
+//! read that no grant covers (every grant is tried); and the same two through the grant index
+//! (`decide_indexed`, `…_indexed` rows), which looks only at the grants of the call's tool
+//! and folders. The reference in the same run is the
 //! path resolution alone (`resolve_args`), the file-system part every decision pays.
 //!
 //! The provenance check (`provenance/…`) of a call against a session that has seen 10,000
@@ -20,9 +22,10 @@ use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use policy::args::{ToolName, parse};
-use policy::decide::{Labels, Protected, decide, resolve_args};
+use policy::decide::{GrantIndex, Labels, Protected, Seen, decide, decide_indexed, resolve_args};
 use policy::grants::parse_file;
 use policy::provenance::{Caps, Source, Value, ValueIndex, ValueKind};
+use policy::shell::PathWalls;
 use proto::{Class, Timestamp};
 
 fn grants_text(n: usize) -> String {
@@ -56,6 +59,29 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("no_grant", n), &n, |b, _| {
             b.iter(|| decide(&uncovered, &grants, Labels::default(), now, &protected))
+        });
+        let index = GrantIndex::new(&grants);
+        let indexed = |args| {
+            decide_indexed(
+                args,
+                (&grants, &index),
+                Seen::labels_only(Labels::default()),
+                now,
+                &protected,
+                PathWalls::Unenforced,
+            )
+        };
+        assert_eq!(
+            indexed(&covered),
+            decide(&covered, &grants, Labels::default(), now, &protected)
+        );
+        group.bench_with_input(
+            BenchmarkId::new("covered_by_last_indexed", n),
+            &n,
+            |b, _| b.iter(|| indexed(&covered)),
+        );
+        group.bench_with_input(BenchmarkId::new("no_grant_indexed", n), &n, |b, _| {
+            b.iter(|| indexed(&uncovered))
         });
     }
     let args = match parse(ToolName::ReadFile, r#"{"path":"/srv/data/1/file.txt"}"#) {

@@ -13,6 +13,7 @@ use notify::{RecursiveMode, Watcher};
 use policy::grants::load_dir;
 
 use super::{Broker, GrantsState};
+use policy::decide::IndexedGrants;
 
 /// How long changes settle before a reload (an editor's save is several events).
 const SETTLE: Duration = Duration::from_millis(50);
@@ -24,7 +25,10 @@ pub fn load(grants: &Path, home: &Path) -> GrantsState {
             for warning in &set.warnings {
                 tracing::warn!(%warning, "grant warning");
             }
-            GrantsState::Loaded(Arc::new(set.grants), Arc::new(set.downstream))
+            GrantsState::Loaded(
+                Arc::new(IndexedGrants::new(set.grants)),
+                Arc::new(set.downstream),
+            )
         }
         Err(problems) => {
             for problem in &problems {

@@ -42,7 +42,7 @@ use proto::dirs::Dirs;
 use proto::{OwnerEvent, SessionId};
 
 use policy::decide::{Labels, Protected};
-use policy::grants::{Grant, Problem};
+use policy::grants::Problem;
 
 use self::memory::MemoryService;
 use approvals::Approvals;
@@ -61,7 +61,10 @@ const EVENT_BACKLOG: usize = 4096;
 pub enum GrantsState {
     /// Loaded without problems: the grants of boxmaker's tools, and those of the downstream
     /// MCP servers.
-    Loaded(Arc<Vec<Grant>>, Arc<policy::downstream::Downstream>),
+    Loaded(
+        Arc<policy::decide::IndexedGrants>,
+        Arc<policy::downstream::Downstream>,
+    ),
     /// The folder has problems; every call gets `GrantsInvalid` until it is fixed.
     Invalid(Arc<Vec<Problem>>),
 }

@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use crate::consult::ConsultClient;
 use crate::files::{FileOutcome, FileRunError, WalkContext, run_file_call};
 use policy::args::ToolArgs;
+use policy::decide::IndexedGrants;
 use policy::decide::{Allowed, Labels, Protected};
-use policy::grants::Grant;
 
 /// What a run gave, before rendering.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,7 @@ pub struct RunContext {
     /// The session the call belongs to (a session's warm box serves only its own calls).
     pub session: proto::SessionId,
     /// The grants in force.
-    pub grants: Arc<Vec<Grant>>,
+    pub grants: Arc<IndexedGrants>,
     /// The session's labels when the call was decided.
     pub labels: Labels,
     /// boxmaker's own folders.

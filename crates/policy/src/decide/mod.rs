@@ -19,6 +19,7 @@ use crate::paths::resolve;
 use crate::shell;
 use crate::trusted::{Reached, TrustedPlaces};
 
+mod index;
 mod integrity;
 mod last_step;
 mod on_arguments;
@@ -28,6 +29,7 @@ mod trusted;
 
 use rails::{guard_rails, unsafe_literal_address};
 
+pub use index::{GrantIndex, IndexedGrants};
 pub(crate) use integrity::{Arguments, Provenance, Vouched};
 pub use integrity::{CountReached, Seen, Traced};
 pub(crate) use last_step::Ruled;
@@ -420,7 +422,22 @@ pub fn decide_seen(
     protected: &Protected,
     walls: shell::PathWalls,
 ) -> Decision {
-    decide_with(args, grants, seen, now, protected, walls)
+    decide_with(args, (grants, None), seen, now, protected, walls)
+}
+
+/// [`decide_seen`] looking only at the grants `index` (built by [`GrantIndex::new`] from
+/// `grants`) says may cover the call: the same decision, in time that grows with the grants of
+/// the call's tool and folders rather than with the list (an index built from another list is
+/// not used).
+pub fn decide_indexed(
+    args: &ToolArgs,
+    (grants, index): (&[Grant], &GrantIndex),
+    seen: Seen<'_>,
+    now: Timestamp,
+    protected: &Protected,
+    walls: shell::PathWalls,
+) -> Decision {
+    decide_with(args, (grants, Some(index)), seen, now, protected, walls)
 }
 
 /// [`decide`] for a call whose box enforces paths as `walls` says: with
@@ -437,7 +454,7 @@ pub fn decide_in(
 ) -> Decision {
     decide_with(
         args,
-        grants,
+        (grants, None),
         Seen::labels_only(labels),
         now,
         protected,
@@ -447,7 +464,7 @@ pub fn decide_in(
 
 fn decide_with(
     args: &ToolArgs,
-    grants: &[Grant],
+    (grants, index): (&[Grant], Option<&GrantIndex>),
     seen: Seen<'_>,
     now: Timestamp,
     protected: &Protected,
@@ -485,10 +502,18 @@ fn decide_with(
     {
         return refused;
     }
-    let covering: Vec<(&Grant, Option<Scope>)> = grants
-        .iter()
-        .filter_map(|g| covers(g, &call).map(|scope| (g, scope)))
-        .collect();
+    let covering: Vec<(&Grant, Option<Scope>)> = match index.filter(|i| i.fits(grants.len())) {
+        Some(index) => index
+            .candidates(&call.args)
+            .into_iter()
+            .filter_map(|at| grants.get(at))
+            .filter_map(|g| covers(g, &call).map(|scope| (g, scope)))
+            .collect(),
+        None => grants
+            .iter()
+            .filter_map(|g| covers(g, &call).map(|scope| (g, scope)))
+            .collect(),
+    };
     if let Some((grant, _)) = covering.iter().find(|(g, _)| g.deny && !g.expired(now)) {
         return deny(
             DenyReason::DeniedByGrant,

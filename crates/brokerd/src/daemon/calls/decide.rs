@@ -12,8 +12,8 @@ use crate::daemon::memo::SessionMemo;
 use crate::daemon::misfit;
 use crate::daemon::{Broker, SessionSlot};
 use policy::args::{ArgsError, ToolArgs, ToolName, parse};
-use policy::decide::Seen;
 use policy::decide::{Decision, Labels};
+use policy::decide::{IndexedGrants, Seen};
 use policy::grants::Grant;
 
 /// A decided call of one of boxmaker's tools, ready to run.
@@ -23,7 +23,7 @@ pub(super) struct Builtin {
     /// What the decision allows, its arguments resolved.
     pub allowed: policy::decide::Allowed,
     /// The grants it was decided against (a walker leaves out what their deny grants cover).
-    pub grants: Arc<Vec<Grant>>,
+    pub grants: Arc<IndexedGrants>,
     /// What a write must find (read before write).
     pub expected: Option<tools::fs::Expected>,
 }
@@ -35,7 +35,7 @@ pub(super) fn decide(
     call: &Pending,
     (slot, memo): (&SessionSlot, &SessionMemo),
     labels: Labels,
-    grants: Arc<Vec<Grant>>,
+    grants: Arc<IndexedGrants>,
 ) -> Step {
     let invalid =
         |detail: String| Step::Denied(Refused::new(DenyReason::InvalidArguments, None, detail));
@@ -74,7 +74,8 @@ pub(super) fn decide(
                 values: values.map(|index| &*index),
                 uses,
             };
-            policy::decide::decide_seen(&args, &grants, seen, now, &broker.protected, walls)
+            let list = (&grants[..], grants.index());
+            policy::decide::decide_indexed(&args, list, seen, now, &broker.protected, walls)
         })
     });
     let (allowed, ask) = match decision {

@@ -21,7 +21,7 @@ pub(super) async fn run(
     call: &Pending,
     tool: ToolName,
     allowed: Allowed,
-    grants: Arc<Vec<policy::grants::Grant>>,
+    grants: Arc<policy::decide::IndexedGrants>,
     labels: Labels,
     expected: Option<tools::fs::Expected>,
 ) -> Result<Answered, Refusal> {

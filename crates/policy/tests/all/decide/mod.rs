@@ -84,6 +84,7 @@ const NOTES: &str = "[[grant]]\nid = \"notes\"\ntool = \"read_file\"\npaths = [\
 mod coding;
 mod git;
 mod hosts_and_shell;
+mod indexed;
 mod jobs;
 mod network;
 mod on_arguments;
