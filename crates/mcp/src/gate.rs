@@ -1,7 +1,7 @@
 //! [`Gate`]: the MCP handler. `tools/list` offers loopd's core tools or the broker's whole
-//! catalog; `tools/call` goes through `toolport`'s [`dispatch`], loopd's too (so `find_tool`, `call_tool` and
-//! `clock` answer as they answer loopd's model) and every other call to the broker over the
-//! agent socket, where it is decided, run and audited.
+//! catalog; `tools/call` goes through [`toolport::dispatch`], loopd's too (so `find_tool`,
+//! `call_tool` and `clock` answer as they answer loopd's model) and every other call to the
+//! broker over the agent socket, where it is decided, run and audited.
 //!
 //! The broker session is opened at the first request that needs it ([`Connect`]), named after
 //! the client and the workspace unless the owner named one; calls wait on the broker in a
