@@ -3,9 +3,9 @@
 //! itself: the model sees a fixed `tools` array (`clock`, `find_tool`, `call_tool`), loopd
 //! answers those three, and everything else goes to the port, whose far side decides.
 //!
-//! Modules: [`llama`] (the model client), [`tools`] (registry, dispatch, port), [`broker`]
-//! (the port over brokerd's agent socket), [`turn`] (the
-//! turn loop), [`session`] (conversations on disk), [`script`] (scripted models), [`chat`]
+//! Modules: [`llama`] (the model client), [`tools`] (registry, dispatch, port) and [`broker`]
+//! (the port over brokerd's agent socket), both re-exported from the `toolport` crate at the
+//! paths the seeds pin, [`turn`] (the turn loop), [`session`] (conversations on disk), [`script`] (scripted models), [`chat`]
 //! (the `loopd chat` command).
 
 pub mod broker;

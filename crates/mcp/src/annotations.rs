@@ -1,6 +1,6 @@
 //! The hints an MCP client reads beside each tool (`readOnlyHint`, `destructiveHint`,
-//! `idempotentHint`, `openWorldHint`) for each tool the broker or loopd offers: a built-in
-//! tool's from its row in `proto::tools`, loopd's own here. They are hints for the client's
+//! `idempotentHint`, `openWorldHint`) for each tool the broker or a client offers: a built-in
+//! tool's from its row in `proto::tools`, the client's own (`toolport`'s) here. They are hints for the client's
 //! own interface: the broker's grants decide, whatever a hint says.
 
 use proto::tools::ToolName;
@@ -8,13 +8,13 @@ use rmcp::model::ToolAnnotations;
 
 pub use proto::tools::Hints;
 
-/// The hints of `tool`, when it is one boxmaker knows: loopd's own tools here, a built-in
+/// The hints of `tool`, when it is one boxmaker knows: the client's own tools here, a built-in
 /// tool's from its row in `proto::tools`.
 pub fn of(tool: &str) -> Option<Hints> {
     match tool {
-        loopd::tools::CLOCK | loopd::tools::FIND_TOOL => Some(Hints::new(true, false, true, false)),
+        toolport::CLOCK | toolport::FIND_TOOL => Some(Hints::new(true, false, true, false)),
         // It calls any tool, so it promises nothing.
-        loopd::tools::CALL_TOOL => Some(Hints::new(false, true, false, true)),
+        toolport::CALL_TOOL => Some(Hints::new(false, true, false, true)),
         name => ToolName::parse(name).map(|t| t.facts().hints),
     }
 }

@@ -10,7 +10,7 @@ use rmcp::model::JsonObject;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use loopd::tools::ToolPort;
+use toolport::ToolPort;
 
 /// How the client's user can be asked during a request, if at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopd::broker::{BrokerPort, PortError};
+use toolport::{BrokerPort, PortError};
 
 use crate::gate::{Connect, Connected};
 use crate::session;
@@ -67,9 +67,10 @@ impl Connect for BrokerConnect {
 #[cfg(test)]
 mod tests {
     /// `bx mcp` never has the user's prompt, so it never sends the owner's words: the only
-    /// way to send them is `loopd::broker::BrokerPort::owner_words`, private to loopd (its
-    /// doctest shows a caller outside loopd does not compile), and no file of this crate
-    /// names the frame either (a raw frame would need a socket this crate never opens).
+    /// way to send them is `toolport::BrokerPort::owner_words`, compiled only with the
+    /// `owner-words` feature, which loopd turns on and this crate's manifest does not (the
+    /// next test), and no file of this crate names the frame either (a raw frame would need a
+    /// socket this crate never opens).
     #[test]
     fn bx_mcp_has_no_way_to_send_the_owners_words() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -80,6 +81,19 @@ mod tests {
             for name in ["OwnerWords", "owner_words", "UnixStream"] {
                 assert!(!text.contains(name), "{} names {name}", path.display());
             }
+        }
+    }
+
+    /// The `owner-words` feature of `toolport` reaches a build of this crate only through a
+    /// manifest that asks for it: this one does not, nor does it depend on loopd (which does).
+    #[test]
+    fn the_manifest_asks_for_no_owner_words_and_depends_on_no_loopd() {
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let text = std::fs::read_to_string(manifest).unwrap();
+        assert!(!text.contains("owner-words"));
+        assert!(text.contains("toolport.workspace = true"));
+        for line in text.lines() {
+            assert!(!line.trim_start().starts_with("loopd"), "{line}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! [`Gate`]: the MCP handler. `tools/list` offers loopd's core tools or the broker's whole
-//! catalog; `tools/call` goes through loopd's [`dispatch`] (so `find_tool`, `call_tool` and
-//! `clock` answer as they answer loopd's model) and every other call to the broker over the
-//! agent socket, where it is decided, run and audited.
+//! catalog; `tools/call` goes through [`toolport::dispatch`], loopd's too (so `find_tool`,
+//! `call_tool` and `clock` answer as they answer loopd's model) and every other call to the
+//! broker over the agent socket, where it is decided, run and audited.
 //!
 //! The broker session is opened at the first request that needs it ([`Connect`]), named after
 //! the client and the workspace unless the owner named one; calls wait on the broker in a
@@ -26,7 +26,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
-use loopd::tools::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
+use toolport::{CALL_TOOL, CLOCK, Dispatch, FIND_TOOL, Pending, Registry, ToolPort};
 
 use crate::ask::{APPROVAL_INPUT, AskBy, Question, ask_in_client, asks_by, request_state, send};
 use crate::names::Names;
@@ -302,7 +302,7 @@ impl Gate {
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
         if name == CLOCK {
-            return match loopd::tools::dispatch(&self.registry, &name, &arguments) {
+            return match toolport::dispatch(&self.registry, &name, &arguments) {
                 Dispatch::Local(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
                 Dispatch::Port { .. } => failed("clock is answered locally"),
             }
@@ -333,7 +333,7 @@ impl Gate {
         } else {
             arguments
         };
-        let (tool, arguments) = match loopd::tools::dispatch(&registry, &name, &arguments) {
+        let (tool, arguments) = match toolport::dispatch(&registry, &name, &arguments) {
             Dispatch::Local(text) => {
                 return CallToolResult::success(vec![ContentBlock::text(text)]).into();
             }
@@ -505,7 +505,7 @@ pub fn result_of(response: ToolResponse) -> CallToolResult {
             result
         }
         ToolResponse::Denied { reason } => {
-            let mut result = failed(loopd::tools::denial_text(reason));
+            let mut result = failed(toolport::denial_text(reason));
             result.meta = Some(meta(&[(META_DENIED, json!(reason))]));
             result
         }

@@ -3,10 +3,11 @@
 //! sandbox, labels and the audit log.
 //!
 //! The server ([`Gate`], on the official Rust SDK `rmcp`) talks to `brokerd` over its agent
-//! socket only, through loopd's [`loopd::broker::BrokerPort`]: it never links the broker. What
-//! the client sees is what loopd's model sees: the core tools (`clock`, `find_tool`,
-//! `call_tool`, the same schemas byte for byte) or, with [`Catalog::All`], every tool a live
-//! grant could cover; `find_tool`, `call_tool` and the ranking are loopd's. Each result is the
+//! socket only, through `toolport`'s [`toolport::BrokerPort`]: it never links the broker, nor
+//! the agent loop. What the client sees is what loopd's model sees: the core tools (`clock`,
+//! `find_tool`, `call_tool`, the same schemas byte for byte) or, with [`Catalog::All`], every
+//! tool a live grant could cover; `find_tool`, `call_tool` and the ranking are `toolport`'s,
+//! as loopd's are. Each result is the
 //! broker's text (its one-line header names the class and `untrusted`), the same labels as
 //! structured content and in the result's `_meta`.
 //!

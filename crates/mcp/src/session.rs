@@ -85,7 +85,7 @@ mod tests {
         let path = path_for(dir.path(), "claude-code/../../x");
         assert_eq!(path.parent().unwrap(), dir.path().join(FOLDER));
         assert_eq!(load(&path).unwrap(), None);
-        let resume = loopd::broker::resume_of("s-1", "t-1");
+        let resume = toolport::resume_of("s-1", "t-1");
         store(&path, &resume).unwrap();
         assert_eq!(load(&path).unwrap(), Some(resume));
         let mode = fs::metadata(&path).unwrap().permissions().mode();
@@ -103,7 +103,7 @@ mod tests {
     fn a_stored_session_other_users_could_read_is_refused_with_the_chmod_that_fixes_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = path_for(dir.path(), "s");
-        store(&path, &loopd::broker::resume_of("s-1", "t-1")).unwrap();
+        store(&path, &toolport::resume_of("s-1", "t-1")).unwrap();
         for mode in [0o640, 0o604, 0o644] {
             fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
             let error = load(&path).unwrap_err();
@@ -113,7 +113,7 @@ mod tests {
             );
         }
         // Stored again, it is 0600 again.
-        store(&path, &loopd::broker::resume_of("s-1", "t-1")).unwrap();
+        store(&path, &toolport::resume_of("s-1", "t-1")).unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(load(&path).unwrap().is_some());

@@ -27,6 +27,7 @@ mod content;
 mod fetch;
 pub mod host;
 mod resolve;
+mod tls;
 pub mod web_search;
 
 use std::fmt;

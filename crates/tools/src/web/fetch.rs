@@ -314,7 +314,7 @@ fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Cli
         }
         None => builder.no_proxy(),
     };
-    let mut builder = builder
+    let builder = builder
         .redirect(Policy::none())
         .pool_max_idle_per_host(0)
         .referer(false)
@@ -323,36 +323,14 @@ fn build_client(options: &FetchOptions, pins: Arc<PinnedResolver>) -> Result<Cli
         .user_agent(USER_AGENT)
         .timeout(options.timeout)
         .dns_resolver(pins);
-    if !options.root_certificates.is_empty() {
-        builder = builder.tls_built_in_root_certs(false);
-        for (index, bytes) in options.root_certificates.iter().enumerate() {
-            for certificate in parse_certificates(bytes, index)? {
-                builder = builder.add_root_certificate(certificate);
-            }
-        }
-    }
-    builder.build().map_err(|error| FetchError::Setup {
-        reason: chain_message(&error),
-    })
-}
-
-pub(super) fn parse_certificates(
-    bytes: &[u8],
-    index: usize,
-) -> Result<Vec<reqwest::Certificate>, FetchError> {
-    let setup = |reason: String| FetchError::Setup {
-        reason: format!("root certificate {index}: {reason}"),
-    };
-    let is_pem = bytes.trim_ascii_start().starts_with(b"-----BEGIN");
-    let certificates = if is_pem {
-        reqwest::Certificate::from_pem_bundle(bytes).map_err(|e| setup(chain_message(&e)))?
-    } else {
-        vec![reqwest::Certificate::from_der(bytes).map_err(|e| setup(chain_message(&e)))?]
-    };
-    if certificates.is_empty() {
-        return Err(setup("no certificate in the PEM text".to_string()));
-    }
-    Ok(certificates)
+    let tls = super::tls::client_config(&options.root_certificates)
+        .map_err(|reason| FetchError::Setup { reason })?;
+    builder
+        .tls_backend_preconfigured(tls)
+        .build()
+        .map_err(|error| FetchError::Setup {
+            reason: chain_message(&error),
+        })
 }
 
 /// The next URL when `response` is a redirect with a `Location`; a 3xx without one is a result.

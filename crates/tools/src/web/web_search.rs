@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::USER_AGENT;
-use super::fetch::{chain_message, parse_certificates};
+use super::fetch::chain_message;
 
 pub use proto::tools::schemas::{MAX_RESULTS, web_search_schema};
 
@@ -294,14 +294,8 @@ fn client(options: &SearchOptions) -> Result<Client, String> {
         .referer(false)
         .user_agent(USER_AGENT)
         .timeout(options.timeout);
-    if !options.root_certificates.is_empty() {
-        builder = builder.tls_built_in_root_certs(false);
-        for (index, bytes) in options.root_certificates.iter().enumerate() {
-            for certificate in parse_certificates(bytes, index).map_err(|e| e.to_string())? {
-                builder = builder.add_root_certificate(certificate);
-            }
-        }
-    }
+    builder =
+        builder.tls_backend_preconfigured(super::tls::client_config(&options.root_certificates)?);
     for (name, address) in &options.resolve {
         builder = builder.resolve(name, *address);
     }
@@ -319,15 +313,31 @@ fn request(client: &Client, provider: &Provider, query: &str, wanted: u32) -> Re
             endpoint,
             api_key,
             engine,
-        } => client.get(endpoint).query(&[
-            ("key", api_key.as_str()),
-            ("cx", engine.as_str()),
-            ("q", query),
-            ("num", &wanted.to_string()),
-        ]),
-        Provider::Searxng { base } => client
-            .get(format!("{}/search", base.trim_end_matches('/')))
-            .query(&[("q", query), ("format", "json")]),
+        } => client.get(with_query(
+            endpoint,
+            &[
+                ("key", api_key.as_str()),
+                ("cx", engine.as_str()),
+                ("q", query),
+                ("num", &wanted.to_string()),
+            ],
+        )),
+        Provider::Searxng { base } => client.get(with_query(
+            &format!("{}/search", base.trim_end_matches('/')),
+            &[("q", query), ("format", "json")],
+        )),
+    }
+}
+
+/// `url` with `pairs` appended to its query, form-encoded as reqwest's `query` did; a URL that
+/// does not parse is passed on as it is, for the request to fail on it as before.
+fn with_query(url: &str, pairs: &[(&str, &str)]) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.query_pairs_mut().extend_pairs(pairs);
+            parsed.into()
+        }
+        Err(_) => url.to_string(),
     }
 }
 

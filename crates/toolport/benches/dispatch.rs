@@ -6,9 +6,9 @@
 #![allow(missing_docs)]
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use loopd::llama::ToolSchema;
-use loopd::tools::{Dispatch, Entry, FIND_TOOL, Registry, dispatch};
+use proto::ToolSchema;
 use serde_json::json;
+use toolport::{Dispatch, Entry, FIND_TOOL, Registry, dispatch};
 
 const WORDS: &[&str] = &[
     "read", "write", "file", "folder", "search", "issue", "ticket", "calendar", "mail", "send",

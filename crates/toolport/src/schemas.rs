@@ -1,20 +1,27 @@
-//! The schemas loopd knows by heart: the core tools (sent in every request), with the exact
+//! The schemas a client knows by heart: the core tools (sent in every request), with the exact
 //! texts of seed M2b/03, and the four tools the broker decides on, with those of seed M3a/16:
 //! the seed's fixture, which must never change under an existing session, kept with every
-//! other tool's facts in `proto::tools::schemas` (loopd runs no tool and reads only `proto`).
+//! other tool's facts in `proto::tools::schemas` (a client runs no tool and reads only
+//! `proto`).
 
+use proto::ToolSchema;
 use serde_json::json;
 
-use crate::llama::ToolSchema;
+/// The name of the core tool that searches the registry.
+pub const FIND_TOOL: &str = "find_tool";
+/// The name of the core tool that calls a tool found with `find_tool`.
+pub const CALL_TOOL: &str = "call_tool";
+/// The name of the core tool the client answers itself with the current time.
+pub const CLOCK: &str = "clock";
 
 pub use proto::tools::schemas::{
     http_fetch_schema, read_file_schema, shell_schema, write_file_schema,
 };
 
-/// `clock`: the current time, answered by loopd itself.
+/// `clock`: the current time, answered by the client itself.
 pub fn clock_schema() -> ToolSchema {
     ToolSchema {
-        name: "clock".to_string(),
+        name: CLOCK.to_string(),
         description: "The current date and time, as RFC 3339 in UTC.".to_string(),
         parameters: json!({ "type": "object", "properties": {} }),
     }
@@ -38,7 +45,7 @@ pub fn echo_schema() -> ToolSchema {
 /// `find_tool`: the model's way to discover tools that are not in the array.
 pub fn find_tool_schema() -> ToolSchema {
     ToolSchema {
-        name: super::FIND_TOOL.to_string(),
+        name: FIND_TOOL.to_string(),
         description:
             "Search for more tools by keyword. Returns the schemas of the tools that match."
                 .to_string(),
@@ -58,7 +65,7 @@ pub fn find_tool_schema() -> ToolSchema {
 /// `call_tool`: the model's way to call a tool that `find_tool` returned.
 pub fn call_tool_schema() -> ToolSchema {
     ToolSchema {
-        name: super::CALL_TOOL.to_string(),
+        name: CALL_TOOL.to_string(),
         description:
             "Call a tool that find_tool returned. Pass its name and an arguments object that fits its schema."
                 .to_string(),

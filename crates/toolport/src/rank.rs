@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 
+use proto::ToolSchema;
 use proto::tools::ToolName;
-
-use crate::llama::ToolSchema;
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
@@ -138,7 +137,7 @@ fn singular(word: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::Registry;
+    use crate::registry::Registry;
 
     fn names(registry: &Registry, query: &str) -> Vec<String> {
         let schemas: Vec<&ToolSchema> = registry.entries().iter().map(|e| &e.schema).collect();
