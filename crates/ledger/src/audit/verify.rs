@@ -65,24 +65,6 @@ impl fmt::Display for Broken {
     }
 }
 
-/// Checks the audit log at `log` against the ledger at `ledger` (its anchor, when the ledger
-/// exists): the one check behind `brokerd audit verify` and `bx audit verify`. While a broker
-/// runs, records after the ledger's last recorded one may still be being written: a partial
-/// last line there is reported as in progress, not as a break.
-pub fn verify_with_ledger(log: &Path, ledger: &Path) -> Result<Summary, AuditError> {
-    let anchor = if ledger.exists() {
-        crate::store::Ledger::open_read_only(ledger)
-            .and_then(|l| l.anchor())
-            .map_err(|e| AuditError::Io {
-                path: ledger.display().to_string(),
-                source: std::io::Error::other(e.to_string()),
-            })?
-    } else {
-        None
-    };
-    verify(log, anchor.as_ref())
-}
-
 /// Checks the log at `path`: every line a record, numbered without gaps, each holding the hash
 /// of the line before; with `anchor`, the log reaches the ledger's last record and that record
 /// hashes as the ledger says. A missing file is an empty log.
