@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use landlock::{ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, Scope};
 use rustix::event::{PollFd, PollFlags, poll};
 
+use crate::rules::LAUNCH_FAILED;
+
 /// Where the proxy socket is bound inside a box.
 pub const PROXY_IN_BOX: &str = "/.boxmaker/proxy.sock";
 
@@ -120,18 +122,14 @@ pub(crate) fn run_relay(args: &[std::ffi::OsString]) -> i32 {
             .args([RELAY, DETACHED])
             .env_clear()
             .spawn();
-        return if started.is_ok() {
-            0
-        } else {
-            crate::LAUNCH_FAILED
-        };
+        return if started.is_ok() { 0 } else { LAUNCH_FAILED };
     }
     let listener = match io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => TcpListener::from(fd),
-        Err(_) => return crate::LAUNCH_FAILED,
+        Err(_) => return LAUNCH_FAILED,
     };
     if restrict_relay().is_err() {
-        return crate::LAUNCH_FAILED;
+        return LAUNCH_FAILED;
     }
     let active = Arc::new(AtomicUsize::new(0));
     loop {

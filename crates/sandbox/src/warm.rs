@@ -21,9 +21,11 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::{Errno, read, write};
 
-use crate::boxed::{BoxError, Policy, spawn_boxed_with};
-use crate::commands::wire::{self, Request, Tag};
-use crate::contain::{CommandSpec, ContainedChild, Ended};
+use crate::boxed::spawn_boxed_with;
+use crate::contain::ContainedChild;
+use crate::policy::{BoxError, Policy};
+use crate::spec::{CommandSpec, Ended};
+use crate::wire::{self, Request, Tag};
 
 /// How long past a command's timeout its worker may take to answer (it kills the command at
 /// the timeout and then waits for its processes to be gone).

@@ -30,8 +30,9 @@ use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, getppid, pidfd_open, setrlimit};
 
-use super::wire::{self, HEADER, MAX_REQUEST, Request, Tag};
-use crate::contain::{Ended, Exit};
+use crate::rules::{LAUNCH_FAILED, say};
+use crate::spec::{Ended, Exit};
+use crate::wire::{self, HEADER, MAX_REQUEST, Request, Tag};
 
 /// The argument after the launcher's own path that makes it a command worker.
 pub(crate) const SERVE: &str = "--boxmaker-command-worker";
@@ -50,8 +51,8 @@ pub(crate) fn run() -> i32 {
         Err(why) => {
             let _ = output.write_all(&wire::frame(Tag::Failed, why.as_bytes()));
             let _ = output.flush();
-            eprintln!("boxmaker command worker: {why}");
-            crate::LAUNCH_FAILED
+            say(&format!("boxmaker command worker: {why}"));
+            LAUNCH_FAILED
         }
     }
 }
@@ -131,7 +132,7 @@ fn run_one(request: &Request, output: &mut impl Write) -> Result<Ended, String> 
             let line = format!("boxmaker box: cannot run {}: {e}\n", spec.program.display());
             send(output, Tag::Stderr, line.as_bytes())?;
             return Ok(Ended {
-                exit: Some(Exit::Code(crate::LAUNCH_FAILED)),
+                exit: Some(Exit::Code(LAUNCH_FAILED)),
                 timed_out: false,
                 output_exceeded: false,
                 stopped: false,

@@ -8,7 +8,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::contain::{CommandSpec, Ended, Exit};
+use crate::spec::{CommandSpec, Ended, Exit};
 
 /// Bytes before a frame's payload: its tag and its length.
 pub(crate) const HEADER: usize = 5;
