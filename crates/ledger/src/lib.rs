@@ -6,6 +6,10 @@
 //! records the log's last sequence number and hash ([`store::Ledger::set_anchor`]), so at start
 //! the log may be ahead of the ledger by whole records, never behind.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod anchored;
 pub mod approvals;
 pub mod audit;
