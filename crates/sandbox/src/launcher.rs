@@ -42,21 +42,20 @@ use crate::rules::{Enforcement, LAUNCH, LAUNCH_FAILED, Rules, WANTED, say};
 /// starts threads or reads its own arguments.
 pub fn launch_if_asked() -> Option<Vec<OsString>> {
     let args: Vec<OsString> = std::env::args_os().collect();
-    if args
-        .get(1)
-        .is_some_and(|a| a == crate::cgroup::warden::WARDEN)
-    {
-        std::process::exit(crate::cgroup::warden::run(
-            args.get(2..).unwrap_or_default(),
-        ));
+    // The binary's name, then the argument that says what this process is to be, then its own.
+    let [_, first, rest @ ..] = args.as_slice() else {
+        return None;
+    };
+    if first == crate::cgroup::warden::WARDEN {
+        std::process::exit(crate::cgroup::warden::run(rest));
     }
-    if args.get(1).is_some_and(|a| a == crate::net::RELAY) {
-        std::process::exit(crate::net::run_relay(args.get(2..).unwrap_or_default()));
+    if first == crate::net::RELAY {
+        std::process::exit(crate::net::run_relay(rest));
     }
-    if args.get(1).is_none_or(|a| a != LAUNCH) {
+    if first != LAUNCH {
         return None;
     }
-    match launch(args.get(2..).unwrap_or_default()) {
+    match launch(rest) {
         Ok(command) if command.get(1).is_some_and(|a| a == crate::commands::SERVE) => {
             std::process::exit(crate::commands::serve())
         }

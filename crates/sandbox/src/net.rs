@@ -215,7 +215,8 @@ fn pump(mut tcp: TcpStream, mut unix: UnixStream) -> io::Result<()> {
         if unix_ready {
             match unix.read(&mut buffer)? {
                 0 => return linger(tcp, &mut buffer),
-                n => tcp.write_all(buffer.get(..n).unwrap_or_default())?,
+                // Invariant: `Read::read` returns at most the buffer's length.
+                n => tcp.write_all(&buffer[..n])?,
             }
         }
         if tcp_ready {
@@ -224,7 +225,8 @@ fn pump(mut tcp: TcpStream, mut unix: UnixStream) -> io::Result<()> {
                     tcp_open = false;
                     unix.shutdown(Shutdown::Write)?;
                 }
-                n => unix.write_all(buffer.get(..n).unwrap_or_default())?,
+                // Invariant: `Read::read` returns at most the buffer's length.
+                n => unix.write_all(&buffer[..n])?,
             }
         }
     }

@@ -91,10 +91,10 @@ pub(crate) fn take_frame(buf: &mut Vec<u8>, max: usize) -> Result<Option<(Tag, V
     if len > max {
         return Err(format!("a frame of {len} bytes passes the limit of {max}"));
     }
-    if buf.len() < HEADER + len {
+    let Some(payload) = buf.get(HEADER..HEADER + len) else {
         return Ok(None);
-    }
-    let payload = buf.get(HEADER..HEADER + len).unwrap_or_default().to_vec();
+    };
+    let payload = payload.to_vec();
     buf.drain(..HEADER + len);
     Ok(Some((tag, payload)))
 }

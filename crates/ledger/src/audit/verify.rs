@@ -122,7 +122,9 @@ pub(crate) fn scan_until_break(bytes: &[u8], anchor: Option<&Anchor>) -> Result<
         .and_then(|rest| rest.iter().position(|b| *b == b'\n'))
     {
         line_number += 1;
-        let line = bytes.get(offset..offset + end).unwrap_or_default();
+        // Invariant: `end` is the position of a newline in `bytes[offset..]`, so the line lies
+        // inside `bytes`.
+        let line = &bytes[offset..offset + end];
         offset += end + 1;
         let expected = last_seq + 1;
         let record: Record = match serde_json::from_slice(line) {
