@@ -8,7 +8,7 @@ use crate::cgroup::PooledCgroup;
 use crate::limits::Limits;
 
 /// What the box's first process needs beside the command: its limits, its cgroup, and the
-/// descriptors bubblewrap must inherit (see [`bwrap_command`]).
+/// descriptors bubblewrap must inherit (see [`crate::bwrap_command`]).
 #[derive(Debug)]
 pub(crate) struct BoxParts {
     pub(crate) limits: Limits,
