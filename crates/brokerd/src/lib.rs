@@ -6,6 +6,10 @@
 //! [`policy`] (and the pure half of [`consult`]) re-export it, so that the seeds' paths
 //! (`brokerd::args::parse`, `brokerd::consult::wire_body`, …) keep working.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod consult;
 pub mod daemon;
 pub mod files;

@@ -6,6 +6,11 @@
 //! records the log's last sequence number and hash ([`store::Ledger::set_anchor`]), so at start
 //! the log may be ahead of the ledger by whole records, never behind.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod anchored;
 pub mod approvals;
 pub mod audit;
 pub mod calls;
@@ -16,9 +21,10 @@ pub mod private;
 pub mod reads;
 pub mod store;
 
+pub use anchored::verify_with_ledger;
 pub use approvals::{ApprovalRow, ApprovalState};
 pub use audit::{
     ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Labels,
-    Opened, Record, Summary, sha256_hex, verify, verify_with_ledger,
+    Opened, Record, Summary, sha256_hex, verify,
 };
 pub use store::{CallRow, CallState, Ledger, LedgerError, SessionRow};

@@ -8,6 +8,10 @@
 //! paths the seeds pin, [`turn`] (the turn loop), [`session`] (conversations on disk), [`script`] (scripted models), [`chat`]
 //! (the `loopd chat` command).
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod broker;
 pub mod chat;
 pub mod llama;

@@ -152,7 +152,8 @@ fn main() -> ExitCode {
     let interactive = stdin.is_terminal();
     let mut input = stdin.lock();
     let mut out = std::io::stdout().lock();
-    match run_chat(&options, &mut input, interactive, &mut out) {
+    let mut notices = std::io::stderr().lock();
+    match run_chat(&options, &mut input, interactive, &mut out, &mut notices) {
         Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(ChatError::Port(error)) if error.is_no_broker() => {

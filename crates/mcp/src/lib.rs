@@ -18,6 +18,10 @@
 //! progress notifications), and
 //! `ask` (putting a waiting call to the client's user, when the owner lets that client).
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod annotations;
 mod ask;
 pub mod connect;

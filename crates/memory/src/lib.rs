@@ -11,6 +11,10 @@
 //!   falls back to a plain term search, see [`query`]), [`Store::list`], [`Store::show`],
 //!   [`Store::page`] and [`Store::export`] (JSON Lines with labels).
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod migrations;
 pub mod query;
 mod store;

@@ -8,6 +8,10 @@
 //! touches the machine. `brokerd` runs what is decided here; `bx grants check`, the MCP front and
 //! anyone who embeds the decision link this crate alone.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod args;
 pub mod ask;
 pub mod consult;

@@ -15,6 +15,10 @@
 //! snake_case, a [`Timestamp`] is written as RFC 3339 UTC with milliseconds, and a frame is a
 //! 4-byte big-endian length followed by a JSON body of at most [`MAX_FRAME`] bytes.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod call;
 pub mod dirs;
 mod frame;

@@ -17,191 +17,16 @@ use std::time::Duration;
 
 use crate::cgroup::PooledCgroup;
 use crate::child::Want;
-use crate::contain::{CommandSpec, ContainOptions, ContainedChild, spawn_once};
+use crate::contain::{ContainOptions, ContainedChild, Containment, spawn_once};
 use crate::harden::Hardening;
-use crate::limits::Limits;
-
-/// Where bubblewrap is looked for, in order.
-const BWRAP_PATHS: [&str; 2] = ["/usr/bin/bwrap", "/usr/local/bin/bwrap"];
-
-/// The system folders bound read-only (or recreated as the same symbolic link) when present.
-pub(crate) const SYSTEM: [&str; 7] = [
-    "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32",
-];
-
-/// The few `/etc` entries programs need; never `/run`, never the rest of `/etc`.
-pub(crate) const ETC: [&str; 9] = [
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/alternatives",
-    "/etc/ssl/certs",
-];
-
-/// The most [`Policy::files`] one box takes.
-pub const MAX_FILES: usize = 2;
-
-/// The most descriptors a box's bubblewrap inherits: its two seccomp programs, its files
-/// ([`MAX_FILES`]) and its launcher's binary.
-pub(crate) const MAX_INHERITED: usize = 2 + MAX_FILES + 1;
-
-/// What the box's first process needs beside the command: its limits, its cgroup, and the
-/// descriptors bubblewrap must inherit (see [`bwrap_command`]).
-#[derive(Debug)]
-pub(crate) struct BoxParts {
-    pub(crate) limits: Limits,
-    pub(crate) cgroup: PooledCgroup,
-    pub(crate) inherit: Vec<std::os::fd::OwnedFd>,
-    /// The seccomp programs installed before `exec` (a box without bubblewrap).
-    pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
-    /// The scratch folder of a box without bubblewrap.
-    pub(crate) scratch: Option<crate::landlocked::Scratch>,
-    /// Whether the command's standard input is a pipe from the caller (a warm worker's
-    /// requests) instead of `/dev/null`.
-    pub(crate) stdin: bool,
-}
-
-/// Which walls keep a box to its paths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub enum FileWalls {
-    /// bubblewrap's mount, PID and network namespaces, with Landlock inside when the policy
-    /// names a launcher.
-    #[default]
-    Bubblewrap,
-    /// Landlock alone (with seccomp refusing every socket but `AF_UNIX` and every `connect`),
-    /// for a machine without bubblewrap or user namespaces. Needs a launcher.
-    LandlockOnly,
-}
-
-impl FileWalls {
-    /// What this machine offers: [`FileWalls::Bubblewrap`] when bubblewrap is installed and
-    /// user namespaces are allowed, otherwise [`FileWalls::LandlockOnly`].
-    pub fn detect() -> FileWalls {
-        if find_bwrap().is_some() && crate::probe::user_namespaces().is_ok() {
-            FileWalls::Bubblewrap
-        } else {
-            FileWalls::LandlockOnly
-        }
-    }
-
-    /// `bubblewrap` or `landlock_only`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileWalls::Bubblewrap => "bubblewrap",
-            FileWalls::LandlockOnly => "landlock_only",
-        }
-    }
-}
-
-/// What a box may see and use. The crate knows no tool names: the caller says which paths.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Policy {
-    /// Paths bound read-only beside the minimal system (toolchains, the files a call reads).
-    pub read_only: Vec<PathBuf>,
-    /// Paths bound read-write (a `shell` grant's folders).
-    pub read_write: Vec<PathBuf>,
-    /// Paths that must never be seen: masked (an empty read-only folder, or `/dev/null` for a
-    /// file) wherever they fall inside a bound path.
-    pub masked: Vec<PathBuf>,
-    /// The size of the box's private `/tmp`, in bytes (0: 64 MiB).
-    pub tmp_bytes: u64,
-    /// Files made in the box before the command starts (under `/tmp` or a read-write path),
-    /// each holding these bytes: how a worker in the box receives its request. At most
-    /// [`MAX_FILES`].
-    pub files: Vec<(PathBuf, Vec<u8>)>,
-    /// Files and folders the box may read and run but never change, even where a read-write
-    /// path holds them: what the caller runs later, in the next box or outside any (its own
-    /// binaries, a repository's hooks). Bound read-only over themselves where a read-write
-    /// path holds them, each folder between bound onto itself so none can be moved aside;
-    /// without bubblewrap, left out of the Landlock layer's write rules (and with them the
-    /// folders that hold them: no new file directly in those).
-    pub pinned: Vec<PathBuf>,
-    /// The box's limits.
-    pub limits: Limits,
-    /// A binary whose `main` starts with [`crate::launch_if_asked`]: run in the box through a
-    /// descriptor bubblewrap inherits (no path in the box names it), it applies the Landlock
-    /// layer and then runs the command. `None`: no Landlock layer
-    /// (and no box at all with [`FileWalls::LandlockOnly`]).
-    pub launcher: Option<PathBuf>,
-    /// Which walls keep the box to its paths.
-    pub file_walls: FileWalls,
-    /// The box's way to the hosts its caller granted: the proxy socket and the relay's port.
-    /// `None`: no network at all. Needs bubblewrap and a launcher.
-    pub network: Option<crate::Network>,
-}
-
-impl Policy {
-    /// How much of the Landlock layer a box of this policy gets on this machine.
-    pub fn landlock(&self) -> crate::Enforcement {
-        if self.launcher.is_some() {
-            crate::landlock_enforcement()
-        } else {
-            crate::Enforcement::NotEnforced
-        }
-    }
-}
-
-/// Why a box could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum BoxError {
-    /// bubblewrap is not installed.
-    #[error(
-        "bubblewrap is not installed (looked for {}); install the `bubblewrap` package",
-        BWRAP_PATHS.join(", ")
-    )]
-    NoBubblewrap,
-    /// A path of the policy is not absolute or cannot be resolved.
-    #[error("the box cannot bind {path}: {reason}")]
-    BadPath {
-        /// The path as the policy names it.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// The box's cgroup could not be made.
-    #[error("{0}")]
-    Cgroup(io::Error),
-    /// The box's seccomp programs could not be compiled.
-    #[error("cannot compile the box's seccomp filter: {0}")]
-    Seccomp(io::Error),
-    /// The policy names more files than a box takes.
-    #[error("a box takes at most {MAX_FILES} files, the policy names {0}")]
-    TooManyFiles(usize),
-    /// bubblewrap could not be started.
-    #[error("cannot start bubblewrap: {0}")]
-    Spawn(io::Error),
-    /// A box without bubblewrap was asked for where Landlock is missing, or without a
-    /// launcher: nothing would keep it to its paths.
-    #[error(
-        "no file walls: {0}; install bubblewrap, or run on a kernel with Landlock (5.13 or later, enabled in the lsm= boot list)"
-    )]
-    NoFileWalls(&'static str),
-    /// A command worker was asked for where a box cannot take one.
-    #[error("no command worker: {0}")]
-    NoCommandWorker(&'static str),
-    /// The box without bubblewrap could not be started.
-    #[error("cannot start the box's launcher: {0}")]
-    Launch(io::Error),
-    /// The policy asks for a network where the box cannot have one.
-    #[error("{0}")]
-    NoNetwork(&'static str),
-    /// A pinned place cannot be kept unchanged in this box (a symbolic link in a read-write
-    /// folder).
-    #[error("the box was not started: {0}")]
-    Pinned(#[from] crate::pinned::PinError),
-}
-
-/// Why a box without bubblewrap has no network.
-pub const NETWORK_NEEDS_BUBBLEWRAP: &str = "granted hosts need bubblewrap's network namespace, and this box is Landlock alone (no bubblewrap or user namespaces here, or [sandbox] bubblewrap = false): it cannot reach any host";
-
-/// The bubblewrap binary, when installed.
-pub fn find_bwrap() -> Option<PathBuf> {
-    BWRAP_PATHS.iter().map(PathBuf::from).find(|p| p.is_file())
-}
+use crate::machine::find_bwrap;
+use crate::parts::BoxParts;
+use crate::policy::{
+    BoxError, ETC, FileWalls, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, SYSTEM, resolve,
+    system_paths,
+};
+use crate::rules::{Enforcement, Rules};
+use crate::spec::CommandSpec;
 
 /// Starts `spec` in a box built from `policy`, killed whole after `timeout`. `spec.env` is the
 /// command's whole environment and `spec.cwd` must be inside a bound path (or `/tmp`).
@@ -246,7 +71,7 @@ pub(crate) fn spawn_boxed_with(
     };
     let options = ContainOptions {
         timeout,
-        containment: crate::Containment::Bubblewrap,
+        containment: Containment::Bubblewrap,
     };
     let hardening = Hardening::new().map_err(BoxError::Spawn)?;
     spawn_once(
@@ -264,18 +89,6 @@ pub(crate) fn spawn_boxed_with(
         }),
     )
     .map_err(|e| BoxError::Spawn(e.into_error()))
-}
-
-/// The system folders and `/etc` files that exist here (symbolic links left out: they lead
-/// into `/usr`).
-pub(crate) fn system_paths() -> Vec<PathBuf> {
-    SYSTEM
-        .iter()
-        .map(Path::new)
-        .filter(|p| p.is_dir() && !p.is_symlink())
-        .chain(ETC.iter().map(Path::new).filter(|p| p.exists()))
-        .map(Path::to_path_buf)
-        .collect()
 }
 
 /// The system folders and `/etc` as the launcher's read rules inside a bubblewrap box: there
@@ -375,9 +188,7 @@ fn is_same_file(program: &Path, resolved: &Path) -> bool {
 /// or for a network's relay.
 fn box_launcher(policy: &Policy) -> Result<Option<PathBuf>, BoxError> {
     match &policy.launcher {
-        Some(path)
-            if policy.landlock() != crate::Enforcement::NotEnforced || policy.network.is_some() =>
-        {
+        Some(path) if policy.landlock() != Enforcement::NotEnforced || policy.network.is_some() => {
             Ok(Some(resolve(path)?))
         }
         _ if policy.network.is_some() => Err(BoxError::NoNetwork(
@@ -441,7 +252,7 @@ fn box_args(
         Some((path, _)) => Some(path),
         None => box_launcher(policy)?,
     };
-    let mut rules = crate::launcher::Rules {
+    let mut rules = Rules {
         read: system_paths_in_box(),
         write: vec![PathBuf::from("/tmp"), PathBuf::from("/dev")],
         expect: Some(policy.landlock()),
@@ -587,18 +398,4 @@ impl Args {
         self.path(path);
         self.path(path);
     }
-}
-
-/// The path with every symbolic link followed: the box binds what the link names, at that name.
-pub(crate) fn resolve(path: &Path) -> Result<PathBuf, BoxError> {
-    if !path.is_absolute() {
-        return Err(BoxError::BadPath {
-            path: path.to_path_buf(),
-            reason: "not an absolute path".to_string(),
-        });
-    }
-    std::fs::canonicalize(path).map_err(|e| BoxError::BadPath {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })
 }

@@ -97,7 +97,7 @@ pub(crate) struct Plan {
     pub(crate) cgroups: [RawFd; 2],
     /// Descriptors bubblewrap inherits (the seccomp programs, the box's files, its launcher's
     /// binary; -1: none).
-    pub(crate) inherit: [RawFd; crate::boxed::MAX_INHERITED],
+    pub(crate) inherit: [RawFd; crate::policy::MAX_INHERITED],
     /// The seccomp programs installed before `exec` ([`Want::Launcher`]; built by the parent).
     pub(crate) seccomp: Vec<seccompiler::BpfProgram>,
 }

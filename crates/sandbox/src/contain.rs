@@ -6,12 +6,11 @@
 // construction; this is the one `unsafe` of this module.
 #![allow(unsafe_code)]
 
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -22,10 +21,14 @@ use rustix::process::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::PooledCgroup;
 use crate::child::{IdMaps, Plan, Want};
 use crate::harden::Hardening;
+use crate::parts::{BoxParts, Scratch};
 use crate::pipes::{read_available, read_exact};
+use crate::policy::MAX_INHERITED;
 use crate::record::{self, Record};
+use crate::spec::{CommandSpec, Ended, Exit};
 
 mod finish;
 
@@ -76,35 +79,6 @@ impl Containment {
     }
 }
 
-/// The command to run: a program, its arguments, its whole environment (nothing else is
-/// inherited) and its working folder. Standard input is empty; output is collected by
-/// [`ContainedChild::finish`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandSpec {
-    /// The program, by path.
-    pub program: PathBuf,
-    /// Its arguments, without the program's name.
-    pub args: Vec<OsString>,
-    /// Its environment, whole.
-    pub env: Vec<(OsString, OsString)>,
-    /// The folder it starts in.
-    pub cwd: PathBuf,
-}
-
-impl CommandSpec {
-    /// A [`Command`] of exactly this program, arguments, environment (the whole of it) and
-    /// folder: what a box's supervisor and the command worker both start from.
-    pub(crate) fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.cwd);
-        command
-    }
-}
-
 /// How to contain a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainOptions {
@@ -122,30 +96,6 @@ impl Default for ContainOptions {
             containment: Containment::PidNamespace,
         }
     }
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// It exited with this code.
-    Code(i32),
-    /// This signal ended it.
-    Signal(i32),
-}
-
-/// What [`ContainedChild::finish`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ended {
-    /// How the command ended, when that is known (a command killed at the deadline ended by
-    /// `SIGKILL`).
-    pub exit: Option<Exit>,
-    /// Whether it was killed at the deadline.
-    pub timed_out: bool,
-    /// Whether it was killed for writing more than its box's [`crate::Limits::output_bytes`]
-    /// (what came past the limit was not passed on).
-    pub output_exceeded: bool,
-    /// Whether its [`crate::Stopper`] stopped it (or was dropped) before it ended.
-    pub stopped: bool,
 }
 
 /// A running contained command. Dropping it without [`ContainedChild::finish`] kills every
@@ -170,9 +120,9 @@ pub struct ContainedChild {
     deadline: Option<Instant>,
     records: Vec<u8>,
     /// The box's cgroup, killed and removed when the command has ended (or on drop).
-    cgroup: Option<crate::cgroup::PooledCgroup>,
+    cgroup: Option<PooledCgroup>,
     /// A box's scratch folder without bubblewrap (its `TMPDIR`), removed on drop.
-    _scratch: Option<crate::landlocked::Scratch>,
+    _scratch: Option<Scratch>,
     /// The most bytes of output passed on before the box is killed (a box's limit).
     output_limit: Option<u64>,
     /// The read end of a [`crate::Stopper`]'s pipe: a byte or its closing kills the box.
@@ -226,10 +176,10 @@ pub(crate) fn spawn_once(
     options: &ContainOptions,
     hardening: Hardening,
     want: Want,
-    boxed: Option<crate::boxed::BoxParts>,
+    boxed: Option<BoxParts>,
 ) -> Result<ContainedChild, Attempt> {
     let mut cgroups = [-1; 2];
-    let mut inherit = [-1; crate::boxed::MAX_INHERITED];
+    let mut inherit = [-1; MAX_INHERITED];
     if let Some(parts) = &boxed {
         if parts.inherit.len() > inherit.len() {
             return Err(Attempt::Failed(io::Error::other(format!(

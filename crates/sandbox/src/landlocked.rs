@@ -9,11 +9,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::boxed::{BoxError, BoxParts, Policy, resolve, system_paths};
 use crate::cgroup::PooledCgroup;
 use crate::child::Want;
-use crate::contain::{CommandSpec, ContainOptions, ContainedChild, spawn_once};
+use crate::contain::{ContainOptions, ContainedChild, spawn_once};
 use crate::harden::Hardening;
+use crate::parts::{BoxParts, Scratch};
+use crate::policy::{BoxError, Policy, resolve, system_paths};
+use crate::rules::Rules;
+use crate::spec::CommandSpec;
 
 /// The devices a box without bubblewrap may open (bubblewrap's `--dev` offers the same).
 const DEVICES: [&str; 6] = [
@@ -24,29 +27,6 @@ const DEVICES: [&str; 6] = [
     "/dev/urandom",
     "/dev/tty",
 ];
-
-/// Numbers the scratch folders of this process.
-static NEXT_SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// The scratch folder of a box without bubblewrap: made mode 0700, removed with the box.
-#[derive(Debug)]
-pub(crate) struct Scratch(PathBuf);
-
-impl Scratch {
-    fn make() -> std::io::Result<Scratch> {
-        use std::os::unix::fs::DirBuilderExt;
-        let n = NEXT_SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("boxmaker-box-{}-{n}", std::process::id()));
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(Scratch(path))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The box without bubblewrap: the launcher, hardened, in the cgroup, under the rlimits and the
 /// wider seccomp filter, applies Landlock over the policy's paths and a scratch folder.
@@ -68,7 +48,7 @@ pub(crate) fn spawn_landlocked(
     let scratch = Scratch::make().map_err(BoxError::Launch)?;
     for (dest, bytes) in &policy.files {
         let path = match dest.strip_prefix("/tmp") {
-            Ok(rest) => scratch.0.join(rest),
+            Ok(rest) => scratch.path().join(rest),
             Err(_) => dest.clone(),
         };
         std::fs::write(&path, bytes).map_err(BoxError::Launch)?;
@@ -80,7 +60,7 @@ pub(crate) fn spawn_landlocked(
         .map(PathBuf::from)
         .filter(|p| p.exists())
         .collect();
-    write.push(scratch.0.clone());
+    write.push(scratch.path().to_path_buf());
     let masked: Vec<PathBuf> = policy
         .masked
         .iter()
@@ -106,7 +86,7 @@ pub(crate) fn spawn_landlocked(
             write.extend(around_masked(&resolved, &masked));
         }
     }
-    let rules = crate::launcher::Rules {
+    let rules = Rules {
         read,
         write,
         expect: Some(expect),
@@ -115,7 +95,10 @@ pub(crate) fn spawn_landlocked(
     };
     let mut env = spec.env.clone();
     env.retain(|(name, _)| name != "TMPDIR");
-    env.push(("TMPDIR".into(), scratch.0.clone().into_os_string()));
+    env.push((
+        "TMPDIR".into(),
+        scratch.path().to_path_buf().into_os_string(),
+    ));
     let outer = CommandSpec {
         program: resolve(launcher)?,
         args: rules.to_args(&spec.program, &spec.args),

@@ -51,6 +51,9 @@
 //! This crate knows no tool names: callers hand it a program, arguments, an environment and a
 //! folder.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -64,40 +67,41 @@ mod landlocked;
 mod launcher;
 mod limits;
 mod links;
+mod machine;
 mod mounts;
 mod net;
+mod parts;
 mod pinned;
-pub use pinned::{PinError, pinned_mounts};
 mod pipes;
+mod policy;
 mod probe;
 mod reap;
 mod record;
+mod rules;
 mod seccomp;
 pub mod secret;
 mod served;
 mod spawn;
+mod spec;
 mod stop;
-mod warden;
 mod warm;
+mod wire;
 
-pub use boxed::{
-    BoxError, FileWalls, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy, bwrap_args, bwrap_command,
-    find_bwrap, spawn_boxed,
-};
+pub use boxed::{bwrap_args, bwrap_command, spawn_boxed};
 pub use cgroup::{WITHOUT_CGROUP, box_cgroup};
 pub use commands::{command_worker_missing, spawn_command_worker};
-pub use contain::{
-    CommandSpec, ContainOptions, ContainedChild, Containment, Ended, Exit, spawn_contained,
-};
+pub use contain::{ContainOptions, ContainedChild, Containment, spawn_contained};
 pub use harden::{Hardening, make_non_dumpable};
-pub use launcher::{
-    Enforcement, LAUNCH, LAUNCH_FAILED, build_id_if_asked, landlock_enforcement, launch_if_asked,
-    launcher_main, launcher_main_serving,
-};
+pub use launcher::{build_id_if_asked, launch_if_asked, launcher_main, launcher_main_serving};
 pub use limits::Limits;
 pub use links::{UnseenLink, unseen_link};
+pub use machine::find_bwrap;
 pub use net::{DEFAULT_PORT, Network, PROXY_IN_BOX};
+pub use pinned::{PinError, pinned_mounts};
+pub use policy::{BoxError, FileWalls, MAX_FILES, NETWORK_NEEDS_BUBBLEWRAP, Policy};
 pub use probe::{Probe, probe_machine, probe_machine_with, toolchains};
+pub use rules::{Enforcement, LAUNCH, LAUNCH_FAILED, landlock_enforcement};
 pub use served::{ServedBox, spawn_served};
+pub use spec::{CommandSpec, Ended, Exit};
 pub use stop::Stopper;
 pub use warm::{Sent, WORKER_GRACE, WarmBox, WarmError, spawn_warm};

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::boxed::{ETC, Policy, SYSTEM};
+use crate::policy::{ETC, Policy, SYSTEM};
 
 /// The most links followed on one way (the kernel's own limit).
 const MAX_LINKS: usize = 40;

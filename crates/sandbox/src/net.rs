@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use landlock::{ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, Scope};
 use rustix::event::{PollFd, PollFlags, poll};
 
+use crate::rules::LAUNCH_FAILED;
+
 /// Where the proxy socket is bound inside a box.
 pub const PROXY_IN_BOX: &str = "/.boxmaker/proxy.sock";
 
@@ -120,18 +122,14 @@ pub(crate) fn run_relay(args: &[std::ffi::OsString]) -> i32 {
             .args([RELAY, DETACHED])
             .env_clear()
             .spawn();
-        return if started.is_ok() {
-            0
-        } else {
-            crate::LAUNCH_FAILED
-        };
+        return if started.is_ok() { 0 } else { LAUNCH_FAILED };
     }
     let listener = match io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => TcpListener::from(fd),
-        Err(_) => return crate::LAUNCH_FAILED,
+        Err(_) => return LAUNCH_FAILED,
     };
     if restrict_relay().is_err() {
-        return crate::LAUNCH_FAILED;
+        return LAUNCH_FAILED;
     }
     let active = Arc::new(AtomicUsize::new(0));
     loop {
@@ -217,7 +215,8 @@ fn pump(mut tcp: TcpStream, mut unix: UnixStream) -> io::Result<()> {
         if unix_ready {
             match unix.read(&mut buffer)? {
                 0 => return linger(tcp, &mut buffer),
-                n => tcp.write_all(buffer.get(..n).unwrap_or_default())?,
+                // Invariant: `Read::read` returns at most the buffer's length.
+                n => tcp.write_all(&buffer[..n])?,
             }
         }
         if tcp_ready {
@@ -226,7 +225,8 @@ fn pump(mut tcp: TcpStream, mut unix: UnixStream) -> io::Result<()> {
                     tcp_open = false;
                     unix.shutdown(Shutdown::Write)?;
                 }
-                n => unix.write_all(buffer.get(..n).unwrap_or_default())?,
+                // Invariant: `Read::read` returns at most the buffer's length.
+                n => unix.write_all(&buffer[..n])?,
             }
         }
     }

@@ -17,7 +17,9 @@ pub(crate) fn pump<S: AsFd>(
         match read(fd.as_fd(), &mut *buf) {
             Ok(0) => return false,
             Ok(n) => {
-                sink(buf.get(..n).unwrap_or_default());
+                // Invariant: read(2) returns at most the buffer's length, so this slice
+                // cannot panic.
+                sink(&buf[..n]);
                 return true;
             }
             Err(Errno::INTR) => continue,
@@ -34,7 +36,8 @@ pub(crate) fn read_available(fd: &OwnedFd, records: &mut Vec<u8>) -> bool {
         match read(fd, &mut buf) {
             Ok(0) => return false,
             Ok(n) => {
-                records.extend_from_slice(buf.get(..n).unwrap_or_default());
+                // Invariant: read(2) returns at most the buffer's length.
+                records.extend_from_slice(&buf[..n]);
                 if n < buf.len() {
                     return true;
                 }
@@ -49,7 +52,8 @@ pub(crate) fn read_available(fd: &OwnedFd, records: &mut Vec<u8>) -> bool {
 pub(crate) fn read_exact(fd: &OwnedFd, out: &mut [u8]) -> io::Result<()> {
     let mut filled = 0;
     while filled < out.len() {
-        match read(fd, out.get_mut(filled..).unwrap_or_default()) {
+        // Invariant: the loop runs only while `filled` is below the length.
+        match read(fd, &mut out[filled..]) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => filled += n,
             Err(Errno::INTR) => continue,

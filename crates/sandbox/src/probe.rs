@@ -1,17 +1,15 @@
 //! What this machine offers the box, probed with no broker running (`bx doctor`): each wall,
 //! what was found, and what its absence means.
 
-// landlock_create_ruleset(2) has no wrapper in rustix or libc: the probe asks the kernel for
-// its Landlock ABI version with a raw system call that takes no pointer it dereferences
-// (NULL, size 0, LANDLOCK_CREATE_RULESET_VERSION). This is the one `unsafe` of this module.
-#![allow(unsafe_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::boxed::{Policy, find_bwrap, spawn_boxed};
-use crate::contain::{CommandSpec, Exit};
+use crate::boxed::spawn_boxed;
+use crate::machine::{find_bwrap, landlock_abi, user_namespaces};
+use crate::policy::{FileWalls, Policy};
+use crate::rules::landlock_enforcement;
+use crate::spec::{CommandSpec, Exit};
 
 /// One wall of the box as this machine has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +33,7 @@ pub fn probe_machine() -> Vec<Probe> {
 /// with [`crate::launch_if_asked`]), so that it has the Landlock layer too; and, when bubblewrap
 /// or user namespaces are missing, a box of Landlock alone.
 pub fn probe_machine_with(launcher: Option<&Path>) -> Vec<Probe> {
-    let walls = crate::FileWalls::detect();
+    let walls = FileWalls::detect();
     vec![
         Probe {
             wall: "bubblewrap",
@@ -54,7 +52,7 @@ pub fn probe_machine_with(launcher: Option<&Path>) -> Vec<Probe> {
         },
         Probe {
             wall: "cgroup",
-            found: crate::box_cgroup(),
+            found: crate::cgroup::box_cgroup(),
             without: "boxes with bubblewrap are built without one: no limit on the number of their processes or on their memory together (each process keeps its rlimits), killed whole through their PID namespace; boxes without bubblewrap are not built",
         },
         Probe {
@@ -97,16 +95,6 @@ fn bubblewrap() -> Result<String, String> {
     Ok(format!("{version} ({})", path.display()))
 }
 
-pub(crate) fn user_namespaces() -> Result<String, String> {
-    let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
-        .map_err(|e| format!("/proc/sys/user/max_user_namespaces: {e}"))?;
-    match max.trim().parse::<u64>() {
-        Ok(0) => Err("user.max_user_namespaces is 0".to_string()),
-        Ok(n) => Ok(format!("up to {n}")),
-        Err(_) => Err(format!("user.max_user_namespaces holds {:?}", max.trim())),
-    }
-}
-
 fn seccomp() -> Result<String, String> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| format!("/proc/self/status: {e}"))?;
@@ -120,37 +108,17 @@ fn seccomp() -> Result<String, String> {
     }
 }
 
-/// The kernel's Landlock ABI version.
-pub(crate) fn landlock_abi() -> std::io::Result<i64> {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_ulong = 1;
-    // SAFETY: a NULL attribute pointer with size 0 and the VERSION flag: the kernel reads no
-    // memory of this process and returns the ABI version or an error.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    if abi > 0 {
-        Ok(abi)
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 fn landlock() -> Result<String, String> {
     match landlock_abi() {
         Ok(abi) => Ok(format!(
             "ABI {abi}: {} in every box",
-            crate::landlock_enforcement()
+            landlock_enforcement()
         )),
         Err(e) => Err(format!("not available: {e}")),
     }
 }
 
-fn a_box(launcher: Option<&Path>, walls: crate::FileWalls) -> Result<String, String> {
+fn a_box(launcher: Option<&Path>, walls: FileWalls) -> Result<String, String> {
     let spec = CommandSpec {
         program: "/bin/true".into(),
         args: Vec::new(),
@@ -170,11 +138,11 @@ fn a_box(launcher: Option<&Path>, walls: crate::FileWalls) -> Result<String, Str
         Some(Exit::Code(0)) => Ok(format!(
             "{}, Landlock {}, seccomp, rlimits and {} ran /bin/true",
             match walls {
-                crate::FileWalls::Bubblewrap => "bubblewrap",
-                crate::FileWalls::LandlockOnly => "without bubblewrap",
+                FileWalls::Bubblewrap => "bubblewrap",
+                FileWalls::LandlockOnly => "without bubblewrap",
             },
             policy.landlock(),
-            if crate::box_cgroup().is_ok() {
+            if crate::cgroup::box_cgroup().is_ok() {
                 "a cgroup"
             } else {
                 "no cgroup"

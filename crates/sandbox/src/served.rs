@@ -8,8 +8,10 @@
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::time::Duration;
 
-use crate::boxed::{BoxError, Policy, spawn_boxed_with};
-use crate::contain::{CommandSpec, ContainedChild};
+use crate::boxed::spawn_boxed_with;
+use crate::contain::ContainedChild;
+use crate::policy::{BoxError, Policy};
+use crate::spec::CommandSpec;
 
 /// A box whose command talks over its pipes. Dropping it kills the box.
 #[derive(Debug)]

@@ -31,7 +31,7 @@ use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, WaitOptions, waitpid};
 
 use crate::child::Plan;
-use crate::contain::CommandSpec;
+use crate::spec::CommandSpec;
 
 /// The child's stack: its hook needs a few KiB (a seccomp program is installed from the stack);
 /// the guard page below it turns an overflow into a fault rather than a write to the heap.
@@ -135,8 +135,12 @@ pub(crate) fn spawn(spec: &CommandSpec, plan: &Plan, piped_stdin: bool) -> io::R
         // this thread keeps the caller's handlers from running in the child until it has
         // reset them, and the mask is restored right after `clone` returns.
         let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `all` is a `sigset_t` on this stack, which `sigfillset` only writes.
         unsafe { libc::sigfillset(&mut all) };
+        // SAFETY: all zeroes is a valid `sigset_t`, overwritten by `pthread_sigmask` below.
         let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: both sets live on this stack; `saved` receives the mask put back after
+        // `clone`.
         let blocked = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut saved) };
         if blocked != 0 {
             return Err(io::Error::from_raw_os_error(blocked));
@@ -241,7 +245,9 @@ fn prepare(args: &ChildArgs<'_>) -> io::Result<()> {
     // SAFETY: an empty mask, built on the stack: the program starts with no signal blocked,
     // as `std` starts its children (and `exec` would otherwise keep every signal blocked).
     let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `none` is a `sigset_t` on this stack, which `sigemptyset` only writes.
     unsafe { libc::sigemptyset(&mut none) };
+    // SAFETY: `none` is initialised above; a null old set asks for nothing back.
     let unblocked = unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, ptr::null_mut()) };
     if unblocked != 0 {
         return Err(io::Error::last_os_error());
@@ -264,6 +270,7 @@ fn reset_signal_handlers() {
         // SAFETY: reads the disposition into a zeroed `sigaction`; a signal the C library
         // reserves for itself is refused (`EINVAL`) and skipped.
         let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `current`, on this stack.
         if unsafe { libc::sigaction(signal, ptr::null(), &mut current) } != 0 {
             continue;
         }
@@ -279,6 +286,8 @@ fn set_default(signal: c_int) {
     // SAFETY: a zeroed `sigaction` with `SIG_DFL` as its handler, on the stack.
     let mut default: libc::sigaction = unsafe { std::mem::zeroed() };
     default.sa_sigaction = libc::SIG_DFL;
+    // SAFETY: `default` is initialised above and lives on this stack; a null old action asks
+    // for nothing back.
     unsafe { libc::sigaction(signal, &default, ptr::null_mut()) };
 }
 

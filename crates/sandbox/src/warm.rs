@@ -21,9 +21,11 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::{Errno, read, write};
 
-use crate::boxed::{BoxError, Policy, spawn_boxed_with};
-use crate::commands::wire::{self, Request, Tag};
-use crate::contain::{CommandSpec, ContainedChild, Ended};
+use crate::boxed::spawn_boxed_with;
+use crate::contain::ContainedChild;
+use crate::policy::{BoxError, Policy};
+use crate::spec::{CommandSpec, Ended};
+use crate::wire::{self, Request, Tag};
 
 /// How long past a command's timeout its worker may take to answer (it kills the command at
 /// the timeout and then waits for its processes to be gone).
@@ -159,12 +161,14 @@ impl WarmBox {
         self.write_some(&line, sent)?;
         loop {
             let n = self.pump(&line, sent, started, deadline, &mut buf)?;
-            let bytes = buf.get(..n).unwrap_or_default();
+            // Invariant: `pump` returns what read(2) put in `buf`, at most its length.
+            let bytes = &buf[..n];
             if let Some(end) = bytes.iter().position(|b| *b == b'\n') {
                 if end + 1 != bytes.len() || sent.0 < line.len() {
                     return Err(WarmError::Extra);
                 }
-                answer.extend_from_slice(bytes.get(..end).unwrap_or_default());
+                // Invariant: `end` is a position in `bytes`.
+                answer.extend_from_slice(&bytes[..end]);
                 if answer.len() > limit {
                     return Err(WarmError::TooLong(limit));
                 }
@@ -207,7 +211,8 @@ impl WarmBox {
         self.expect_idle(&mut buf)?;
         loop {
             let n = self.pump(&request, sent, started, deadline, &mut buf)?;
-            frames.extend_from_slice(buf.get(..n).unwrap_or_default());
+            // Invariant: `pump` returns what read(2) put in `buf`, at most its length.
+            frames.extend_from_slice(&buf[..n]);
             while let Some((tag, payload)) =
                 wire::take_frame(&mut frames, wire::MAX_ANSWER).map_err(WarmError::Garbled)?
             {
@@ -316,7 +321,9 @@ impl WarmBox {
         let Some(stdin) = &self.stdin else {
             return Err(self.ended());
         };
-        match write(stdin, line.get(sent.0..).unwrap_or_default()) {
+        // Invariant: `sent` counts the bytes of `line` the pipe took (set to 0 before the first
+        // write), and write(2) takes at most what it is given, so it is at most `line`'s length.
+        match write(stdin, &line[sent.0..]) {
             Ok(n) => sent.0 += n,
             Err(Errno::INTR | Errno::AGAIN) => {}
             Err(Errno::PIPE) => {
@@ -335,8 +342,8 @@ impl WarmBox {
             Ok(0) => self.stderr = None,
             Ok(n) => {
                 let room = STDERR_KEPT.saturating_sub(self.errors.len()).min(n);
-                self.errors
-                    .extend_from_slice(buf.get(..room).unwrap_or_default());
+                // Invariant: `room` is at most `n`, which read(2) keeps within `buf`.
+                self.errors.extend_from_slice(&buf[..room]);
             }
             Err(Errno::INTR | Errno::AGAIN) => {}
             Err(_) => self.stderr = None,

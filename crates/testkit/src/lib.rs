@@ -3,6 +3,10 @@
 //! the daemons' binaries and for the npm clients `scripts/test-deps` installs, a `brokerd` launcher and
 //! agent-socket client, temporary folders, and copies of binaries another user can run.
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod binaries;
 mod daemon;
 mod linking;

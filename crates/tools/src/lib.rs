@@ -3,6 +3,10 @@
 //! error. Nothing here decides policy or knows about sessions: the broker does both, and hands
 //! each tool only what it already decided (paths resolved and checked, hosts allowed).
 
+// A library says what it has to say through its callers (a returned text, an error) or
+// `tracing`; only binaries, tests, benches and examples write to standard output or error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod clean;
 pub mod fs;
 pub mod git;

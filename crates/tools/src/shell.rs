@@ -366,7 +366,8 @@ impl Captured {
         self.head.extend_from_slice(to_head);
         bytes = rest;
         if bytes.len() > self.tail_cap {
-            bytes = bytes.get(bytes.len() - self.tail_cap..).unwrap_or_default();
+            // Invariant: the start is below the length, which is past `tail_cap`.
+            bytes = &bytes[bytes.len() - self.tail_cap..];
             self.tail.clear();
         }
         let overflow = (self.tail.len() + bytes.len()).saturating_sub(self.tail_cap);

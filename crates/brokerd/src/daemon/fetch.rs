@@ -6,6 +6,7 @@
 //! the page is read and converted inside the box. Elsewhere it runs in the broker's process,
 //! each hop's addresses checked and pinned there.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -193,8 +194,14 @@ pub fn serve() -> Result<(), String> {
     let request: FetchRequest =
         serde_json::from_str(&text).map_err(|e| format!("{shown} is not a request: {e}"))?;
     let proxy = box_proxy()?;
-    println!("{}", super::worker::answer(fetch_through(request, &proxy)));
-    Ok(())
+    let mut output = std::io::stdout().lock();
+    writeln!(
+        output,
+        "{}",
+        super::worker::answer(fetch_through(request, &proxy))
+    )
+    .and_then(|()| output.flush())
+    .map_err(|e| format!("cannot write the answer: {e}"))
 }
 
 /// The session's warm fetcher (`brokerd box-fetch --warm`): one request per line on standard

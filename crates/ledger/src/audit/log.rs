@@ -67,7 +67,8 @@ impl AuditLog {
             scan.summary.last_hash.clone(),
         )?;
         if let Some((offset, length)) = scan.summary.partial {
-            let torn = bytes.get(offset as usize..).unwrap_or_default();
+            // Invariant: `scan` found the partial line in these very bytes, starting at `offset`.
+            let torn = &bytes[offset as usize..];
             let digest = sha256_hex(torn);
             log.append(
                 &[Event::Cut {

@@ -18,7 +18,7 @@ use proto::{
 };
 
 pub use log::{AuditLog, Opened};
-pub use verify::{Anchor, Broken, Summary, verify, verify_with_ledger};
+pub use verify::{Anchor, Broken, Summary, verify};
 
 /// The `prev` of a segment's first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -65,24 +65,6 @@ impl fmt::Display for Broken {
     }
 }
 
-/// Checks the audit log at `log` against the ledger at `ledger` (its anchor, when the ledger
-/// exists): the one check behind `brokerd audit verify` and `bx audit verify`. While a broker
-/// runs, records after the ledger's last recorded one may still be being written: a partial
-/// last line there is reported as in progress, not as a break.
-pub fn verify_with_ledger(log: &Path, ledger: &Path) -> Result<Summary, AuditError> {
-    let anchor = if ledger.exists() {
-        crate::store::Ledger::open_read_only(ledger)
-            .and_then(|l| l.anchor())
-            .map_err(|e| AuditError::Io {
-                path: ledger.display().to_string(),
-                source: std::io::Error::other(e.to_string()),
-            })?
-    } else {
-        None
-    };
-    verify(log, anchor.as_ref())
-}
-
 /// Checks the log at `path`: every line a record, numbered without gaps, each holding the hash
 /// of the line before; with `anchor`, the log reaches the ledger's last record and that record
 /// hashes as the ledger says. A missing file is an empty log.
@@ -140,7 +122,9 @@ pub(crate) fn scan_until_break(bytes: &[u8], anchor: Option<&Anchor>) -> Result<
         .and_then(|rest| rest.iter().position(|b| *b == b'\n'))
     {
         line_number += 1;
-        let line = bytes.get(offset..offset + end).unwrap_or_default();
+        // Invariant: `end` is the position of a newline in `bytes[offset..]`, so the line lies
+        // inside `bytes`.
+        let line = &bytes[offset..offset + end];
         offset += end + 1;
         let expected = last_seq + 1;
         let record: Record = match serde_json::from_slice(line) {

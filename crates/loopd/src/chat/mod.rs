@@ -167,12 +167,15 @@ pub struct ChatSummary {
 }
 
 /// Runs the chat: each message is a turn; `input` is read only when neither `messages` nor the
-/// script gives any (with a prompt when `interactive`).
+/// script gives any (with a prompt when `interactive`). The turns are printed to `out`;
+/// `notices` gets what the owner should know that is no part of a turn (a message the broker
+/// did not keep as the owner's words), one line each.
 pub fn run_chat(
     options: &ChatOptions,
     input: &mut dyn BufRead,
     interactive: bool,
     out: &mut dyn Write,
+    notices: &mut dyn Write,
 ) -> Result<ChatSummary, ChatError> {
     let folder = options.state.open()?;
     let chat = chat_in(
@@ -180,7 +183,7 @@ pub fn run_chat(
         folder.sessions(),
         input,
         interactive,
-        out,
+        Outputs { out, notices },
         folder.is_temporary(),
     );
     // A temporary folder goes whatever happened in it.
@@ -190,15 +193,22 @@ pub fn run_chat(
     Ok(summary)
 }
 
+/// Where a chat writes: its turns, and the notices beside them (see [`run_chat`]).
+struct Outputs<'a> {
+    out: &'a mut dyn Write,
+    notices: &'a mut dyn Write,
+}
+
 /// The chat itself, with its sessions in `sessions`.
 fn chat_in(
     options: &ChatOptions,
     sessions: &Path,
     input: &mut dyn BufRead,
     interactive: bool,
-    out: &mut dyn Write,
+    outputs: Outputs<'_>,
     temporary: bool,
 ) -> Result<ChatSummary, ChatError> {
+    let Outputs { out, notices } = outputs;
     let vars = placeholder_values(&options.vars);
     let (model, script_messages): (Box<dyn Model>, Vec<String>) = match &options.model {
         ModelSource::Server(url) => {
@@ -259,7 +269,9 @@ fn chat_in(
             if text.trim().is_empty() {
                 continue;
             }
-            port.owner_words(text);
+            if let Some(notice) = port.owner_words(text) {
+                writeln!(notices, "{notice}")?;
+            }
             one_turn(
                 &rt,
                 &mut session,
@@ -272,7 +284,9 @@ fn chat_in(
         }
     } else {
         for text in &given {
-            port.owner_words(text);
+            if let Some(notice) = port.owner_words(text) {
+                writeln!(notices, "{notice}")?;
+            }
             one_turn(&rt, &mut session, text, &mut printer, &mut summary, true)?;
             port.check()?;
         }

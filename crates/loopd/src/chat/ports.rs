@@ -41,13 +41,14 @@ impl Port {
     }
 
     /// Gives the broker the owner's words of the turn about to start (the fake port keeps
-    /// no provenance): a failure is said on standard error and the turn goes on, its words
-    /// then not counting as the owner's (a call that needs them asks).
-    pub(super) fn owner_words(&self, text: &str) {
-        if let Port::Broker(broker) = self
-            && let Err(error) = broker.owner_words(text)
-        {
-            eprintln!("loopd: the broker did not keep your message as your words: {error}");
+    /// no provenance). A failure does not stop the turn, whose words then do not count as the
+    /// owner's (a call that needs them asks): it returns the sentence to tell the owner.
+    pub(super) fn owner_words(&self, text: &str) -> Option<String> {
+        match self {
+            Port::Broker(broker) => broker.owner_words(text).err().map(|error| {
+                format!("loopd: the broker did not keep your message as your words: {error}")
+            }),
+            Port::Fake(_) => None,
         }
     }
 

@@ -36,7 +36,7 @@ fn at_a_terminal_each_message_is_prompted_for_and_not_echoed() {
     opts.model = ModelSource::ScriptFile(demo_script.path().to_path_buf());
     let mut input = "hello\n\n  \nagain\n".as_bytes();
     let mut out = Vec::new();
-    let summary = run_chat(&opts, &mut input, true, &mut out).unwrap();
+    let summary = run_chat(&opts, &mut input, true, &mut out, &mut std::io::sink()).unwrap();
     let out = String::from_utf8(out).unwrap();
     assert_eq!(summary.done, 2);
     assert_eq!(
@@ -62,6 +62,7 @@ fn given_messages_win_over_the_scripts_own() {
         &mut input,
         false,
         &mut out,
+        &mut std::io::sink(),
     )
     .unwrap();
     let out = String::from_utf8(out).unwrap();
@@ -78,11 +79,19 @@ fn a_resumed_session_keeps_its_id_and_folder() {
         &mut "".as_bytes(),
         false,
         &mut Vec::new(),
+        &mut std::io::sink(),
     )
     .unwrap();
     let mut again = options(dir.path(), vec!["Now read the file notes.txt".into()]);
     again.session = Some(first.session.clone());
-    let second = run_chat(&again, &mut "".as_bytes(), false, &mut Vec::new()).unwrap();
+    let second = run_chat(
+        &again,
+        &mut "".as_bytes(),
+        false,
+        &mut Vec::new(),
+        &mut std::io::sink(),
+    )
+    .unwrap();
     assert_eq!(second.session, first.session);
     assert_eq!(second.dir, first.dir);
 }

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
 mod place;
+pub(crate) mod warden;
 
 use place::{Place, place};
 
@@ -62,7 +63,7 @@ pub(crate) struct PooledCgroup {
 impl PooledCgroup {
     /// A cgroup from the pool (or a new one) with these limits.
     /// The first one taken starts the process's warden through `launcher`
-    /// ([`crate::warden`]). Where this process can have no cgroup ([`box_cgroup`]), none: a
+    /// ([`warden`]). Where this process can have no cgroup ([`box_cgroup`]), none: a
     /// box without one, or, when `required` (a box that nothing else holds together), the
     /// error saying what is missing.
     pub(crate) fn take(
@@ -86,7 +87,7 @@ impl PooledCgroup {
                 });
             }
         };
-        crate::warden::ensure(launcher);
+        warden::ensure(launcher);
         let cgroup = match take_pooled(processes) {
             Some(mut cgroup) => {
                 cgroup.set_limits(processes, memory)?;
@@ -189,7 +190,7 @@ fn sweep() {
 }
 
 /// Kills what is left in the box cgroups of process `pid` and removes them: the warden's work
-/// once that process is gone ([`crate::warden`]).
+/// once that process is gone ([`warden`]).
 pub(crate) fn remove_all_of(pid: u32) {
     let pid = pid.to_string();
     sweep_where(|owner| owner == pid);

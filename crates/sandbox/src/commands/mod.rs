@@ -10,12 +10,11 @@
 //! signal scoping to keep commands from signalling it.
 
 mod serve;
-pub(crate) mod wire;
 
 use std::path::PathBuf;
 
-use crate::boxed::{BoxError, FileWalls, Policy};
-use crate::contain::CommandSpec;
+use crate::policy::{BoxError, FileWalls, Policy};
+use crate::spec::CommandSpec;
 use crate::warm::{WarmBox, spawn_warm};
 
 pub(crate) use serve::{SERVE, run as serve};

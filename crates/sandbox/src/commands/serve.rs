@@ -30,8 +30,9 @@ use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, getppid, pidfd_open, setrlimit};
 
-use super::wire::{self, HEADER, MAX_REQUEST, Request, Tag};
-use crate::contain::{Ended, Exit};
+use crate::rules::{LAUNCH_FAILED, say};
+use crate::spec::{Ended, Exit};
+use crate::wire::{self, HEADER, MAX_REQUEST, Request, Tag};
 
 /// The argument after the launcher's own path that makes it a command worker.
 pub(crate) const SERVE: &str = "--boxmaker-command-worker";
@@ -50,8 +51,8 @@ pub(crate) fn run() -> i32 {
         Err(why) => {
             let _ = output.write_all(&wire::frame(Tag::Failed, why.as_bytes()));
             let _ = output.flush();
-            eprintln!("boxmaker command worker: {why}");
-            crate::LAUNCH_FAILED
+            say(&format!("boxmaker command worker: {why}"));
+            LAUNCH_FAILED
         }
     }
 }
@@ -94,7 +95,8 @@ fn serve(input: &mut impl Read, output: &mut impl Write) -> Result<(), String> {
 fn read_all(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
     let mut done = 0;
     while done < buf.len() {
-        match input.read(buf.get_mut(done..).unwrap_or_default()) {
+        // Invariant: the loop runs only while `done` is below the length.
+        match input.read(&mut buf[done..]) {
             Ok(0) if done == 0 => return Ok(false),
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => done += n,
@@ -131,7 +133,7 @@ fn run_one(request: &Request, output: &mut impl Write) -> Result<Ended, String> 
             let line = format!("boxmaker box: cannot run {}: {e}\n", spec.program.display());
             send(output, Tag::Stderr, line.as_bytes())?;
             return Ok(Ended {
-                exit: Some(Exit::Code(crate::LAUNCH_FAILED)),
+                exit: Some(Exit::Code(LAUNCH_FAILED)),
                 timed_out: false,
                 output_exceeded: false,
                 stopped: false,
@@ -282,7 +284,8 @@ fn follow(
             let room =
                 usize::try_from(request.output_bytes.saturating_sub(seen)).unwrap_or(usize::MAX);
             seen = seen.saturating_add(n as u64);
-            let passed = buf.get(..n.min(room)).unwrap_or_default();
+            // Invariant: `read_some` returns what `Read::read` put in `buf`, at most its length.
+            let passed = &buf[..n.min(room)];
             if !passed.is_empty() {
                 send(output, tag, passed)?;
             }

@@ -43,7 +43,8 @@ impl ContainedChild {
             seen.set(before.saturating_add(bytes.len() as u64));
             let room = usize::try_from(limit.saturating_sub(before)).unwrap_or(usize::MAX);
             if room > 0 {
-                sink(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+                // Cannot panic: the end is at most the length.
+                sink(&bytes[..room.min(bytes.len())]);
             }
         };
         let mut to_stdout = |bytes: &[u8]| bounded(on_stdout, bytes);

@@ -179,15 +179,20 @@ pub fn apply_edits(
 }
 
 /// `content` with the `len` bytes at each of `starts` (in order, not overlapping) replaced.
+///
+/// Invariant, kept by the one caller: `starts` are where `len`-byte matches were found in
+/// `content`, in order and not overlapping, so each slice below lies inside `content` and
+/// begins at or before its end; a violation is a bug and panics rather than write a file with
+/// text silently left out.
 fn replace_at(content: &[u8], starts: &[usize], len: usize, new: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(content.len() + starts.len() * new.len());
     let mut from = 0;
     for &at in starts {
-        out.extend_from_slice(content.get(from..at).unwrap_or_default());
+        out.extend_from_slice(&content[from..at]);
         out.extend_from_slice(new);
         from = at + len;
     }
-    out.extend_from_slice(content.get(from..).unwrap_or_default());
+    out.extend_from_slice(&content[from..]);
     out
 }
 
@@ -205,7 +210,8 @@ pub fn closest_hint(content: &[u8], old_str: &str) -> String {
     let mut best: Option<(f32, usize)> = None;
     for start in 0..lines.len().min(HINT_WINDOWS) {
         let end = (start + span).min(lines.len());
-        let window = normalize(lines.get(start..end).unwrap_or_default().iter().copied());
+        // Invariant: `start` is below the length and `end` between it and the length.
+        let window = normalize(lines[start..end].iter().copied());
         // The ratio is at most 2·min/(a+b): skip windows whose length alone rules them out.
         let (a, b) = (window.chars().count(), wanted.chars().count());
         let bound = 2.0 * a.min(b) as f32 / (a + b).max(1) as f32;
@@ -220,9 +226,8 @@ pub fn closest_hint(content: &[u8], old_str: &str) -> String {
     match best {
         Some((ratio, start)) => {
             let end = (start + span).min(lines.len());
-            let shown: Vec<&str> = lines
-                .get(start..end)
-                .unwrap_or_default()
+            // Invariant: `start` is one of the loop's, below the length; `end` is as there.
+            let shown: Vec<&str> = lines[start..end]
                 .iter()
                 .map(|l| l.trim_end_matches('\r'))
                 .collect();

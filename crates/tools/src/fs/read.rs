@@ -39,7 +39,8 @@ pub fn read_file(
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let first = reader.fill_buf().map_err(|e| io_error(&args.path, e))?;
-    let probe = first.get(..BINARY_PROBE.min(first.len())).unwrap_or(first);
+    // Cannot panic: the end is at most the length.
+    let probe = &first[..BINARY_PROBE.min(first.len())];
     let mut hash = PrefixHash::new(EDIT_LIMIT + 1);
     if probe.contains(&0) {
         // Not shown, but hashed all the same: read before write holds for a binary file too.
@@ -145,15 +146,18 @@ fn scan_lines(
         last = block.last().copied();
         let mut from = 0;
         while from < len {
-            let rest = block.get(from..).unwrap_or_default();
+            // Invariant: the loop runs only while `from` is below the block's length.
+            let rest = &block[from..];
             let (segment, step, newline) = match memchr::memchr(b'\n', rest) {
-                Some(at) => (rest.get(..=at).unwrap_or(rest), at + 1, true),
+                // Invariant: `at` is the position of a byte of `rest`.
+                Some(at) => (&rest[..=at], at + 1, true),
                 None => (rest, rest.len(), false),
             };
             if !truncated && window.holds(line) {
                 started = Some(line);
                 let room = (cap + 1).saturating_sub(kept.len());
-                kept.extend_from_slice(segment.get(..room.min(segment.len())).unwrap_or(segment));
+                // Cannot panic: the end is at most the length.
+                kept.extend_from_slice(&segment[..room.min(segment.len())]);
                 if kept.len() > cap {
                     kept.truncate(cap);
                     truncated = true;
@@ -199,7 +203,8 @@ pub(crate) fn lossy_head(bytes: &[u8]) -> String {
         },
         None => bytes.len(),
     };
-    String::from_utf8_lossy(bytes.get(..end).unwrap_or(bytes)).into_owned()
+    // Invariant: `end` is the length or a position `bytes.get(at..)` found inside it.
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
 #[cfg(test)]

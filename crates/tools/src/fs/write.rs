@@ -262,7 +262,8 @@ impl PrefixHash {
         let take = usize::try_from(self.left)
             .unwrap_or(usize::MAX)
             .min(bytes.len());
-        self.hasher.update(bytes.get(..take).unwrap_or_default());
+        // Cannot panic: `take` is at most the length.
+        self.hasher.update(&bytes[..take]);
         self.left -= take as u64;
     }
 
@@ -287,7 +288,8 @@ fn hash_from_start(mut file: &File) -> std::io::Result<String> {
         if n == 0 {
             return Ok(proto::ids::hex(&hasher.finalize()));
         }
-        hasher.update(buffer.get(..n).unwrap_or_default());
+        // Invariant: `Read::read` returns at most the buffer's length.
+        hasher.update(&buffer[..n]);
     }
 }
 

@@ -406,7 +406,8 @@ pub(crate) fn run_git(
     let mut on_stdout = |bytes: &[u8]| {
         merged.borrow_mut().push(bytes);
         let room = STDOUT_KEPT.saturating_sub(stdout.len());
-        stdout.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+        // Cannot panic: the end is at most the length.
+        stdout.extend_from_slice(&bytes[..room.min(bytes.len())]);
     };
     let mut on_stderr = |bytes: &[u8]| merged.borrow_mut().push(bytes);
     let mut child = match run.walls {

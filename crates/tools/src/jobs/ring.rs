@@ -40,7 +40,8 @@ impl Ring {
     pub fn push(&mut self, mut bytes: &[u8]) {
         self.total = self.total.saturating_add(bytes.len() as u64);
         if bytes.len() >= self.cap {
-            bytes = bytes.get(bytes.len() - self.cap..).unwrap_or_default();
+            // Invariant: the length is at least `cap`, so the start is in range.
+            bytes = &bytes[bytes.len() - self.cap..];
             self.bytes.clear();
         }
         let overflow = (self.bytes.len() + bytes.len()).saturating_sub(self.cap);

@@ -88,7 +88,12 @@ pub fn glob(
             WalkState::Continue
         })
     });
-    let mut found = shared.into_inner().unwrap_or_default();
+    // A walker thread that panicked holding the lock is re-raised by `run` (a scoped
+    // thread) before this line; were the lock poisoned anyway, what the walkers found is kept,
+    // not silently emptied.
+    let mut found = shared
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let truncated = found.len() > options.max_entries;
     found.truncate(options.max_entries);

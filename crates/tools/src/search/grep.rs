@@ -169,7 +169,12 @@ fn search_tree(
             WalkState::Continue
         })
     });
-    Ok(found.into_inner().unwrap_or_default())
+    // A walker thread that panicked holding the lock is re-raised by `run` (a scoped
+    // thread) before this line; were the lock poisoned anyway, what the walkers found is kept,
+    // not silently emptied.
+    Ok(found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 fn bad_glob(glob: &str, message: String) -> SearchError {

@@ -93,7 +93,12 @@ pub fn list_files(
             WalkState::Continue
         })
     });
-    let kept = shared.into_inner().unwrap_or_default();
+    // A walker thread that panicked holding the lock is re-raised by `run` (a scoped
+    // thread) before this line; were the lock poisoned anyway, what the walkers found is kept,
+    // not silently emptied.
+    let kept = shared
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut found = kept.entries.into_vec();
     found.sort();
     let truncated = kept.seen > cap;

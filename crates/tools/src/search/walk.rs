@@ -101,7 +101,8 @@ pub(crate) fn relative_bytes<'p>(root: &[u8], path: &'p Path) -> &'p [u8] {
 /// Whether `text` was cut to `max` characters, and the text (cut on a character boundary).
 pub(crate) fn cut_chars(text: &str, max: usize) -> (String, bool) {
     match text.char_indices().nth(max) {
-        Some((at, _)) => (format!("{}…", text.get(..at).unwrap_or(text)), true),
+        // Invariant: `char_indices` gives character boundaries of `text`.
+        Some((at, _)) => (format!("{}…", &text[..at]), true),
         None => (text.to_string(), false),
     }
 }

@@ -41,9 +41,8 @@ pub(super) fn kind(content_type: Option<&str>, start: &[u8]) -> Kind {
         return sniff(start);
     };
     let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
+        .split_once(';')
+        .map_or(content_type, |(media, _)| media)
         .trim()
         .to_ascii_lowercase();
     match media.as_str() {

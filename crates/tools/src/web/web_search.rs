@@ -269,7 +269,7 @@ fn check_url(provider: &Provider) -> Result<(), SearchError> {
     match url.scheme() {
         "https" => Ok(()),
         "http" if matches!(provider, Provider::Searxng { .. }) => {
-            let host = url.host_str().unwrap_or_default();
+            let host = url.host_str().ok_or_else(|| bad("the URL names no host"))?;
             let unbracketed = host.trim_start_matches('[').trim_end_matches(']');
             let loopback = host.eq_ignore_ascii_case("localhost")
                 || unbracketed

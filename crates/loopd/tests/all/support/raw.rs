@@ -234,11 +234,9 @@ pub fn measure_if_asked() {
         .unwrap();
     // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer is valid for the call.
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
-        0
-    );
+    // SAFETY: `usage` lives on this stack for the call, which only writes it.
+    let got = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(got, 0);
     let code = status.code().unwrap_or(-1);
     std::fs::write(dir.join("measured"), format!("{code} {}", usage.ru_maxrss)).unwrap();
 }

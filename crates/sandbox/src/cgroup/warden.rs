@@ -46,9 +46,10 @@ pub(crate) fn ensure(launcher: Option<&Path>) {
                     *held = Some(child);
                 }
             }
-            Err(error) => eprintln!(
-                "boxmaker: no cgroup warden ({}: {error}); boxes left by a killed broker are removed at the next start",
-                launcher.display()
+            Err(error) => tracing::warn!(
+                launcher = %launcher.display(),
+                %error,
+                "no cgroup warden; boxes left by a killed broker are removed at the next start"
             ),
         }
     });
@@ -62,7 +63,7 @@ pub(crate) fn run(args: &[std::ffi::OsString]) -> i32 {
         .and_then(|a| a.to_str())
         .and_then(|a| a.parse::<u32>().ok())
     else {
-        eprintln!("boxmaker warden: usage: {WARDEN} PID");
+        crate::rules::say(&format!("boxmaker warden: usage: {WARDEN} PID"));
         return 2;
     };
     let mut sink = [0u8; 64];
@@ -75,6 +76,6 @@ pub(crate) fn run(args: &[std::ffi::OsString]) -> i32 {
             Err(_) => break,
         }
     }
-    crate::cgroup::remove_all_of(pid);
+    super::remove_all_of(pid);
     0
 }

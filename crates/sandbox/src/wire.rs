@@ -8,7 +8,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::contain::{CommandSpec, Ended, Exit};
+use crate::spec::{CommandSpec, Ended, Exit};
 
 /// Bytes before a frame's payload: its tag and its length.
 pub(crate) const HEADER: usize = 5;
@@ -91,10 +91,10 @@ pub(crate) fn take_frame(buf: &mut Vec<u8>, max: usize) -> Result<Option<(Tag, V
     if len > max {
         return Err(format!("a frame of {len} bytes passes the limit of {max}"));
     }
-    if buf.len() < HEADER + len {
+    let Some(payload) = buf.get(HEADER..HEADER + len) else {
         return Ok(None);
-    }
-    let payload = buf.get(HEADER..HEADER + len).unwrap_or_default().to_vec();
+    };
+    let payload = payload.to_vec();
     buf.drain(..HEADER + len);
     Ok(Some((tag, payload)))
 }
