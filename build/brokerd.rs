@@ -1,15 +1,8 @@
-//! The build script of `brokerd`: its build id (as `bx` and `loopd`), and `brokerd-launcher`
-//! and `brokerd-files` linked statically where they can be.
+//! The build script of `brokerd`: its build id (as `bx`, `loopd` and `worker`, whose
+//! `brokerd-files` and `brokerd-launcher` brokerd uses only when their id is its own).
 
 mod build_id;
-mod static_launcher;
-
-use static_launcher::Linked;
 
 fn main() {
     build_id::main();
-    static_launcher::link_statically(&[
-        Linked::Bin("brokerd-launcher"),
-        Linked::Bin("brokerd-files"),
-    ]);
 }

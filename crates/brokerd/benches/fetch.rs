@@ -5,7 +5,7 @@
 //! false`); beside them the fetch alone, `tools::web::http_fetch` in this process, the floor.
 //! Calls interleaved, median and p99.
 //!
-//! `cargo build --release -p brokerd && cargo bench -p brokerd --bench fetch [-- CALLS]`.
+//! `cargo build --release -p brokerd -p worker && cargo bench -p brokerd --bench fetch [-- CALLS]`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};

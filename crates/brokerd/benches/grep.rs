@@ -3,7 +3,7 @@
 //! on the same pattern and `grep` through the tool function (the broker's caps, in this process)
 //! in the same run, and the daemon's plain round trip (a small `read_file`, also boxed).
 //!
-//! `cargo build --release -p brokerd && BOXMAKER_BENCH_TREE=/var/tmp/boxmaker-bench/linux-source-6.1
+//! `cargo build --release -p brokerd -p worker && BOXMAKER_BENCH_TREE=/var/tmp/boxmaker-bench/linux-source-6.1
 //! cargo bench -p brokerd --bench grep` (`scripts/bench-corpus` sets the tree and `rg` 15 up).
 //! `BOXMAKER_BENCH_RUNS` sets the runs (default 20), `RG` the program (default `rg`),
 //! `BOXMAKER_BENCH_PATTERN` the pattern (default a literal with fewer matching lines than the

@@ -10,49 +10,14 @@
 
 use std::path::Path;
 
-use tools::fs::{
-    EditFileResult, Expected, FileError, GrantedDir, ReadFileResult, WriteFileResult,
-    edit_file_expecting, read_file, write_file_expecting,
-};
-use tools::search::{
-    GlobResult, GrepResult, ListFilesResult, SearchError, SearchOptions, WalkLimits, glob, grep,
-    list_files,
-};
+use tools::fs::{Expected, GrantedDir, edit_file_expecting, read_file, write_file_expecting};
+use tools::search::{SearchError, SearchOptions, WalkLimits, glob, grep, list_files};
 
 use policy::args::ToolArgs;
 use policy::decide::{Allowed, Protected, Scope};
 use policy::grants::Grant;
 
-/// What a decided file call gave.
-#[derive(Debug)]
-pub enum FileOutcome {
-    /// `read_file`'s result.
-    Read(ReadFileResult),
-    /// `write_file`'s result.
-    Wrote(WriteFileResult),
-    /// `edit_file`'s result.
-    Edited(EditFileResult),
-    /// `list_files`'s result.
-    Listed(ListFilesResult),
-    /// `glob`'s result.
-    Globbed(GlobResult),
-    /// `grep`'s result.
-    Grepped(GrepResult),
-}
-
-/// Why a decided call is not a file call this module runs.
-#[derive(Debug, thiserror::Error)]
-pub enum FileRunError {
-    /// The decision is for another tool, or carries no granted folder for the path.
-    #[error("the decision for {0} names no granted folder for a file tool")]
-    NotAFileCall(&'static str),
-    /// The tool failed.
-    #[error(transparent)]
-    File(#[from] FileError),
-    /// A walker failed.
-    #[error(transparent)]
-    Search(#[from] SearchError),
-}
+pub use worker::{FileOutcome, FileRunError};
 
 /// What a file call is given besides its decision: the grants and boxmaker's folders (for a
 /// walker), and what read before write expects of the file a write replaces.

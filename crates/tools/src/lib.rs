@@ -2,6 +2,9 @@
 //! hand-written JSON Schema, and a function from args and options to a typed result or a typed
 //! error. Nothing here decides policy or knows about sessions: the broker does both, and hands
 //! each tool only what it already decided (paths resolved and checked, hosts allowed).
+//!
+//! The network tools (`web`, and `git_clone` in `git`) come with the `net` feature (on by
+//! default); without it the crate links no HTTP client and no async runtime.
 
 // A library says what it has to say through its callers (a returned text, an error) or
 // `tracing`; only binaries, tests, benches and examples write to standard output or error.
@@ -13,4 +16,5 @@ pub mod git;
 pub mod jobs;
 pub mod search;
 pub mod shell;
+#[cfg(feature = "net")]
 pub mod web;

@@ -6,7 +6,7 @@
 //! (the default), its calls in turns of 100 with the unboxed ones, and a fresh box per call
 //! (`[sandbox] warm_idle_ms = 0`).
 //!
-//! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd`).
+//! `cargo bench -p brokerd --bench daemon` (builds brokerd first: `cargo build -p brokerd -p worker`).
 //! Prints, for 1 client: median and p99 per call; for 1, 16 and 64 clients: calls per second
 //! and audit fsyncs per call (read back from the audit log's batches); and, for a call whose
 //! grant asks, the time from the owner's answer (`approve` on the owner socket) to the

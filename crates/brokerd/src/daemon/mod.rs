@@ -19,7 +19,8 @@ pub mod misfit;
 pub mod nearest;
 pub mod owner;
 pub mod podman;
-pub mod proxy;
+/// The broker-side proxy of granted hosts (the `proxy` crate), at the path the daemon uses.
+pub use ::proxy;
 mod reads;
 pub mod render;
 pub mod runner;

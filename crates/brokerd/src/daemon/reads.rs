@@ -43,13 +43,7 @@ fn content_hash_within(allowed: &Allowed, limit: u64) -> Result<Option<(String, 
     Ok(content.map(|bytes| (path.to_string(), ledger::sha256_hex(&bytes))))
 }
 
-/// Read before write for `allowed`: `Err` with the reason and the detail for the owner when it
-/// must be refused; otherwise what the write must find on its own descriptor when it runs
-/// ([`Expected`]: the content this session read, or no file), `None` for a call that does not
-/// write.
-/// The header field in which a file tool's run reports the SHA-256 of what it read (computed
-/// by the same read, in the box or not); taken out before the answer is rendered.
-pub const SEEN_FIELD: &str = "seen_sha256";
+pub use ::worker::SEEN_FIELD;
 
 pub(super) fn check(
     broker: &Broker,

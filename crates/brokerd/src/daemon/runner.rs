@@ -11,27 +11,13 @@ use proto::DenyReason;
 use serde_json::{Map, Value, json};
 
 use crate::consult::ConsultClient;
-use crate::files::{FileOutcome, FileRunError, WalkContext, run_file_call};
+use crate::files::{WalkContext, run_file_call};
 use policy::args::ToolArgs;
 use policy::decide::IndexedGrants;
 use policy::decide::{Allowed, Labels, Protected};
 
-/// What a run gave, before rendering.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// The tool ran: its metadata (the header's fields) and its body.
-    Ran {
-        /// The header fields.
-        fields: Map<String, Value>,
-        /// The body text.
-        body: String,
-    },
-    /// The tool failed; the message may carry bytes from outside (a command's output).
-    Failed(String),
-    /// The tool could not run for a reason the decision could not see (an address that
-    /// resolved to a private one).
-    Denied(DenyReason, String),
-}
+pub use ::worker::Outcome;
+pub(super) use ::worker::file_outcome;
 
 /// What a run may need beside the decision: the grants and labels it was decided against, to
 /// decide each redirect again.
@@ -262,78 +248,6 @@ fn fields(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
-    }
-}
-
-pub(super) fn file_outcome(result: Result<FileOutcome, FileRunError>) -> Outcome {
-    match result {
-        Ok(FileOutcome::Read(read)) => {
-            let mut header = json!({
-                "path": read.path, "size": read.size, "truncated": read.truncated,
-            });
-            // Which lines came back, and where to read on: a window is never taken for the file.
-            if let Some(lines) = read.lines() {
-                header["lines"] = json!(lines);
-            }
-            if let Some(next) = read.next_offset() {
-                header["next_offset"] = json!(next);
-            }
-            if read.binary {
-                header["binary"] = json!(true);
-            }
-            header[super::reads::SEEN_FIELD] = json!(read.sha256);
-            Outcome::Ran {
-                fields: fields(header),
-                body: read.content,
-            }
-        }
-        Ok(FileOutcome::Edited(edited)) => Outcome::Ran {
-            fields: fields(json!({
-                "path": edited.path, "edits_applied": edited.edits_applied,
-                "replacements": edited.replacements, "original_bytes": edited.original_bytes,
-                "new_bytes": edited.new_bytes, "created": edited.created,
-                super::reads::SEEN_FIELD: edited.sha256,
-            })),
-            body: edited.diff,
-        },
-        Ok(FileOutcome::Listed(listed)) => Outcome::Ran {
-            fields: fields(json!({
-                "path": listed.path, "entries": listed.entries.len(), "truncated": listed.truncated,
-            })),
-            body: listed
-                .entries
-                .iter()
-                .map(|e| match (e.is_dir, e.symlink) {
-                    (true, _) => format!("{}/", e.path),
-                    (_, true) => format!("{} (symbolic link)", e.path),
-                    _ => format!("{} ({} bytes)", e.path, e.size),
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-        },
-        Ok(FileOutcome::Globbed(globbed)) => Outcome::Ran {
-            fields: fields(json!({
-                "files": globbed.files.len(), "truncated": globbed.truncated,
-            })),
-            body: globbed.files.join("\n"),
-        },
-        Ok(FileOutcome::Grepped(grepped)) => Outcome::Ran {
-            fields: fields(json!({
-                "files": grepped.files, "matches": grepped.matches, "truncated": grepped.truncated,
-            })),
-            body: grepped.output,
-        },
-        Ok(FileOutcome::Wrote(wrote)) => Outcome::Ran {
-            fields: fields(json!({
-                "path": wrote.path, "bytes": wrote.bytes, "created": wrote.created,
-                "previous_size": wrote.previous_size,
-            })),
-            body: wrote.diff,
-        },
-        Err(error @ FileRunError::File(tools::fs::FileError::Unread { .. })) => {
-            Outcome::Denied(DenyReason::ReadBeforeWrite, error.to_string())
-        }
-        Err(error) => Outcome::Failed(error.to_string()),
     }
 }
 

@@ -17,7 +17,6 @@ use serde_json::{Map, Value};
 
 use super::config::SandboxConfig;
 use super::runner::{DirectRunner, Outcome, RunContext, Runner, shell};
-use super::worker::FileCall;
 use crate::args::ToolArgs;
 use crate::policy::{Allowed, Scope};
 
@@ -363,7 +362,7 @@ impl SandboxedRunner {
             return self.fetch_in_box(args, allowed, context);
         }
         let ToolArgs::Shell(args) = &allowed.args else {
-            let file_tool = FileCall::of(&allowed.args).is_some();
+            let file_tool = super::worker::file_call(&allowed.args).is_some();
             if self.settings.file_walls && file_tool {
                 return self.file_in_box(allowed, context);
             }

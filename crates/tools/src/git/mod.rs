@@ -13,6 +13,7 @@
 //! folder's parent), else the one sub-folder of the requested folder that is a repository. Its
 //! work tree and git folders must be inside the granted folder.
 
+#[cfg(feature = "net")]
 mod clone;
 mod repo;
 
@@ -26,6 +27,7 @@ use sandbox::{CommandSpec, ContainOptions, Containment, Exit};
 
 use crate::shell::{Captured, DEFAULT_PATH, FIXED_ENV, GIT_ENV, HEAD_BYTES, TAIL_BYTES};
 
+#[cfg(feature = "net")]
 pub use clone::{CloneOptions, CloneResult, git_clone};
 pub use repo::{Repository, find_repository, git_diff, git_status};
 
@@ -279,6 +281,7 @@ pub enum GitError {
     #[error("{0}")]
     Url(String),
     /// The host check refused the URL's host.
+    #[cfg(feature = "net")]
     #[error(transparent)]
     Host(#[from] crate::web::FetchError),
     /// The destination cannot be cloned into.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::super::runner::{Outcome, RunContext, Runner};
-use super::super::worker::{self, FileCall, REQUEST, Request};
+use super::super::worker::{self, REQUEST, Request};
 use super::{SandboxedRunner, box_error, cores, granted};
 use crate::policy::Allowed;
 
@@ -21,7 +21,7 @@ impl SandboxedRunner {
                 "the decision names no granted folder for the file tool".to_string(),
             );
         };
-        let Some((tool, writes)) = FileCall::of(&allowed.args) else {
+        let Some((tool, writes)) = worker::file_call(&allowed.args) else {
             return self.direct.run(allowed, context);
         };
         // Only a call on the grant's base itself can be under a grant on one file: a target

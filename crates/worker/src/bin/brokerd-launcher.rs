@@ -1,5 +1,5 @@
 //! `brokerd-launcher`: the launcher of the boxes whose command is another program than brokerd
-//! (`shell`, `bash_bg`, git, MCP servers, a box's relay), built and installed with brokerd. A
+//! (`shell`, `bash_bg`, git, MCP servers, a box's relay), built and installed beside brokerd. A
 //! box pays for starting its launcher, and this binary starts in a fraction of brokerd's time;
 //! with glibc, without std's runtime start-up (see `sandbox::launcher_main`; std still reads the
 //! arguments, which glibc hands it at load).

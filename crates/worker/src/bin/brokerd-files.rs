@@ -1,10 +1,11 @@
 //! `brokerd-files`: the file tools' worker in a box (`read_file`, `write_file`, `edit_file` and
-//! the walkers `list_files`, `glob` and `grep`), built and installed with brokerd, which runs
+//! the walkers `list_files`, `glob` and `grep`), built and installed beside brokerd, which runs
 //! it as `brokerd-files box-file [--warm]` where brokerd itself would run `brokerd box-file`.
 //! It is its own box's launcher, as brokerd is: the launcher's Landlock layer, then the worker,
-//! in one process. A fresh box pays for starting its worker, and this binary, small and linked
-//! statically where it can be (`build/static_launcher.rs`), starts in a fraction of brokerd's
-//! time; with glibc, without std's runtime start-up (see `sandbox::launcher_main`).
+//! in one process. A fresh box pays for starting its worker, and this binary, small (the file
+//! tools, no daemon) and linked statically where it can be (`build/static_launcher.rs`), starts
+//! in a fraction of brokerd's time; with glibc, without std's runtime start-up (see
+//! `sandbox::launcher_main`).
 //! `--build-id` prints the build it belongs to: brokerd uses it only when that is its own.
 #![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
 // The C `main` symbol is the one thing here that needs it.
@@ -32,9 +33,9 @@ fn serve(command: &[OsString]) -> Option<i32> {
         _ => return None,
     };
     let ended = if warm {
-        brokerd::daemon::worker::serve_warm()
+        worker::serve_warm()
     } else {
-        brokerd::daemon::worker::serve()
+        worker::serve()
     };
     Some(match ended {
         Ok(()) => 0,

@@ -18,19 +18,23 @@
 //!
 //! - `request.rs`: the head and the answers; `check.rs`: hosts, addresses, the resolver;
 //!   `serve.rs`: the accept loop, each connection, the splice.
+//!
+//! The broker owns the runtime and the boxes; this crate knows a box only by its host rules
+//! (or its hop decider) and its socket: it never builds a box, decides a tool call or writes
+//! the audit log.
 
 mod check;
 mod request;
 mod serve;
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tools::web::Resolve;
 
-use crate::grants::HostRule;
+use policy::grants::HostRule;
 
 pub use check::{HopDecider, HostCheck, TEST_RESOLVE, resolver_from_env};
 pub use request::RefusalKind;
@@ -123,7 +127,11 @@ impl Proxies {
         runtime: tokio::runtime::Handle,
         resolver: Arc<dyn Resolve>,
     ) -> Result<Proxies, String> {
-        super::dirs::make_private_dir(&folder).map_err(|e| e.to_string())?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&folder)
+            .map_err(|e| format!("{}: {e}", folder.display()))?;
         std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| format!("{}: {e}", folder.display()))?;
         if let Ok(entries) = std::fs::read_dir(&folder) {

@@ -13,7 +13,7 @@ use tools::web::address::classify;
 use tools::web::{Resolve, SystemResolver};
 
 use super::request::{Refusal, RefusalKind, host_port};
-use crate::grants::HostRule;
+use policy::grants::HostRule;
 
 /// The variable that maps test names to addresses, `name=address[,name=address…]`, for tests
 /// of granted hosts without a DNS server: the proxy and the broker's host checks of
@@ -66,7 +66,7 @@ pub(super) fn granted(rules: &[HostRule], host: &str, port: u16) -> Result<bool,
         )
         .of(RefusalKind::NotGranted));
     }
-    Ok(crate::grants::names_itself(rules, host, port))
+    Ok(policy::grants::names_itself(rules, host, port))
 }
 
 /// A rule as `host:port`, `*.domain:port`.
@@ -185,7 +185,7 @@ pub(super) async fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::host_rule;
+    use policy::grants::host_rule;
 
     fn rules(written: &[&str]) -> Vec<HostRule> {
         written.iter().map(|w| host_rule(w).unwrap()).collect()

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixStream};
 
 use super::{Limits, Proxies};
-use crate::grants::{HostRule, host_rule};
+use policy::grants::{HostRule, host_rule};
 
 /// An echo server on the host's loopback: its port.
 async fn echo() -> u16 {
