@@ -18,9 +18,9 @@ use serde_json::{Map, Value, json};
 use tools::web::HostVerdict;
 
 use super::runner::{DirectRunner, Outcome, RunContext};
-use crate::args::{ToolArgs, ToolName};
-use crate::grants::HostRule;
-use crate::policy::{Allowed, Decision, decide};
+use policy::args::{ToolArgs, ToolName};
+use policy::decide::{Allowed, Decision, decide};
+use policy::grants::HostRule;
 
 /// Where the request lies in the fetch worker's box.
 pub const REQUEST: &str = "/tmp/boxmaker-fetch.json";
@@ -48,7 +48,7 @@ pub fn hop_decider(
     context: &RunContext,
 ) -> impl Fn(&str, u16) -> Result<Vec<HostRule>, String> + Send + Sync + 'static {
     let first = match &allowed.args {
-        ToolArgs::HttpFetch(args) => crate::args::https_host(&args.url).ok(),
+        ToolArgs::HttpFetch(args) => policy::hosts::https_host(&args.url).ok(),
         _ => None,
     };
     let first_rules = allowed.hosts.clone();
@@ -61,10 +61,10 @@ pub fn hop_decider(
         };
         // Spelled as the grants and the call's URL are: lower case, no trailing dot, one
         // spelling per IPv6 address.
-        if first.is_some() && crate::args::https_host(&url).ok() == first {
+        if first.is_some() && policy::hosts::https_host(&url).ok() == first {
             return Ok(first_rules.clone());
         }
-        let args = crate::args::parse(ToolName::HttpFetch, &json!({ "url": url }).to_string())
+        let args = policy::args::parse(ToolName::HttpFetch, &json!({ "url": url }).to_string())
             .map_err(|e| format!("{url} is not a URL http_fetch takes: {e}"))?;
         match decide(
             &args,
@@ -154,7 +154,7 @@ impl DirectRunner {
         // the proxy judges a boxed fetch's hops.
         let mut options = tools::web::FetchOptions::with_verdicts(move |host: &str, port: u16| {
             match decider(host, port) {
-                Ok(rules) if crate::grants::names_itself(&rules, host, port) => {
+                Ok(rules) if policy::grants::names_itself(&rules, host, port) => {
                     HostVerdict::NamedItself
                 }
                 Ok(_) => HostVerdict::Granted,

@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 
 use super::config::SandboxConfig;
 use super::runner::{DirectRunner, Outcome, RunContext, Runner, shell};
-use crate::args::ToolArgs;
-use crate::policy::{Allowed, Scope};
+use policy::args::ToolArgs;
+use policy::decide::{Allowed, Scope};
 
 mod beside;
 mod fetch;
@@ -45,7 +45,7 @@ pub fn boxed(walls: sandbox::FileWalls, landlock: sandbox::Enforcement) -> Strin
 pub fn boxed_with(
     walls: sandbox::FileWalls,
     landlock: sandbox::Enforcement,
-    hosts: &[crate::grants::HostRule],
+    hosts: &[policy::grants::HostRule],
 ) -> String {
     boxed_words(walls, landlock, hosts, sandbox::box_cgroup().is_ok())
 }
@@ -55,7 +55,7 @@ pub fn boxed_with(
 fn boxed_words(
     walls: sandbox::FileWalls,
     landlock: sandbox::Enforcement,
-    hosts: &[crate::grants::HostRule],
+    hosts: &[policy::grants::HostRule],
     cgroup: bool,
 ) -> String {
     let network = if hosts.is_empty() {
@@ -290,7 +290,7 @@ impl SandboxedRunner {
         &self,
         read_only: Vec<PathBuf>,
         read_write: Vec<PathBuf>,
-        protected: &crate::policy::Protected,
+        protected: &policy::decide::Protected,
         cpu_seconds: u64,
     ) -> sandbox::Policy {
         sandbox::Policy {
@@ -322,7 +322,11 @@ impl SandboxedRunner {
     /// Landlock's write rules (Landlock grants a folder whole: keeping `.git/config` so would
     /// leave `.git` without new files, so no `git add`); the others are recorded before the
     /// call and put back after it ([`watch`]).
-    fn pinned(&self, read_write: &[PathBuf], protected: &crate::policy::Protected) -> Vec<PathBuf> {
+    fn pinned(
+        &self,
+        read_write: &[PathBuf],
+        protected: &policy::decide::Protected,
+    ) -> Vec<PathBuf> {
         let mut trusted = protected.places().box_pins(read_write);
         if self.file_walls == sandbox::FileWalls::LandlockOnly {
             trusted.kept.retain(|p| !snapshot::Snapshot::fits(p));
@@ -483,8 +487,8 @@ impl Runner for SandboxedRunner {
         &self,
         read_only: Vec<PathBuf>,
         read_write: Vec<PathBuf>,
-        hosts: &[crate::grants::HostRule],
-        protected: &crate::policy::Protected,
+        hosts: &[policy::grants::HostRule],
+        protected: &policy::decide::Protected,
     ) -> Result<(sandbox::Policy, Option<super::proxy::BoxProxy>), String> {
         if !self.full_box() {
             return Err(self.unboxable().unwrap_or_else(|| {

@@ -11,7 +11,7 @@ pub use ::worker::{
     FileCall, MAX_REQUEST, REQUEST, Request, answer, outcome, serve, serve_lines, serve_warm,
 };
 
-use crate::args::ToolArgs;
+use policy::args::ToolArgs;
 
 /// The worker's call for `args`, and whether it writes; `None` for a tool the worker does not
 /// run.

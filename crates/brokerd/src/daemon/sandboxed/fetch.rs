@@ -14,7 +14,7 @@ use super::super::proxy::{BoxProxy, HopDecider, HostCheck, Proxies, Refused};
 use super::super::runner::{Outcome, RunContext};
 use super::super::warm::Kept;
 use super::{SandboxedRunner, box_error};
-use crate::policy::Allowed;
+use policy::decide::Allowed;
 
 /// One fetch's request to the worker, ready to send, and the decider of its hops.
 struct Fetch {

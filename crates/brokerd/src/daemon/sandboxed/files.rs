@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::super::runner::{Outcome, RunContext, Runner};
 use super::super::worker::{self, REQUEST, Request};
 use super::{SandboxedRunner, box_error, cores, granted};
-use crate::policy::Allowed;
+use policy::decide::Allowed;
 
 impl SandboxedRunner {
     /// Runs a file tool in brokerd's file worker, in the session's warm box or a fresh one.

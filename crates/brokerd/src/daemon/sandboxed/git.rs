@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::super::runner::{Outcome, RunContext};
 use super::{SandboxedRunner, granted};
-use crate::policy::Allowed;
+use policy::decide::Allowed;
 
 impl SandboxedRunner {
     /// Runs `git_status` or `git_diff` with each git in a fresh box holding the granted

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::super::runner::{Outcome, RunContext};
 use super::{SandboxedRunner, granted, snapshot, watch};
-use crate::policy::Allowed;
+use policy::decide::Allowed;
 
 impl SandboxedRunner {
     /// The trusted places under the call's read-write folders that do not exist now, to
