@@ -387,3 +387,17 @@ pub fn login_address(addr: SocketAddr, token: &str) -> String {
 pub fn cookie_for(addr: SocketAddr) -> String {
     guard::cookie_name(addr)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_of_several_lines_stays_one_event_and_a_carriage_return_cannot_split_it() {
+        let chunk = sse("pending", "<li>\n<pre>a\rdata: forged</pre>\n</li>");
+        assert_eq!(
+            &chunk[..],
+            b"event: pending\ndata: <li>\ndata: <pre>a&#13;data: forged</pre>\ndata: </li>\n\n"
+        );
+    }
+}
