@@ -6,6 +6,7 @@
 
 mod check_json;
 mod commands;
+mod console;
 mod demo;
 mod doctor;
 mod downstream;
@@ -57,6 +58,7 @@ Examples:
   bx refuse 3
   bx answer 4 \"yes, deploy to staging\"      # answer the model's question 4
   bx watch                                  # the live stream; at a terminal it asks you too
+  bx console                                # the same in a browser: prints a one-time address
   bx grants preset coding --workspace ~/src/app && bx grants check
   bx grants pin 'git.*'                     # show a downstream server's tools, then pin them
   bx audit verify
@@ -172,6 +174,9 @@ enum Command {
     /// standard input and output: every call is decided by your grants, may wait for your
     /// approval, runs in the box and is audited.
     Mcp(mcp_serve::McpArgs),
+    /// Serve the owner's console on a loopback port: the waiting approvals and questions,
+    /// live, answered with a click. Prints a one-time login address.
+    Console(console::ConsoleArgs),
     /// Run the demo: a real broker and agent on a temporary folder, each kind of decision shown
     /// and explained, then the audit log verified. Nothing is left behind.
     Demo(demo::DemoArgs),
@@ -315,6 +320,7 @@ fn main() -> ExitCode {
         Command::Doctor => doctor::doctor(),
         Command::Demo(args) => demo::run(&args),
         Command::Mcp(args) => mcp_serve::run(&dirs, &args),
+        Command::Console(args) => console::run(&dirs, &args),
     };
     exit.into()
 }

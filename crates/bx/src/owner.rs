@@ -79,6 +79,14 @@ impl Owner {
         write_frame(&mut self.stream, request).map_err(|e| self.broken(e.to_string()))
     }
 
+    /// A second handle on the connection, so another thread can shut it and end a `next`
+    /// that waits (the console's live stream, when its page closes).
+    pub fn try_clone_stream(&self) -> Result<UnixStream, OwnerError> {
+        self.stream
+            .try_clone()
+            .map_err(|e| self.broken(e.to_string()))
+    }
+
     /// The error for a reply that does not belong.
     pub fn unexpected(&self, reply: &OwnerReply) -> OwnerError {
         match reply {

@@ -33,10 +33,22 @@ pub fn pending(view: &PendingView) -> String {
     } else {
         let _ = writeln!(out, "  arguments: {}", escape_terminal(&view.arguments));
     }
+    let _ = writeln!(out, "  why:       {}", why(view));
+    for line in &view.provenance {
+        let _ = writeln!(out, "  value:     {}", escape_terminal(line));
+    }
+    let _ = writeln!(out, "  labels:    {}", labels(view));
+    out
+}
+
+/// Why `view` waits for the owner, in one sentence (what `bx approve ID --session` would cover
+/// included): the `why:` line of `bx approvals` and the console's. Text a model controls in it
+/// is escaped for a terminal.
+pub fn why(view: &PendingView) -> String {
     let grant = view.grant.as_ref().map_or("(none)".to_string(), |g| {
         escape_terminal(g.as_str()).into_owned()
     });
-    let why = match view.why {
+    match view.why {
         AskWhy::GrantAsks => format!("grant {grant} says approval = \"ask\""),
         AskWhy::AfterUntrusted => format!(
             "the session has received untrusted content{}, and grant {grant} says on_untrusted = \"ask\"; `bx approve {id}` runs this call only, while `bx approve {id} --session` turns this integrity check off for grant {grant} for the rest of session {session}: its later calls run without asking, whatever untrusted content the session has read",
@@ -50,22 +62,20 @@ pub fn pending(view: &PendingView) -> String {
         AskWhy::Question => format!("the model asks you (grant {grant})"),
         AskWhy::Provenance => provenance_why(view, &grant),
         AskWhy::ArgumentRule => rule_why(view, &grant),
-    };
-    let _ = writeln!(out, "  why:       {why}");
-    for line in &view.provenance {
-        let _ = writeln!(out, "  value:     {}", escape_terminal(line));
     }
-    let _ = writeln!(
-        out,
-        "  labels:    the session has seen {} data{}",
+}
+
+/// The session's labels when `view` asked, in words: the `labels:` line.
+pub fn labels(view: &PendingView) -> String {
+    format!(
+        "the session has seen {} data{}",
         view.taint.as_str(),
         if view.untrusted {
             ", some of it untrusted"
         } else {
             ""
         }
-    );
-    out
+    )
 }
 
 /// Why a provenance ask asks, and what `bx approve ID --session` covers: the grant with the

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod commands;
+mod console;
 mod demo;
 mod doctor;
 mod grants_json;
