@@ -25,7 +25,7 @@ use policy::args::{ToolName, parse};
 use policy::decide::{GrantIndex, Labels, Protected, Seen, decide, decide_indexed, resolve_args};
 use policy::grants::parse_file;
 use policy::provenance::{Caps, Source, Value, ValueIndex, ValueKind};
-use policy::shell::PathWalls;
+use policy::shell::PathEnforcement;
 use proto::{Class, Timestamp};
 
 fn grants_text(n: usize) -> String {
@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
                 Seen::labels_only(Labels::default()),
                 now,
                 &protected,
-                PathWalls::Unenforced,
+                PathEnforcement::Unenforced,
             )
         };
         assert_eq!(

@@ -12,7 +12,7 @@ use proto::Timestamp;
 use policy::args::ToolName;
 use policy::decide::{Allowed, Decision, Labels, Protected};
 use policy::grants::Grant;
-use policy::shell::PathWalls;
+use policy::shell::PathEnforcement;
 
 /// The most entries of a folder read to find a close name.
 pub const ENTRIES_LOOKED_AT: usize = 4096;
@@ -42,7 +42,7 @@ pub struct Reach<'a> {
     /// boxmaker's own folders.
     pub protected: &'a Protected,
     /// The walls of the broker's runner.
-    pub walls: PathWalls,
+    pub walls: PathEnforcement,
 }
 
 /// The hint to add to the failure of `allowed`'s call when its path does not exist

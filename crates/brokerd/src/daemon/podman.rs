@@ -340,8 +340,8 @@ impl Runner for PodmanRunner {
         self.inner.end_session(session)
     }
 
-    fn path_walls(&self) -> policy::shell::PathWalls {
-        self.inner.path_walls()
+    fn path_enforcement(&self) -> policy::shell::PathEnforcement {
+        self.inner.path_enforcement()
     }
 
     fn served_box(

@@ -88,8 +88,8 @@ pub trait Runner: Send + Sync {
 
     /// Whether a `shell` call's box keeps it to its grant's folders, for the decision (then a
     /// redirection into a granted folder is covered). No box: the strict rules.
-    fn path_walls(&self) -> policy::shell::PathWalls {
-        policy::shell::PathWalls::Unenforced
+    fn path_enforcement(&self) -> policy::shell::PathEnforcement {
+        policy::shell::PathEnforcement::Unenforced
     }
 
     /// The box of a downstream MCP server: `read_only` and `read_write` bound beside the
@@ -196,14 +196,14 @@ impl Runner for DirectRunner {
             ToolArgs::GitStatus(_) | ToolArgs::GitDiff(_) => git_read(
                 allowed,
                 context,
-                tools::git::GitWalls::Contained,
+                tools::git::GitContainment::Contained,
                 Map::new(),
             ),
             ToolArgs::GitClone(args) => self.clone_with(
                 args,
                 allowed,
                 context,
-                tools::git::GitWalls::Contained,
+                tools::git::GitContainment::Contained,
                 &format!("none: {GIT_CLONE_WALLS}"),
             ),
             // The broker's job table starts, reads and kills jobs (`start_job` for the box).
@@ -294,7 +294,7 @@ pub(super) fn shell(
 pub(super) fn git_read(
     allowed: &Allowed,
     context: &RunContext,
-    walls: tools::git::GitWalls,
+    walls: tools::git::GitContainment,
     extra: Map<String, Value>,
 ) -> Outcome {
     let Some(policy::decide::Scope::Paths(folders)) = &allowed.scope else {
@@ -345,7 +345,7 @@ impl DirectRunner {
         args: &tools::git::GitCloneArgs,
         allowed: &Allowed,
         context: &RunContext,
-        walls: tools::git::GitWalls,
+        walls: tools::git::GitContainment,
         sandbox: &str,
     ) -> Outcome {
         let Ok((host, port)) = policy::hosts::https_host(&args.url) else {

@@ -517,11 +517,11 @@ impl Runner for SandboxedRunner {
         Ok((policy, Some(proxy)))
     }
 
-    fn path_walls(&self) -> policy::shell::PathWalls {
+    fn path_enforcement(&self) -> policy::shell::PathEnforcement {
         if self.settings.file_walls && self.unboxable().is_none() {
-            policy::shell::PathWalls::Enforced
+            policy::shell::PathEnforcement::Enforced
         } else {
-            policy::shell::PathWalls::Unenforced
+            policy::shell::PathEnforcement::Unenforced
         }
     }
 

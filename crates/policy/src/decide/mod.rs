@@ -131,7 +131,7 @@ pub struct Call {
     pub dialect: shell::Dialect,
     /// Whether the box the call runs in enforces paths (then a `shell` redirection is covered
     /// when its file is inside the grant's folders).
-    pub walls: shell::PathWalls,
+    pub walls: shell::PathEnforcement,
 }
 
 /// One place a call writes.
@@ -282,7 +282,7 @@ pub(super) fn shell_covered(
     grant: &Grant,
     args: &ShellArgs,
     dialect: shell::Dialect,
-    walls: shell::PathWalls,
+    walls: shell::PathEnforcement,
 ) -> bool {
     if grant.deny {
         shell::touches_script_in(&args.command, &grant.commands, dialect, walls)
@@ -408,7 +408,7 @@ pub fn decide(
         labels,
         now,
         protected,
-        shell::PathWalls::Unenforced,
+        shell::PathEnforcement::Unenforced,
     )
 }
 
@@ -420,7 +420,7 @@ pub fn decide_seen(
     seen: Seen<'_>,
     now: Timestamp,
     protected: &Protected,
-    walls: shell::PathWalls,
+    walls: shell::PathEnforcement,
 ) -> Decision {
     decide_with(args, (grants, None), seen, now, protected, walls)
 }
@@ -435,13 +435,13 @@ pub fn decide_indexed(
     seen: Seen<'_>,
     now: Timestamp,
     protected: &Protected,
-    walls: shell::PathWalls,
+    walls: shell::PathEnforcement,
 ) -> Decision {
     decide_with(args, (grants, Some(index)), seen, now, protected, walls)
 }
 
 /// [`decide`] for a call whose box enforces paths as `walls` says: with
-/// [`shell::PathWalls::Enforced`] a `shell` redirection is covered when its file resolves
+/// [`shell::PathEnforcement::Enforced`] a `shell` redirection is covered when its file resolves
 /// inside the grant's folders and outside the protected ones (the strict rules of [`decide`]
 /// refuse every redirection).
 pub fn decide_in(
@@ -450,7 +450,7 @@ pub fn decide_in(
     labels: Labels,
     now: Timestamp,
     protected: &Protected,
-    walls: shell::PathWalls,
+    walls: shell::PathEnforcement,
 ) -> Decision {
     decide_with(
         args,
@@ -468,7 +468,7 @@ fn decide_with(
     seen: Seen<'_>,
     now: Timestamp,
     protected: &Protected,
-    walls: shell::PathWalls,
+    walls: shell::PathEnforcement,
 ) -> Decision {
     let labels = seen.labels;
     let tool = args.tool();

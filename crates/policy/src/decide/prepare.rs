@@ -55,7 +55,7 @@ pub(super) fn prepare(
     grants: &[Grant],
     now: Timestamp,
     protected: &Protected,
-    walls: shell::PathWalls,
+    walls: shell::PathEnforcement,
 ) -> Result<Call, String> {
     let spelled = args.path().map(PathBuf::from);
     let mut args = resolve_args(args)?;

@@ -79,7 +79,7 @@
 //! - **Control flow** (`if`, `while`, `until`, `for`, `case`, `select`), `[[ … ]]`, `(( … ))`,
 //!   function definitions, assignments, any redirection (heredocs, here-strings, `2>&1`, `|&`),
 //!   process substitution and a background `&` are not covered; where the box enforces paths
-//!   ([`PathWalls::Enforced`]), a redirection to or from a named file and a descriptor's
+//!   ([`PathEnforcement::Enforced`]), a redirection to or from a named file and a descriptor's
 //!   duplication are covered, the file being one more place the decision checks.
 //! - `!` (negation) and, under bash's rules, `time` in front of a pipeline are understood and
 //!   allowed.
@@ -142,7 +142,7 @@ pub enum NotCovered {
     /// A variable assignment, before a command (`PATH=/tmp git`) or alone (`X=1`).
     Assignment(String),
     /// A redirection, heredoc or here-string (refused where the box does not enforce paths:
-    /// [`PathWalls::Unenforced`]; a heredoc or here-string always).
+    /// [`PathEnforcement::Unenforced`]; a heredoc or here-string always).
     Redirection(String),
     /// A command sent to the background with `&`.
     Background,
@@ -256,7 +256,7 @@ impl std::error::Error for NotCovered {}
 /// does not, every redirection is refused. Heredocs, here-strings and process substitution are
 /// refused either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum PathWalls {
+pub enum PathEnforcement {
     /// No box enforces paths (`[sandbox] file_walls = false`): the strict rules.
     #[default]
     Unenforced,
@@ -290,7 +290,7 @@ pub fn covers_script_as(
     prefixes: &[Vec<String>],
     dialect: Dialect,
 ) -> Result<(), NotCovered> {
-    covers_script_in(script, prefixes, dialect, PathWalls::Unenforced)
+    covers_script_in(script, prefixes, dialect, PathEnforcement::Unenforced)
 }
 
 /// [`covers_script_as`], with redirections covered where `walls` says the box enforces paths.
@@ -298,7 +298,7 @@ pub fn covers_script_in(
     script: &str,
     prefixes: &[Vec<String>],
     dialect: Dialect,
-    walls: PathWalls,
+    walls: PathEnforcement,
 ) -> Result<(), NotCovered> {
     walk_script(script, prefixes, Mode::Cover, dialect, walls).map(|_| ())
 }
@@ -318,7 +318,7 @@ pub fn touches_script(script: &str, prefixes: &[Vec<String>]) -> bool {
 /// read touches every deny. The call's own script, when the checker cannot read it, touches
 /// nothing here; no allow grant covers it either, so it is refused all the same.
 pub fn touches_script_as(script: &str, prefixes: &[Vec<String>], dialect: Dialect) -> bool {
-    touches_script_in(script, prefixes, dialect, PathWalls::Unenforced)
+    touches_script_in(script, prefixes, dialect, PathEnforcement::Unenforced)
 }
 
 /// [`touches_script_as`], reading redirections where `walls` says the box enforces paths (so a
@@ -327,7 +327,7 @@ pub fn touches_script_in(
     script: &str,
     prefixes: &[Vec<String>],
     dialect: Dialect,
-    walls: PathWalls,
+    walls: PathEnforcement,
 ) -> bool {
     walk_script(script, prefixes, Mode::Touch, dialect, walls).is_ok_and(|(hits, _)| hits > 0)
 }
@@ -340,7 +340,7 @@ pub fn touches_script_in(
 /// that run arbitrary code (interpreters, build tools) are not looked into: a grant on one
 /// covers whatever it writes.
 pub fn write_targets(script: &str, dialect: Dialect) -> Result<Vec<WriteTarget>, NotCovered> {
-    write_targets_in(script, dialect, PathWalls::Unenforced)
+    write_targets_in(script, dialect, PathEnforcement::Unenforced)
 }
 
 /// [`write_targets`]; where `walls` says the box enforces paths, the file of every redirection
@@ -348,7 +348,7 @@ pub fn write_targets(script: &str, dialect: Dialect) -> Result<Vec<WriteTarget>,
 pub fn write_targets_in(
     script: &str,
     dialect: Dialect,
-    walls: PathWalls,
+    walls: PathEnforcement,
 ) -> Result<Vec<WriteTarget>, NotCovered> {
     walk_script(script, &[], Mode::Writes, dialect, walls).map(|(_, targets)| targets)
 }
@@ -368,7 +368,7 @@ fn walk_script(
     prefixes: &[Vec<String>],
     mode: Mode,
     dialect: Dialect,
-    walls: PathWalls,
+    walls: PathEnforcement,
 ) -> Result<(usize, Vec<WriteTarget>), NotCovered> {
     let mut ctx = Context {
         prefixes,

@@ -8,7 +8,7 @@ use brush_parser::ast;
 use brush_parser::{ParserOptions, SourceInfo, Token};
 
 use super::show::show;
-use super::{Dialect, MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered, PathWalls};
+use super::{Dialect, MAX_NESTING, MAX_SCRIPT_BYTES, NotCovered, PathEnforcement};
 
 /// At most this many `$(` and `${` in one script: brush's tokenizer recurses on each.
 const MAX_EXPANSION_MARKS: usize = 32;
@@ -30,7 +30,7 @@ pub(super) fn parser_options() -> ParserOptions {
 pub(super) fn parse(
     script: &str,
     dialect: Dialect,
-    walls: PathWalls,
+    walls: PathEnforcement,
 ) -> Result<ast::Program, NotCovered> {
     if script.len() > MAX_SCRIPT_BYTES {
         return Err(NotCovered::TooLong(script.len()));
@@ -136,12 +136,16 @@ const BASH_OPERATORS: &[&str] = &["&>", "&>>", "|&", "<<<", ";&", ";;&"];
 /// Checks on the token stream, before the parser runs: a background `&` anywhere; then, in
 /// source order, redirections and process substitution, reserved words that start control flow,
 /// `[[`, `function`, `((`, and nesting deeper than [`MAX_NESTING`] (redirections pass where
-/// `walls` is [`PathWalls::Enforced`], for the walk to read). Besides giving the precise
+/// `walls` is [`PathEnforcement::Enforced`], for the walk to read). Besides giving the precise
 /// reason, this keeps the parser away from the constructs on which it backtracks exponentially
 /// (nested `case`, `((`) and bounds its recursion. For [`Dialect::Posix`], bash's own operators,
 /// `((`, process substitution, `time` (a keyword in bash, a program for sh) and `! !` (sh refuses
 /// it) are refused as dialect differences first.
-fn screen_tokens(tokens: &[Token], dialect: Dialect, walls: PathWalls) -> Result<(), NotCovered> {
+fn screen_tokens(
+    tokens: &[Token],
+    dialect: Dialect,
+    walls: PathEnforcement,
+) -> Result<(), NotCovered> {
     let posix = dialect == Dialect::Posix;
     if tokens
         .iter()
@@ -167,7 +171,7 @@ fn screen_tokens(tokens: &[Token], dialect: Dialect, walls: PathWalls) -> Result
                     {
                         return Err(NotCovered::Substitution(format!("{op}(…)")));
                     }
-                    if walls == PathWalls::Enforced {
+                    if walls == PathEnforcement::Enforced {
                         // The walk reads its target; the word after it is not a command.
                         command_position = op == "|&";
                         after_time = false;

@@ -14,7 +14,7 @@ use super::show::{render_words, show};
 use super::touch::command_touches;
 use super::words::{Literal, decode_word, looks_like_assignment};
 use super::writes::Writes;
-use super::{Dialect, MAX_NESTING, MAX_SHELL_DEPTH, Mode, NotCovered, PathWalls, git};
+use super::{Dialect, MAX_NESTING, MAX_SHELL_DEPTH, Mode, NotCovered, PathEnforcement, git};
 
 /// A script waiting to be read: its text, its `sh -c` depth and the shell that runs it.
 pub(super) type Pending = (String, usize, Dialect);
@@ -24,7 +24,7 @@ pub(super) struct Context<'a> {
     pub(super) prefixes: &'a [Vec<String>],
     pub(super) mode: Mode,
     /// Whether the box enforces paths (then redirections are read, not refused).
-    pub(super) walls: PathWalls,
+    pub(super) walls: PathEnforcement,
     /// Scripts of `sh -c` waiting to be read.
     pub(super) inner: VecDeque<Pending>,
     /// What the commands write (in [`Mode::Writes`]).
@@ -227,7 +227,7 @@ impl Walker<'_, '_> {
     /// substitution are refused.
     fn redirect(&mut self, redirect: &ast::IoRedirect) -> Result<(), NotCovered> {
         let refused = || NotCovered::Redirection(show(&redirect.to_string()));
-        if self.ctx.walls == PathWalls::Unenforced {
+        if self.ctx.walls == PathEnforcement::Unenforced {
             return Err(refused());
         }
         let file = match redirect {

@@ -109,7 +109,7 @@ fn a_file_descriptor_number_out_of_range_is_refused_before_brush_reads_it() {
             script,
             &grants(),
             policy::shell::Dialect::Bash,
-            policy::shell::PathWalls::Enforced,
+            policy::shell::PathEnforcement::Enforced,
         )
     };
     match enforced("echo hi 99999999999>out") {

@@ -1,9 +1,9 @@
-//! Redirections where the box enforces paths (`PathWalls::Enforced`): covered, each file one
-//! more place the decision checks; where it does not (`PathWalls::Unenforced`, what
+//! Redirections where the box enforces paths (`PathEnforcement::Enforced`): covered, each file one
+//! more place the decision checks; where it does not (`PathEnforcement::Unenforced`, what
 //! `covers_script` and `write_targets` use), every one refused as before.
 
 use policy::shell::{
-    Dialect, NotCovered, PathWalls, WriteTarget, covers_script_in, touches_script_in,
+    Dialect, NotCovered, PathEnforcement, WriteTarget, covers_script_in, touches_script_in,
     write_targets_in,
 };
 
@@ -14,7 +14,7 @@ fn prefixes(words: &[&[&str]]) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn covered(script: &str, walls: PathWalls) -> Result<(), NotCovered> {
+fn covered(script: &str, walls: PathEnforcement) -> Result<(), NotCovered> {
     covers_script_in(
         script,
         &prefixes(&[&["ls"], &["grep"], &["cat"]]),
@@ -24,7 +24,7 @@ fn covered(script: &str, walls: PathWalls) -> Result<(), NotCovered> {
 }
 
 fn targets(script: &str) -> Vec<String> {
-    write_targets_in(script, Dialect::Bash, PathWalls::Enforced)
+    write_targets_in(script, Dialect::Bash, PathEnforcement::Enforced)
         .unwrap()
         .into_iter()
         .map(|t| match t {
@@ -52,10 +52,14 @@ fn with_the_box_enforcing_paths_redirections_to_named_files_are_covered() {
         "ls 3>&-",
         "sh -c 'ls > x'",
     ] {
-        assert_eq!(covered(script, PathWalls::Enforced), Ok(()), "{script}");
+        assert_eq!(
+            covered(script, PathEnforcement::Enforced),
+            Ok(()),
+            "{script}"
+        );
         assert!(
             matches!(
-                covered(script, PathWalls::Unenforced),
+                covered(script, PathEnforcement::Unenforced),
                 Err(NotCovered::Redirection(_))
             ),
             "{script}"
@@ -71,7 +75,7 @@ fn with_the_box_enforcing_paths_heredocs_and_process_substitution_stay_refused()
         "cat < <(ls)",
         "ls > >(cat)",
     ] {
-        let result = covered(script, PathWalls::Enforced);
+        let result = covered(script, PathEnforcement::Enforced);
         assert!(
             matches!(
                 result,
@@ -81,16 +85,16 @@ fn with_the_box_enforcing_paths_heredocs_and_process_substitution_stay_refused()
         );
     }
     assert!(matches!(
-        covered("ls > \"$HOME/x\"", PathWalls::Enforced),
+        covered("ls > \"$HOME/x\"", PathEnforcement::Enforced),
         Err(NotCovered::Substitution(_))
     ));
     assert!(matches!(
-        covered("ls > *.txt", PathWalls::Enforced),
+        covered("ls > *.txt", PathEnforcement::Enforced),
         Err(NotCovered::Glob(_))
     ));
     // A redirection does not hide a command no prefix covers.
     assert!(matches!(
-        covered("ls > out; rm -rf x", PathWalls::Enforced),
+        covered("ls > out; rm -rf x", PathEnforcement::Enforced),
         Err(NotCovered::NoPrefix(_))
     ));
 }
@@ -107,7 +111,7 @@ fn a_redirections_file_is_a_place_the_script_writes_under_its_folders() {
     assert_eq!(targets("sh -c 'ls > inner'"), ["inner"]);
     // Without the box, the redirection is refused whatever it names.
     assert!(matches!(
-        write_targets_in("ls > out", Dialect::Bash, PathWalls::Unenforced),
+        write_targets_in("ls > out", Dialect::Bash, PathEnforcement::Unenforced),
         Err(NotCovered::Redirection(_))
     ));
 }
@@ -119,6 +123,6 @@ fn a_deny_grant_still_sees_a_command_behind_a_redirection() {
         "git push > out",
         &deny,
         Dialect::Bash,
-        PathWalls::Enforced
+        PathEnforcement::Enforced
     ));
 }

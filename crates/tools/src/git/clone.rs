@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{
-    GitCloneArgs, GitError, GitWalls, Run, SSH_NOT_SUPPORTED, exit_code, git_env, millis, run_git,
-    signal,
+    GitCloneArgs, GitContainment, GitError, Run, SSH_NOT_SUPPORTED, exit_code, git_env, millis,
+    run_git, signal,
 };
 use crate::shell::{Containment, HEAD_BYTES, TAIL_BYTES};
 use crate::web::{FetchOptions, check_url_host};
@@ -44,7 +44,7 @@ pub struct CloneOptions {
     /// Where git runs: contained from the caller (the default, pinned to the checked
     /// addresses), or in a box whose policy binds the destination's folder read-write and
     /// reaches the host through its network (the trusted roots file is bound in read-only).
-    pub walls: GitWalls,
+    pub walls: GitContainment,
 }
 
 impl CloneOptions {
@@ -56,7 +56,7 @@ impl CloneOptions {
         CloneOptions {
             fetch,
             max_bytes: Self::DEFAULT_MAX_BYTES,
-            walls: GitWalls::Contained,
+            walls: GitContainment::Contained,
         }
     }
 }
@@ -122,7 +122,7 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
         command.push(setting.into());
     };
     set("http.followRedirects=false".to_string());
-    let boxed = matches!(options.walls, GitWalls::Boxed(_));
+    let boxed = matches!(options.walls, GitContainment::Boxed(_));
     // In a box the proxy resolves and pins; a pin here would only be unused.
     if !checked.literal && !boxed {
         let addresses: Vec<String> = checked
@@ -157,10 +157,10 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
     let mut on_start = |stopper: sandbox::Stopper| watch.follow(stopper);
     let cwd = destination.parent().unwrap_or(Path::new("/")).to_path_buf();
     let walls = match (&options.walls, &roots) {
-        (GitWalls::Boxed(policy), Some(roots)) => {
+        (GitContainment::Boxed(policy), Some(roots)) => {
             let mut policy = policy.clone();
             policy.read_only.push(roots.0.clone());
-            GitWalls::Boxed(policy)
+            GitContainment::Boxed(policy)
         }
         (walls, _) => walls.clone(),
     };

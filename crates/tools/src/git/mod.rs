@@ -132,7 +132,7 @@ const GIT_PASSED_ENV: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
 
 /// How each git of a call is held.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GitWalls {
+pub enum GitContainment {
     /// In a fresh box of this policy ([`sandbox::spawn_boxed`]; the caller binds the granted
     /// folder, read-only).
     Boxed(Box<sandbox::Policy>),
@@ -143,7 +143,7 @@ pub enum GitWalls {
     Worker(GitWorker),
 }
 
-/// What runs one git for [`GitWalls::Worker`]: the command, its time limit and the sinks of its
+/// What runs one git for [`GitContainment::Worker`]: the command, its time limit and the sinks of its
 /// two streams; how it ended and how it was held.
 pub type RunGit = dyn Fn(
         &CommandSpec,
@@ -180,7 +180,7 @@ pub struct GitOptions {
     /// The whole call's time limit, every git of it together.
     pub timeout: Duration,
     /// The box, or containment alone.
-    pub walls: GitWalls,
+    pub walls: GitContainment,
     /// Bytes kept from the start of the merged output.
     pub head_bytes: usize,
     /// Bytes kept from the end of the merged output.
@@ -193,7 +193,7 @@ impl GitOptions {
         GitOptions {
             root: root.into(),
             timeout: Duration::from_secs(30),
-            walls: GitWalls::Contained,
+            walls: GitContainment::Contained,
             head_bytes: HEAD_BYTES,
             tail_bytes: TAIL_BYTES,
         }
@@ -383,7 +383,7 @@ impl Ran {
 
 /// How one git run is held and bounded.
 pub(crate) struct Run<'a> {
-    pub(crate) walls: &'a GitWalls,
+    pub(crate) walls: &'a GitContainment,
     pub(crate) timeout: Duration,
     pub(crate) head_bytes: usize,
     pub(crate) tail_bytes: usize,
@@ -414,8 +414,8 @@ pub(crate) fn run_git(
     };
     let mut on_stderr = |bytes: &[u8]| merged.borrow_mut().push(bytes);
     let mut child = match run.walls {
-        GitWalls::Boxed(policy) => sandbox::spawn_boxed(&spec, policy, run.timeout)?,
-        GitWalls::Contained => sandbox::spawn_contained(
+        GitContainment::Boxed(policy) => sandbox::spawn_boxed(&spec, policy, run.timeout)?,
+        GitContainment::Contained => sandbox::spawn_contained(
             &spec,
             &ContainOptions {
                 timeout: run.timeout,
@@ -423,7 +423,7 @@ pub(crate) fn run_git(
             },
         )
         .map_err(GitError::Spawn)?,
-        GitWalls::Worker(worker) => {
+        GitContainment::Worker(worker) => {
             let (ended, containment) =
                 (worker.0)(&spec, run.timeout, &mut on_stdout, &mut on_stderr)
                     .map_err(GitError::Worker)?;

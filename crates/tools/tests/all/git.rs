@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 use tools::git::{
-    CloneOptions, GitCloneArgs, GitDiffArgs, GitError, GitOptions, GitStatusArgs, GitWalls,
+    CloneOptions, GitCloneArgs, GitContainment, GitDiffArgs, GitError, GitOptions, GitStatusArgs,
     git_clone, git_diff, git_status,
 };
 use tools::web::{FetchError, FetchOptions};
@@ -317,7 +317,7 @@ fn git_status_runs_in_a_box_holding_only_the_granted_folder() {
     repository(&root);
     std::fs::write(root.join("a.txt"), "two\n").unwrap();
     let mut options = GitOptions::new(&root);
-    options.walls = GitWalls::Boxed(Box::new(sandbox::Policy {
+    options.walls = GitContainment::Boxed(Box::new(sandbox::Policy {
         read_only: vec![root.clone()],
         ..sandbox::Policy::default()
     }));
@@ -427,7 +427,7 @@ fn a_clone_in_a_box_without_a_network_reaches_nothing_and_leaves_nothing() {
     };
     let mut options = clone_options(&ca, server.port());
     // Unpinned in a box: the box's network (the caller's proxy) is its only way to the host.
-    options.walls = GitWalls::Boxed(Box::new(sandbox::Policy {
+    options.walls = GitContainment::Boxed(Box::new(sandbox::Policy {
         read_write: vec![work.clone()],
         ..sandbox::Policy::default()
     }));

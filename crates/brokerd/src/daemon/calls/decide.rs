@@ -66,7 +66,7 @@ pub(super) fn decide(
         let folder = granted_folder(&grants, tool, now);
         return Step::Failed(misfit::relative_path(argument, path, folder.as_deref()));
     }
-    let walls = broker.runner.path_walls();
+    let walls = broker.runner.path_enforcement();
     let decision = slot.with_uses(broker, &call.session, |uses| {
         slot.with_values(broker, &call.session, |values| {
             let seen = Seen {

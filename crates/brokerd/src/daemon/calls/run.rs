@@ -110,7 +110,7 @@ pub(super) async fn run(
                     grants: &context.grants,
                     labels: context.labels,
                     protected: &context.protected,
-                    walls: broker.runner.path_walls(),
+                    walls: broker.runner.path_enforcement(),
                 };
                 if let Some(hint) = nearest::hint(&allowed, &reach) {
                     message.push_str(&hint);

@@ -21,7 +21,7 @@ impl SandboxedRunner {
             return super::super::runner::git_read(
                 allowed,
                 context,
-                tools::git::GitWalls::Contained,
+                tools::git::GitContainment::Contained,
                 extra,
             );
         }
@@ -39,7 +39,7 @@ impl SandboxedRunner {
             return super::super::runner::git_read(
                 allowed,
                 context,
-                tools::git::GitWalls::Worker(worker),
+                tools::git::GitContainment::Worker(worker),
                 extra,
             );
         }
@@ -47,7 +47,7 @@ impl SandboxedRunner {
         super::super::runner::git_read(
             allowed,
             context,
-            tools::git::GitWalls::Boxed(Box::new(policy)),
+            tools::git::GitContainment::Boxed(Box::new(policy)),
             extra,
         )
     }
@@ -105,7 +105,7 @@ impl SandboxedRunner {
             args,
             allowed,
             context,
-            tools::git::GitWalls::Boxed(Box::new(policy)),
+            tools::git::GitContainment::Boxed(Box::new(policy)),
             &walls,
         );
         drop(proxy); // git's box has ended

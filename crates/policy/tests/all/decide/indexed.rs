@@ -3,7 +3,7 @@
 //! paths, the same folder twice) against random calls, decided both ways.
 
 use policy::decide::{GrantIndex, Seen, decide_indexed, decide_seen};
-use policy::shell::PathWalls;
+use policy::shell::PathEnforcement;
 use proptest::prelude::*;
 
 use super::*;
@@ -92,9 +92,9 @@ proptest! {
             let (tool, arguments) = call(&tree, spec);
             let Ok(args) = parse(tool, &arguments) else { continue };
             let seen = Seen::labels_only(Labels::default());
-            let plain = decide_seen(&args, &grants, seen, now(), &tree.protected(), PathWalls::Enforced);
+            let plain = decide_seen(&args, &grants, seen, now(), &tree.protected(), PathEnforcement::Enforced);
             let indexed = decide_indexed(
-                &args, (&grants, &index), seen, now(), &tree.protected(), PathWalls::Enforced,
+                &args, (&grants, &index), seen, now(), &tree.protected(), PathEnforcement::Enforced,
             );
             prop_assert_eq!(plain, indexed, "{}\n{}", text, arguments);
         }

@@ -5,7 +5,7 @@
 use policy::decide::{AskReason, GrantUses, Seen, decide_seen};
 use policy::downstream::{self, CallOf, Downstream, Listed, Verdict};
 use policy::provenance::{Caps, Source, ValueIndex};
-use policy::shell::PathWalls;
+use policy::shell::PathEnforcement;
 use proto::{Class, DenyReason};
 
 use super::*;
@@ -284,7 +284,7 @@ fn a_built_in_tools_argument_takes_the_same_rules() {
             Seen::labels_only(Labels::default()),
             now(),
             &tree.protected(),
-            PathWalls::Unenforced,
+            PathEnforcement::Unenforced,
         )
     };
     assert!(matches!(fetch("https://docs.rs/serde"), Decision::Allow(_)));

@@ -6,7 +6,7 @@
 use policy::decide::{AskReason, Seen, decide_seen};
 use policy::downstream::{self, CallOf, Downstream, Listed};
 use policy::provenance::{Caps, Source, ValueIndex};
-use policy::shell::PathWalls;
+use policy::shell::PathEnforcement;
 use proto::Class;
 
 use super::*;
@@ -52,7 +52,7 @@ impl Tree {
             seen,
             now(),
             &self.protected(),
-            PathWalls::Unenforced,
+            PathEnforcement::Unenforced,
         )
     }
 }

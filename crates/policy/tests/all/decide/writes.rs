@@ -367,7 +367,7 @@ fn shell_call_in(
     tree: &Tree,
     grants: &[Grant],
     command: &str,
-    walls: policy::shell::PathWalls,
+    walls: policy::shell::PathEnforcement,
 ) -> Decision {
     let arguments = serde_json::json!({"command": command, "cwd": tree.path("work")}).to_string();
     let args = parse(ToolName::Shell, &arguments).unwrap();
@@ -385,7 +385,7 @@ const LS_IN_WORK: &str = "[[grant]]\nid=\"ls\"\ntool=\"shell\"\ncommands=[\"ls\"
 
 #[test]
 fn with_the_box_enforcing_paths_a_redirection_into_the_grant_is_covered() {
-    use policy::shell::PathWalls::Enforced;
+    use policy::shell::PathEnforcement::Enforced;
     let tree = Tree::new();
     let grants = tree.grants(LS_IN_WORK);
     for command in [
@@ -404,7 +404,7 @@ fn with_the_box_enforcing_paths_a_redirection_into_the_grant_is_covered() {
 
 #[test]
 fn with_the_box_enforcing_paths_a_redirection_outside_the_grant_or_into_boxmaker_is_refused() {
-    use policy::shell::PathWalls::Enforced;
+    use policy::shell::PathEnforcement::Enforced;
     let tree = Tree::new();
     let grants = tree.grants(LS_IN_WORK);
     let outside = format!("ls > {}", tree.path("notes/x"));
@@ -430,7 +430,7 @@ fn with_the_box_enforcing_paths_a_redirection_outside_the_grant_or_into_boxmaker
 
 #[test]
 fn without_the_box_enforcing_paths_every_redirection_is_refused() {
-    use policy::shell::PathWalls::Unenforced;
+    use policy::shell::PathEnforcement::Unenforced;
     let tree = Tree::new();
     let grants = tree.grants(LS_IN_WORK);
     for command in ["ls > listing.txt", "ls 2>&1", "ls 2>/dev/null"] {
