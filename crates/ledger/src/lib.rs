@@ -18,7 +18,8 @@ pub mod store;
 
 pub use approvals::{ApprovalRow, ApprovalState};
 pub use audit::{
-    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Labels,
-    Opened, Record, Summary, sha256_hex, verify, verify_with_ledger,
+    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Checkpoint, Event, Field,
+    INTERRUPTED, Labels, LogTree, Opened, Proof, Record, Summary, TreeError, sha256_hex, verify,
+    verify_with_ledger,
 };
 pub use store::{CallRow, CallState, Ledger, LedgerError, SessionRow};
