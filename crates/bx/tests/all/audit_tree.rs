@@ -301,3 +301,29 @@ fn every_checkpoint_and_proof_matches_an_independent_python_implementation_of_rf
     assert_eq!(answer["checked"], count);
     assert_eq!(answer["wrong"], serde_json::json!([planted]), "{answer:#}");
 }
+
+#[test]
+fn verify_with_a_checkpoint_fails_a_log_cut_and_continued_whose_chain_still_holds() {
+    let mut state = State::new();
+    state.append(6);
+    let before = state.keep("cp", &["audit", "checkpoint"]);
+    // Cut after record 4, then write on with a chain that holds (the ledger's own writer).
+    let text = fs::read_to_string(state.log_path()).unwrap();
+    let kept: Vec<&str> = text.lines().take(4).collect();
+    fs::write(state.log_path(), kept.join("\n") + "\n").unwrap();
+    state.log = None;
+    state.append(3);
+    let ran = state.verify(&[&before], None);
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert!(
+        lines[0].contains("the chain holds: 7 records"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        lines[1].contains("the checkpoint fails: the log's first 6 records no longer hash to the checkpoint's root"),
+        "{}",
+        ran.stdout
+    );
+}

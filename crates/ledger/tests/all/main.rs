@@ -4,3 +4,4 @@
 mod approvals;
 mod audit;
 mod store;
+mod tamper;
