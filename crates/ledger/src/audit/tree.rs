@@ -8,6 +8,7 @@
 //! rewritten log is compared with a checkpoint even where its chain no longer holds.
 
 use std::fmt;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::checkpoint::{Checkpoint, ORIGIN_PREFIX, Proof};
@@ -112,35 +113,48 @@ impl From<ProofError> for TreeError {
 }
 
 impl LogTree {
-    /// The tree of the log at `path` (a missing file is an empty log), named `origin`.
+    /// The tree of the log at `path` (a missing file is an empty log), named `origin`. The
+    /// file is read a line at a time: only the leaf hashes are kept.
     pub fn read(path: &Path, origin: String) -> Result<LogTree, AuditError> {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => {
-                return Err(AuditError::Io {
-                    path: path.display().to_string(),
-                    source,
-                });
-            }
+        let io = |source| AuditError::Io {
+            path: path.display().to_string(),
+            source,
         };
-        Ok(LogTree::of_bytes(&bytes, origin))
+        match std::fs::File::open(path) {
+            // A device or a pipe where the log should be (/dev/zero) would never end.
+            Ok(file) if !file.metadata().map_err(io)?.is_file() => {
+                Err(io(std::io::Error::other("it is not a regular file")))
+            }
+            Ok(file) => LogTree::of_reader(BufReader::new(file), origin).map_err(io),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                LogTree::of_reader(&[][..], origin).map_err(io)
+            }
+            Err(source) => Err(io(source)),
+        }
     }
 
-    /// The tree of a log's bytes.
-    pub fn of_bytes(bytes: &[u8], origin: String) -> LogTree {
-        let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-        // What follows the last newline is not a record (empty when the log ends whole).
-        lines.pop();
-        let first_seq = lines
-            .first()
-            .and_then(|line| serde_json::from_slice::<Record>(line).ok())
-            .map(|record| record.seq);
-        LogTree {
-            origin,
-            leaves: lines.into_iter().map(record_leaf).collect(),
-            first_seq,
+    /// The tree of a log read from `reader`.
+    pub fn of_reader(mut reader: impl BufRead, origin: String) -> std::io::Result<LogTree> {
+        let mut leaves = Vec::new();
+        let mut first_seq = None;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            reader.read_until(b'\n', &mut line)?;
+            // What follows the last newline is not a record (nothing when the log ends whole).
+            let Some(record) = line.strip_suffix(b"\n") else {
+                break;
+            };
+            if leaves.is_empty() {
+                first_seq = serde_json::from_slice::<Record>(record).ok().map(|r| r.seq);
+            }
+            leaves.push(record_leaf(record));
         }
+        Ok(LogTree {
+            origin,
+            leaves,
+            first_seq,
+        })
     }
 
     /// How many records (complete lines) the log holds.

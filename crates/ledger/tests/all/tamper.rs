@@ -206,3 +206,9 @@ fn a_tail_truncated_and_not_continued_is_found_as_records_cut() {
         })
     );
 }
+
+#[test]
+fn a_device_where_the_log_should_be_has_no_tree_rather_than_a_hang() {
+    let error = LogTree::read(Path::new("/dev/zero"), ORIGIN.to_string()).unwrap_err();
+    assert!(error.to_string().contains("not a regular file"), "{error}");
+}
