@@ -15,6 +15,7 @@
 mod checkpoint;
 mod log;
 pub mod merkle;
+pub mod seal;
 mod tree;
 mod verify;
 
