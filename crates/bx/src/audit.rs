@@ -26,6 +26,10 @@ pub struct VerifyArgs {
     /// checkpoints' roots; a root no checkpoint gives is recomputed from the log.
     #[arg(long, value_name = "FILE")]
     pub proof: Option<PathBuf>,
+    /// Also check every sealed checkpoint in the state folder's `seal/` against the root
+    /// public key `bx audit seal init` printed (base64), and the log against each.
+    #[arg(long, value_name = "KEY")]
+    pub seal_root: Option<String>,
 }
 
 /// The tree of the state folder's log, or the exit after saying why there is none.
@@ -118,7 +122,7 @@ fn read_text<T>(
 /// proof given, one line each; exit 1 when any of them fails.
 pub fn verify(dirs: &Dirs, args: &VerifyArgs) -> Exit {
     let chain = crate::commands::audit_verify(dirs);
-    if args.checkpoint.is_empty() && args.proof.is_none() {
+    if args.checkpoint.is_empty() && args.proof.is_none() && args.seal_root.is_none() {
         return chain;
     }
     let Ok(tree) = tree(dirs) else {
@@ -159,5 +163,102 @@ pub fn verify(dirs: &Dirs, args: &VerifyArgs) -> Exit {
             None => held = false,
         }
     }
+    if let Some(root) = &args.seal_root {
+        let line = match check_seals(dirs, &tree, root) {
+            Ok(line) => line,
+            Err(line) => {
+                held = false;
+                line
+            }
+        };
+        println!("seals: {}", escape_terminal(&line));
+    }
     if held { Exit::Done } else { Exit::Failed }
+}
+
+/// Every sealed checkpoint: its seal from `root` through the epochs' certificates, then the
+/// log against it. The sentence saying what held, or the first thing that did not.
+fn check_seals(dirs: &Dirs, tree: &LogTree, root: &str) -> Result<String, String> {
+    let root = ledger::audit::decode_hash(root)
+        .ok_or("the root key must be 32 bytes in base64, as `bx audit seal init` printed it")?;
+    let store = ledger::audit::SealStore::of(&dirs.state);
+    let certs = store.certs().map_err(|e| e.to_string())?;
+    let sealed = store.sealed().map_err(|e| e.to_string())?;
+    let mut last = None;
+    for (at, (path, text)) in sealed.iter().enumerate() {
+        let name = path.display();
+        let (checkpoint, epoch) = ledger::audit::seal::verify_seal(text, &root, &certs)
+            .map_err(|e| format!("{name}: the seal fails: {e}"))?;
+        // One seal is one epoch: every epoch before the current key's has its checkpoint.
+        if epoch != at as u64 + 1 {
+            return Err(format!(
+                "the sealed checkpoint of epoch {} is missing (removed): {name} is epoch {epoch}",
+                at + 1
+            ));
+        }
+        tree.check_checkpoint(&checkpoint)
+            .map_err(|e| format!("{name} (epoch {epoch}): the sealed checkpoint fails: {e}"))?;
+        last = Some((epoch, checkpoint.size));
+    }
+    let sealed_epochs = certs.len().saturating_sub(1);
+    if sealed.len() < sealed_epochs {
+        return Err(format!(
+            "the sealed checkpoint of epoch {} is missing (removed): the keys reached epoch {}",
+            sealed.len() + 1,
+            certs.len()
+        ));
+    }
+    match last {
+        Some((epoch, size)) => Ok(format!(
+            "{} sealed checkpoints hold, the last of epoch {epoch}: the log's first {size} records hash to its root",
+            sealed.len()
+        )),
+        None => Err("no sealed checkpoint (bx audit seal now makes one)".to_string()),
+    }
+}
+
+/// `bx audit seal init`.
+pub fn seal_init(dirs: &Dirs) -> Exit {
+    let Ok(tree) = tree(dirs) else {
+        return Exit::Failed;
+    };
+    match ledger::audit::SealStore::of(&dirs.state).init(tree.origin()) {
+        Ok(root) => {
+            println!("{}", ledger::audit::encode_hash(&root));
+            eprintln!(
+                "bx: sealing is set up in {}; the line above is the root public key, printed this once: keep it off this machine (bx audit verify --seal-root KEY)",
+                dirs.state.join(ledger::audit::SEAL_DIR).display()
+            );
+            Exit::Done
+        }
+        Err(e) => {
+            eprintln!("bx: {}", escape_terminal(&e.to_string()));
+            Exit::Failed
+        }
+    }
+}
+
+/// `bx audit seal now`.
+pub fn seal_now(dirs: &Dirs) -> Exit {
+    let Ok(tree) = tree(dirs) else {
+        return Exit::Failed;
+    };
+    let sealed = tree
+        .checkpoint(None)
+        .map_err(|e| e.to_string())
+        .and_then(|c| {
+            ledger::audit::SealStore::of(&dirs.state)
+                .seal_now(&c)
+                .map_err(|e| e.to_string())
+        });
+    match sealed {
+        Ok(path) => {
+            println!("{}", path.display());
+            Exit::Done
+        }
+        Err(e) => {
+            eprintln!("bx: {}", escape_terminal(&e));
+            Exit::Failed
+        }
+    }
 }

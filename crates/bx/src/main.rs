@@ -278,6 +278,21 @@ enum AuditCommand {
         /// The newer size.
         new: Option<u64>,
     },
+    /// Forward-secure seals on checkpoints (the state folder's `seal/`).
+    Seal {
+        #[command(subcommand)]
+        command: SealCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SealCommand {
+    /// Set up sealing: epoch 1's key in the state folder's `seal/`, and print the root public
+    /// key, once. Keep it off this machine: `bx audit verify --seal-root KEY` needs it.
+    Init,
+    /// Seal the log's checkpoint now with the current epoch's key, then move to the next
+    /// epoch (the key that sealed is replaced).
+    Now,
 }
 
 fn main() -> ExitCode {
@@ -335,6 +350,12 @@ fn main() -> ExitCode {
             AuditCommand::Checkpoint { size } => audit::checkpoint(&dirs, size),
             AuditCommand::Prove { record, size } => audit::prove(&dirs, record, size),
             AuditCommand::Consistency { old, new } => audit::consistency(&dirs, old, new),
+            AuditCommand::Seal {
+                command: SealCommand::Init,
+            } => audit::seal_init(&dirs),
+            AuditCommand::Seal {
+                command: SealCommand::Now,
+            } => audit::seal_now(&dirs),
         },
         Command::Status { json } => commands::status(&dirs, json),
         Command::Memory { command } => match command {

@@ -327,3 +327,92 @@ fn verify_with_a_checkpoint_fails_a_log_cut_and_continued_whose_chain_still_hold
         ran.stdout
     );
 }
+
+/// A state folder of 4 records, sealing set up, two seals (epochs 1 and 2) with records
+/// between them: the root key printed at init.
+fn sealed_state() -> (State, String) {
+    let mut state = State::new();
+    state.append(4);
+    let init = state.bx(&["audit", "seal", "init"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert!(
+        init.stderr.contains("keep it off this machine"),
+        "{}",
+        init.stderr
+    );
+    let root = init.stdout.trim().to_string();
+    assert_eq!(root.len(), 44, "{root}");
+    assert_eq!(state.bx(&["audit", "seal", "init"]).code, 1, "init twice");
+    assert_eq!(state.bx(&["audit", "seal", "now"]).code, 0);
+    state.append(3);
+    assert_eq!(state.bx(&["audit", "seal", "now"]).code, 0);
+    (state, root)
+}
+
+#[test]
+fn sealed_checkpoints_hold_from_the_root_key_and_fail_from_another() {
+    let (state, root) = sealed_state();
+    let ran = state.bx(&["audit", "verify", "--seal-root", &root]);
+    assert_eq!(ran.code, 0, "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("seals: 2 sealed checkpoints hold, the last of epoch 2: the log's first 7 records hash to its root"),
+        "{}",
+        ran.stdout
+    );
+    let other = ledger::audit::encode_hash(&[9; 32]);
+    let ran = state.bx(&["audit", "verify", "--seal-root", &other]);
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("epoch 1's key is not certified"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn a_rewrite_resealed_with_the_stolen_current_key_fails_the_older_epochs_seals() {
+    let (state, root) = sealed_state();
+    // The intruder edits record 2, recomputes the chain, and seals the result with the key
+    // it found (epoch 3's): the epochs before still hold the log as it was.
+    let text = fs::read_to_string(state.log_path()).unwrap();
+    let mut prev = ledger::audit::GENESIS.to_string();
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut record: ledger::Record = serde_json::from_str(line).unwrap();
+        if i == 1 {
+            record.event = Event::SessionOpened {
+                session: SessionId("nobody".to_string()),
+                token_sha256: ledger::sha256_hex(b"x"),
+            };
+        }
+        record.prev = prev;
+        let line = serde_json::to_string(&record).unwrap();
+        prev = ledger::sha256_hex(line.as_bytes());
+        out.push_str(&line);
+        out.push('\n');
+    }
+    fs::write(state.log_path(), out).unwrap();
+    assert_eq!(state.bx(&["audit", "seal", "now"]).code, 0);
+    let ran = state.bx(&["audit", "verify", "--seal-root", &root]);
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    assert!(ran.stdout.contains("the chain holds"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains(
+            "4.e1 (epoch 1): the sealed checkpoint fails: the log's first 4 records no longer hash"
+        ),
+        "{}",
+        ran.stdout
+    );
+    // Removing the older epochs' checkpoints is seen too.
+    for epoch in ["4.e1", "7.e2"] {
+        fs::remove_file(state.state().join("seal/checkpoints").join(epoch)).unwrap();
+    }
+    let ran = state.bx(&["audit", "verify", "--seal-root", &root]);
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("the sealed checkpoint of epoch 1 is missing (removed)"),
+        "{}",
+        ran.stdout
+    );
+}

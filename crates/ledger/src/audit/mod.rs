@@ -16,6 +16,7 @@ mod checkpoint;
 mod log;
 pub mod merkle;
 pub mod seal;
+mod seal_store;
 mod tree;
 mod verify;
 
@@ -28,6 +29,7 @@ use proto::{
 
 pub use checkpoint::{Checkpoint, ORIGIN_PREFIX, Proof, TextError, decode_hash, encode_hash};
 pub use log::{AuditLog, Opened};
+pub use seal_store::{SEAL_DIR, SealStore, SealStoreError};
 pub use tree::{LogTree, TreeError, origin_of, record_leaf};
 pub use verify::{Anchor, Broken, Summary, verify, verify_with_ledger};
 

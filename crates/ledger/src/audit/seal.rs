@@ -33,6 +33,8 @@ pub struct SealKey {
     epoch: u64,
     origin: String,
     pair: Ed25519KeyPair,
+    /// The key as PKCS#8, what is written to the broker's key file.
+    pkcs8: Vec<u8>,
 }
 
 impl fmt::Debug for SealKey {
@@ -71,9 +73,10 @@ pub enum SealError {
     Signature(u64),
 }
 
-fn new_pair(random: &SystemRandom) -> Result<Ed25519KeyPair, SealError> {
+fn new_pair(random: &SystemRandom) -> Result<(Ed25519KeyPair, Vec<u8>), SealError> {
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(random).map_err(|_| SealError::Key)?;
-    Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|_| SealError::Key)
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|_| SealError::Key)?;
+    Ok((pair, pkcs8.as_ref().to_vec()))
 }
 
 fn public_of(pair: &Ed25519KeyPair) -> Result<PublicKey, SealError> {
@@ -84,6 +87,40 @@ fn public_of(pair: &Ed25519KeyPair) -> Result<PublicKey, SealError> {
 }
 
 impl EpochCert {
+    /// The certificate as one line of the certificates file: `epoch N <key> <signature>`.
+    pub fn to_line(&self) -> String {
+        format!(
+            "epoch {} {} {}",
+            self.epoch,
+            STANDARD.encode(self.public),
+            STANDARD.encode(&self.signature)
+        )
+    }
+
+    /// A certificates file's line, read back.
+    pub fn from_line(line: &str) -> Result<EpochCert, SealError> {
+        let bad = || SealError::Text(format!("not an epoch certificate: {line}"));
+        let mut words = line.strip_prefix("epoch ").ok_or_else(bad)?.split(' ');
+        let epoch = words.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+        let public = words
+            .next()
+            .and_then(|k| STANDARD.decode(k).ok())
+            .and_then(|k| PublicKey::try_from(k).ok())
+            .ok_or_else(bad)?;
+        let signature = words
+            .next()
+            .and_then(|s| STANDARD.decode(s).ok())
+            .ok_or_else(bad)?;
+        if words.next().is_some() {
+            return Err(bad());
+        }
+        Ok(EpochCert {
+            epoch,
+            public,
+            signature,
+        })
+    }
+
     /// The bytes the previous key signs: the epoch, the log's origin and the key.
     pub fn message(epoch: u64, origin: &str, public: &PublicKey) -> Vec<u8> {
         format!(
@@ -98,8 +135,8 @@ impl EpochCert {
 /// machine), epoch 1's key and its certificate. The root's private key is dropped here.
 pub fn init(origin: &str) -> Result<(PublicKey, SealKey, EpochCert), SealError> {
     let random = SystemRandom::new();
-    let root = new_pair(&random)?;
-    let first = new_pair(&random)?;
+    let (root, _) = new_pair(&random)?;
+    let (first, pkcs8) = new_pair(&random)?;
     let public = public_of(&first)?;
     let cert = EpochCert {
         epoch: 1,
@@ -113,6 +150,7 @@ pub fn init(origin: &str) -> Result<(PublicKey, SealKey, EpochCert), SealError> 
         epoch: 1,
         origin: origin.to_string(),
         pair: first,
+        pkcs8,
     };
     Ok((public_of(&root)?, key, cert))
 }
@@ -125,7 +163,7 @@ impl SealKey {
 
     /// The next epoch's key and its certificate, signed by this key, which is consumed.
     pub fn evolve(self) -> Result<(SealKey, EpochCert), SealError> {
-        let next = new_pair(&SystemRandom::new())?;
+        let (next, pkcs8) = new_pair(&SystemRandom::new())?;
         let public = public_of(&next)?;
         let epoch = self.epoch + 1;
         let cert = EpochCert {
@@ -142,9 +180,43 @@ impl SealKey {
                 epoch,
                 origin: self.origin,
                 pair: next,
+                pkcs8,
             },
             cert,
         ))
+    }
+
+    /// The key file's text: its epoch, its log's origin and the key (PKCS#8, base64).
+    pub fn to_text(&self) -> String {
+        format!(
+            "epoch {}\n{}\n{}\n",
+            self.epoch,
+            self.origin,
+            STANDARD.encode(&self.pkcs8)
+        )
+    }
+
+    /// A key file's text, read back.
+    pub fn from_text(text: &str) -> Result<SealKey, SealError> {
+        let bad = || SealError::Text("not a seal key file".to_string());
+        let mut lines = text.lines();
+        let epoch = lines
+            .next()
+            .and_then(|l| l.strip_prefix("epoch "))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(bad)?;
+        let origin = lines.next().ok_or_else(bad)?.to_string();
+        let pkcs8 = lines
+            .next()
+            .and_then(|l| STANDARD.decode(l).ok())
+            .ok_or_else(bad)?;
+        let pair = Ed25519KeyPair::from_pkcs8(&pkcs8).map_err(|_| bad())?;
+        Ok(SealKey {
+            epoch,
+            origin,
+            pair,
+            pkcs8,
+        })
     }
 
     /// The checkpoint's text followed by this epoch's seal.
@@ -240,6 +312,10 @@ mod tests {
     #[test]
     fn each_epochs_seal_holds_through_the_certificates_from_the_root() {
         let (root, certs, sealed, _) = epochs(4);
+        let certs: Vec<EpochCert> = certs
+            .iter()
+            .map(|c| EpochCert::from_line(&c.to_line()).unwrap())
+            .collect();
         for (i, text) in sealed.iter().enumerate() {
             let (checkpoint, epoch) = verify_seal(text, &root, &certs).unwrap();
             assert_eq!((checkpoint.size, epoch), (i as u64 + 1, i as u64 + 1));
@@ -263,7 +339,10 @@ mod tests {
             Err(SealError::Signature(1))
         );
         // Nor can it certify a key of its own for an earlier epoch.
-        let (own, _) = key.evolve().unwrap();
+        let (own, _) = SealKey::from_text(&key.to_text())
+            .unwrap()
+            .evolve()
+            .unwrap();
         let mut replaced = certs.clone();
         replaced[1] = EpochCert {
             epoch: 2,
