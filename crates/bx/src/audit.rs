@@ -42,8 +42,7 @@ fn tree(dirs: &Dirs) -> Result<LogTree, Exit> {
         );
         return Err(Exit::Failed);
     }
-    let state = std::fs::canonicalize(&dirs.state).unwrap_or_else(|_| dirs.state.clone());
-    LogTree::read(&log, ledger::audit::origin_of(&state)).map_err(|e| {
+    LogTree::read(&log, ledger::audit::origin_of(&dirs.state)).map_err(|e| {
         eprintln!("bx: {}", escape_terminal(&e.to_string()));
         Exit::Failed
     })

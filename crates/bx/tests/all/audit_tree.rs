@@ -416,3 +416,33 @@ fn a_rewrite_resealed_with_the_stolen_current_key_fails_the_older_epochs_seals()
         ran.stdout
     );
 }
+
+#[test]
+fn a_broker_that_seals_seals_its_log_when_stopped_by_sigterm() {
+    let broker = testkit::BrokerProcess::start("", "");
+    let init = super::bx(&broker, &["audit", "seal", "init"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let root = init.stdout.trim().to_string();
+    let mut client = testkit::AgentClient::open(&broker.socket(), None);
+    let _ = client.call(1, "read_file", r#"{"path":"/etc/hostname"}"#);
+    drop(client);
+    let pid = rustix::process::Pid::from_raw(broker.pid().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(
+        broker.wait_for_log(
+            "sealed the audit log at stop",
+            1,
+            std::time::Duration::from_secs(30)
+        ),
+        "{}",
+        broker.log()
+    );
+    let ran = super::bx(&broker, &["audit", "verify", "--seal-root", &root]);
+    assert_eq!(ran.code, 0, "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("seals: 1 sealed checkpoints hold, the last of epoch 1"),
+        "{}",
+        ran.stdout
+    );
+}

@@ -29,7 +29,7 @@ use proto::{
 
 pub use checkpoint::{Checkpoint, ORIGIN_PREFIX, Proof, TextError, decode_hash, encode_hash};
 pub use log::{AuditLog, Opened};
-pub use seal_store::{SEAL_DIR, SealStore, SealStoreError};
+pub use seal_store::{SEAL_DIR, SealStore, SealStoreError, seal_if_set_up};
 pub use tree::{LogTree, TreeError, origin_of, record_leaf};
 pub use verify::{Anchor, Broken, Summary, verify, verify_with_ledger};
 

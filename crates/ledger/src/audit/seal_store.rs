@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
 use super::seal::{self, EpochCert, PublicKey, SealError, SealKey};
+use super::tree::{LogTree, origin_of};
 
 /// The folder, under the state folder.
 pub const SEAL_DIR: &str = "seal";
@@ -181,6 +182,11 @@ impl SealStore {
         Ok(path)
     }
 
+    /// Whether sealing was set up here (`bx audit seal init`).
+    pub fn is_set_up(&self) -> bool {
+        self.key_path().exists()
+    }
+
     /// Every sealed checkpoint's file and text, oldest epoch first.
     pub fn sealed(&self) -> Result<Vec<(PathBuf, String)>, SealStoreError> {
         let dir = self.checkpoints_dir();
@@ -200,4 +206,23 @@ impl SealStore {
         found.sort_by_key(|(epoch, _, _)| *epoch);
         Ok(found.into_iter().map(|(_, p, t)| (p, t)).collect())
     }
+}
+
+/// Seals the log of the state folder `state` now (its complete records), when sealing is set
+/// up there: what the broker does at an interval and at stop. `None` when it is not set up.
+pub fn seal_if_set_up(state: &Path) -> Result<Option<PathBuf>, SealStoreError> {
+    let store = SealStore::of(state);
+    if !store.is_set_up() {
+        return Ok(None);
+    }
+    let log = state.join(proto::dirs::AUDIT_FILE);
+    let tree = LogTree::read(&log, origin_of(state)).map_err(|e| SealStoreError::Io {
+        path: log.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let checkpoint = tree.checkpoint(None).map_err(|e| SealStoreError::Io {
+        path: log.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    store.seal_now(&checkpoint).map(Some)
 }

@@ -21,10 +21,11 @@ pub fn record_leaf(line: &[u8]) -> Hash {
     merkle::leaf_hash(line)
 }
 
-/// The origin line naming the log of the state folder `state_dir` (as given; callers pass the
-/// folder's canonical path so that two spellings of one folder name one log).
+/// The origin line naming the log of the state folder `state_dir`: by its canonical path
+/// (as given when it has none), so that two spellings of one folder name one log.
 pub fn origin_of(state_dir: &Path) -> String {
-    format!("{ORIGIN_PREFIX}{}", state_dir.display())
+    let canonical = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
+    format!("{ORIGIN_PREFIX}{}", canonical.display())
 }
 
 /// The log's leaves, in order, and the number of its first record.
