@@ -178,6 +178,8 @@ fn serve(args: ServeArgs) -> ExitCode {
         let socket = running.broker.dirs.agent_socket();
         tracing::info!(socket = %socket.display(), "brokerd is serving");
         let owner_socket = running.broker.dirs.owner_socket();
+        let state_dir = running.broker.dirs.state.clone();
+        let sealing = tokio::spawn(seal_every(state_dir.clone()));
         let (config_dir, runtime_dir) = (
             running.broker.dirs.config.clone(),
             running.broker.dirs.runtime.clone(),
@@ -198,6 +200,11 @@ fn serve(args: ServeArgs) -> ExitCode {
             served = brokerd::daemon::owner::serve(owner, owner_listener, owner_cap) => served,
             _ = shutdown() => Ok(()),
         };
+        sealing.abort();
+        let sealed = tokio::task::spawn_blocking(move || seal(&state_dir)).await;
+        if let Ok(Some(path)) = sealed {
+            tracing::info!(checkpoint = %path.display(), "sealed the audit log at stop");
+        }
         // No job outlives the broker: each is killed and its box gone before the exit.
         let stopped = tokio::task::spawn_blocking(move || jobs.stop_all()).await;
         if let Ok(killed @ 1..) = stopped {
@@ -219,6 +226,39 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// How often a broker whose state folder seals (`bx audit seal init`) seals its audit log's
+/// checkpoint, besides at stop: records newer than the last seal are what an intruder with
+/// the owner's powers could rewrite unnoticed.
+const SEAL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// One seal at a time (the interval's and the stop's).
+static SEALING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Seals the log now when sealing is set up; a failure is logged, the broker goes on.
+fn seal(state: &std::path::Path) -> Option<PathBuf> {
+    let _one = SEALING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match ledger::audit::seal_if_set_up(state) {
+        Ok(sealed) => sealed,
+        Err(e) => {
+            tracing::error!("the audit log could not be sealed: {e}");
+            None
+        }
+    }
+}
+
+/// Seals every [`SEAL_INTERVAL`].
+async fn seal_every(state: PathBuf) {
+    let mut ticks = tokio::time::interval(SEAL_INTERVAL);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let state = state.clone();
+        let _ = tokio::task::spawn_blocking(move || seal(&state)).await;
+    }
 }
 
 /// SIGTERM or SIGINT.

@@ -4,6 +4,7 @@
 //!
 //! Exit status: 0 done, 1 refused or failed, 2 bad usage, 3 no broker running.
 
+mod audit;
 mod check_json;
 mod commands;
 mod console;
@@ -62,6 +63,9 @@ Examples:
   bx grants preset coding --workspace ~/src/app && bx grants check
   bx grants pin 'git.*'                     # show a downstream server's tools, then pin them
   bx audit verify
+  bx audit checkpoint > ~/cp && bx audit verify --checkpoint ~/cp   # later: nothing before it rewritten
+  bx audit prove 12 --size 40 > p && bx audit verify --checkpoint ~/cp --proof p
+  bx audit consistency 40 > q               # the log now extends the tree of its first 40 records
   bx memory list                            # what sessions remembered, with each entry's labels
   bx mcp --session claude-code              # an MCP client's tools, gated (see README: MCP)
   bx memory forget 12 && bx memory purge
@@ -252,8 +256,48 @@ enum MemoryCommand {
 #[derive(Subcommand)]
 enum AuditCommand {
     /// Check the audit log's hash chain: exit 0 with a summary, or 1 naming the first broken
-    /// record. Works with no broker running.
-    Verify,
+    /// record; with --checkpoint, also that the log's first records still hash to that
+    /// checkpoint's root; with --proof, that the proof holds. Works with no broker running.
+    Verify(audit::VerifyArgs),
+    /// Print the log's checkpoint: a text naming the log (origin), its size and its Merkle
+    /// root (RFC 9162, base64). Keep it somewhere the agent cannot write.
+    Checkpoint {
+        /// The checkpoint of the log's first N records instead of all of them.
+        #[arg(long, value_name = "N")]
+        size: Option<u64>,
+    },
+    /// Print the inclusion proof of record RECORD in the tree of the whole log (or of its first
+    /// N records).
+    Prove {
+        /// The record's number (`seq`).
+        record: u64,
+        /// The tree's size: the log's first N records.
+        #[arg(long, value_name = "N")]
+        size: Option<u64>,
+    },
+    /// Print the consistency proof that the tree of the log's first OLD records is a prefix of
+    /// the tree of its first NEW (the whole log when NEW is left out).
+    Consistency {
+        /// The older size.
+        old: u64,
+        /// The newer size.
+        new: Option<u64>,
+    },
+    /// Forward-secure seals on checkpoints (the state folder's `seal/`).
+    Seal {
+        #[command(subcommand)]
+        command: SealCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SealCommand {
+    /// Set up sealing: epoch 1's key in the state folder's `seal/`, and print the root public
+    /// key, once. Keep it off this machine: `bx audit verify --seal-root KEY` needs it.
+    Init,
+    /// Seal the log's checkpoint now with the current epoch's key, then move to the next
+    /// epoch (the key that sealed is replaced).
+    Now,
 }
 
 fn main() -> ExitCode {
@@ -306,9 +350,18 @@ fn main() -> ExitCode {
                     preset: Preset::Coding { workspace },
                 },
         } => grants::preset_coding(&dirs, &workspace),
-        Command::Audit {
-            command: AuditCommand::Verify,
-        } => commands::audit_verify(&dirs),
+        Command::Audit { command } => match command {
+            AuditCommand::Verify(args) => audit::verify(&dirs, &args),
+            AuditCommand::Checkpoint { size } => audit::checkpoint(&dirs, size),
+            AuditCommand::Prove { record, size } => audit::prove(&dirs, record, size),
+            AuditCommand::Consistency { old, new } => audit::consistency(&dirs, old, new),
+            AuditCommand::Seal {
+                command: SealCommand::Init,
+            } => audit::seal_init(&dirs),
+            AuditCommand::Seal {
+                command: SealCommand::Now,
+            } => audit::seal_now(&dirs),
+        },
         Command::Status { json } => commands::status(&dirs, json),
         Command::Memory { command } => match command {
             MemoryCommand::List { limit, json } => memory::list(&dirs, limit, json),

@@ -24,7 +24,7 @@ pub mod store;
 pub use anchored::verify_with_ledger;
 pub use approvals::{ApprovalRow, ApprovalState};
 pub use audit::{
-    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Event, Field, INTERRUPTED, Labels,
-    Opened, Record, Summary, sha256_hex, verify,
+    ANSWER_LOST, Anchor, Answer, AuditError, AuditLog, Broken, Checkpoint, Event, Field,
+    INTERRUPTED, Labels, LogTree, Opened, Proof, Record, Summary, TreeError, sha256_hex, verify,
 };
 pub use store::{CallRow, CallState, Ledger, LedgerError, SessionRow};

@@ -2,6 +2,7 @@
 //! none, with bad input, and `bx demo` as CI runs it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod audit_tree;
 mod commands;
 mod console;
 mod demo;

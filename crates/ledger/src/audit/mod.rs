@@ -6,8 +6,18 @@
 //! recorded; any other break refuses to open, naming the record, unless the owner asks for a
 //! new segment ([`AuditLog::open_new_segment`]), which keeps the broken file beside the new one
 //! and records the break as the new file's first record.
+//!
+//! Beside the chain, a Merkle tree over the records (RFC 9162's hashing, [`merkle`]): a
+//! [`Checkpoint`] names the log's size and root, and inclusion and consistency proofs are made
+//! and checked from the log ([`LogTree`]), so a log rewritten after a checkpoint was taken
+//! fails against it even when its whole chain was recomputed.
 
+mod checkpoint;
 mod log;
+pub mod merkle;
+pub mod seal;
+mod seal_store;
+mod tree;
 mod verify;
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +27,10 @@ use proto::{
     Timestamp, ToolResponse,
 };
 
+pub use checkpoint::{Checkpoint, ORIGIN_PREFIX, Proof, TextError, decode_hash, encode_hash};
 pub use log::{AuditLog, Opened};
+pub use seal_store::{SEAL_DIR, SealStore, SealStoreError, seal_if_set_up};
+pub use tree::{LogTree, TreeError, origin_of, record_leaf};
 pub use verify::{Anchor, Broken, Summary, verify};
 
 /// The `prev` of a segment's first record.

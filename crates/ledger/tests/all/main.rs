@@ -3,4 +3,6 @@
 
 mod approvals;
 mod audit;
+mod seal;
 mod store;
+mod tamper;
