@@ -1,11 +1,11 @@
-//! README's client settings, loaded by the real clients: Claude Code, Codex and opencode from
+//! docs/MCP.md's client settings, loaded by the real clients: Claude Code, Codex and opencode from
 //! npm at the versions `scripts/npm/clients` pins (installed by `scripts/test-deps`), each in a
 //! `HOME` of its own with a broker started from that `HOME`, offline and with no login. Each
-//! block is read from README.md itself (the fenced block after `<!-- client: NAME -->`), so the
-//! two cannot drift. A client must list boxmaker as connected (Codex: enabled, with README's
+//! block is read from docs/MCP.md itself (the fenced block after `<!-- client: NAME -->`), so the
+//! two cannot drift. A client must list boxmaker as connected (Codex: enabled, with docs/MCP.md's
 //! command), and the tools it offers its model, read from its requests to a local model server
-//! that refuses them, must hold boxmaker's and none of those README turns off. Goose and
-//! Cursor are not on npm: README says their settings are untested.
+//! that refuses them, must hold boxmaker's and none of those docs/MCP.md turns off. Goose and
+//! Cursor are not on npm: docs/MCP.md says their settings are untested.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -17,16 +17,16 @@ use testkit::{BrokerProcess, RequestRecorder};
 
 use super::{FAST, GRANTS};
 
-/// The fenced block that follows the line `<!-- client: NAME -->` in README.md, its
+/// The fenced block that follows the line `<!-- client: NAME -->` in docs/MCP.md, its
 /// indentation (a block inside a list item) taken off.
-fn readme_block(name: &str) -> String {
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    let text = std::fs::read_to_string(&readme).unwrap();
+fn guide_block(name: &str) -> String {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/MCP.md");
+    let text = std::fs::read_to_string(&guide).unwrap();
     let marker = format!("<!-- client: {name} -->");
     let mut lines = text.lines().skip_while(|l| l.trim() != marker).skip(1);
     let fence = lines
         .next()
-        .unwrap_or_else(|| panic!("README.md has no block after {marker}"));
+        .unwrap_or_else(|| panic!("docs/MCP.md has no block after {marker}"));
     assert!(fence.trim_start().starts_with("```"), "{marker}: {fence}");
     let indent = fence.len() - fence.trim_start().len();
     let mut block = String::new();
@@ -43,7 +43,7 @@ fn client(program: &str) -> PathBuf {
 }
 
 /// A broker started from its `HOME`, as an owner starts it, and that `HOME`'s `bin` holding
-/// `bx`: the clients run `bx` as README writes it, by name.
+/// `bx`: the clients run `bx` as docs/MCP.md writes it, by name.
 fn broker() -> BrokerProcess {
     let broker = BrokerProcess::start_from_home(GRANTS, FAST);
     let bin = broker.home().join("bin");
@@ -103,9 +103,9 @@ fn names_at(body: &Value, key: &str, name: &str) -> BTreeSet<String> {
 
 // ---- Claude Code ----
 
-/// README's `claude mcp add` line, run by a shell in the project.
+/// docs/MCP.md's `claude mcp add` line, run by a shell in the project.
 fn claude_add(broker: &BrokerProcess) {
-    let line = readme_block("claude-code");
+    let line = guide_block("claude-code");
     assert!(line.starts_with("claude mcp add boxmaker"), "{line}");
     succeeded(&run(broker, Path::new("sh"), &["-c", &line], &[]));
 }
@@ -160,7 +160,7 @@ fn with_readme_s_settings_claude_code_offers_boxmaker_s_tools_and_none_it_denies
     let broker = broker();
     claude_add(&broker);
     let boxmaker = ["clock", "find_tool", "call_tool"].map(|t| format!("mcp__boxmaker__{t}"));
-    let settings: Value = serde_json::from_str(&readme_block("claude-code settings")).unwrap();
+    let settings: Value = serde_json::from_str(&guide_block("claude-code settings")).unwrap();
     let denied: Vec<&str> = settings["permissions"]["deny"]
         .as_array()
         .unwrap()
@@ -168,7 +168,7 @@ fn with_readme_s_settings_claude_code_offers_boxmaker_s_tools_and_none_it_denies
         .map(|d| d.as_str().unwrap())
         .collect();
     // Without the settings the shell, file and web tools, and the one that makes git worktrees,
-    // are offered: the check sees them, and README denies each.
+    // are offered: the check sees them, and docs/MCP.md denies each.
     let plain = claude_offers(&broker);
     for tool in [
         "Bash",
@@ -181,11 +181,14 @@ fn with_readme_s_settings_claude_code_offers_boxmaker_s_tools_and_none_it_denies
         "EnterWorktree",
     ] {
         assert!(plain.contains(tool), "{tool}: {plain:?}");
-        assert!(denied.contains(&tool), "README's deny list lacks {tool}");
+        assert!(
+            denied.contains(&tool),
+            "docs/MCP.md's deny list lacks {tool}"
+        );
     }
     write(
         &broker.work.join(".claude/settings.json"),
-        &readme_block("claude-code settings"),
+        &guide_block("claude-code settings"),
     );
     let offered = claude_offers(&broker);
     for tool in &boxmaker {
@@ -201,8 +204,8 @@ fn with_readme_s_settings_claude_code_offers_boxmaker_s_tools_and_none_it_denies
 
 // ---- Codex ----
 
-/// The provider the Codex runs send their model requests to (appended after README's block:
-/// tables only, so README's top-level keys stay top-level).
+/// The provider the Codex runs send their model requests to (appended after docs/MCP.md's block:
+/// tables only, so docs/MCP.md's top-level keys stay top-level).
 fn codex_provider(model: &RequestRecorder) -> String {
     format!(
         "\n[model_providers.recorder]\nname = \"recorder\"\nbase_url = \"{}/v1\"\n\
@@ -292,10 +295,10 @@ fn collect_codex_tools(value: &Value, names: &mut BTreeSet<String>) {
     }
 }
 
-/// README's Codex block from its `[mcp_servers.boxmaker]` table on: the server alone, without
+/// docs/MCP.md's Codex block from its `[mcp_servers.boxmaker]` table on: the server alone, without
 /// the keys that turn Codex's own tools off.
 fn codex_server_only() -> String {
-    let block = readme_block("codex");
+    let block = guide_block("codex");
     let at = block.find("[mcp_servers.boxmaker]").unwrap();
     block[at..].to_string()
 }
@@ -303,7 +306,7 @@ fn codex_server_only() -> String {
 #[test]
 fn readme_s_codex_block_loads_and_codex_lists_boxmaker_enabled_with_its_command() {
     let broker = broker();
-    let config = readme_block("codex");
+    let config = guide_block("codex");
     let listed = succeeded(&codex(&broker, &config, &["mcp", "list"]));
     let line = listed
         .lines()
@@ -324,7 +327,7 @@ fn readme_s_codex_block_loads_and_codex_lists_boxmaker_enabled_with_its_command(
         serde_json::json!(["mcp", "--session", "codex"]),
         "{got}"
     );
-    // The spelling README had, `web_search` under `[features]`, is refused: a listing fails
+    // The spelling README once had, `web_search` under `[features]`, is refused: a listing fails
     // on a block Codex does not load.
     let refused = codex(
         &broker,
@@ -357,7 +360,7 @@ fn with_readme_s_codex_block_codex_offers_boxmaker_and_no_shell_image_or_web_sea
         if model.is_some() {
             assert!(plain.contains("web_search"), "{plain:?}");
         }
-        let (offered, request) = codex_offers(&broker, &readme_block("codex"), model);
+        let (offered, request) = codex_offers(&broker, &guide_block("codex"), model);
         for tool in turned_off {
             assert!(!offered.contains(tool), "{model:?}: {tool} in {offered:?}");
         }
@@ -368,7 +371,7 @@ fn with_readme_s_codex_block_codex_offers_boxmaker_and_no_shell_image_or_web_sea
 
 // ---- opencode ----
 
-/// README's opencode block as `~/.config/opencode/opencode.json`.
+/// docs/MCP.md's opencode block as `~/.config/opencode/opencode.json`.
 fn opencode_config(broker: &BrokerProcess, config: &str) {
     write(
         &broker.home().join(".config/opencode/opencode.json"),
@@ -407,7 +410,7 @@ fn opencode_offers(broker: &BrokerProcess) -> BTreeSet<String> {
 #[test]
 fn readme_s_opencode_block_loads_and_opencode_lists_boxmaker_connected() {
     let broker = broker();
-    opencode_config(&broker, &readme_block("opencode"));
+    opencode_config(&broker, &guide_block("opencode"));
     let listed = succeeded(&run(&broker, &client("opencode"), &["mcp", "list"], &[]));
     let line = listed
         .lines()
@@ -420,7 +423,7 @@ fn readme_s_opencode_block_loads_and_opencode_lists_boxmaker_connected() {
 #[test]
 fn with_readme_s_opencode_block_opencode_offers_boxmaker_s_tools_and_none_it_denies() {
     let broker = broker();
-    let config: Value = serde_json::from_str(&readme_block("opencode")).unwrap();
+    let config: Value = serde_json::from_str(&guide_block("opencode")).unwrap();
     let denied: Vec<String> = config["permission"]
         .as_object()
         .unwrap()
@@ -436,7 +439,7 @@ fn with_readme_s_opencode_block_opencode_offers_boxmaker_s_tools_and_none_it_den
     for tool in ["bash", "read", "edit", "write", "glob", "grep", "webfetch"] {
         assert!(plain.contains(tool), "{tool}: {plain:?}");
     }
-    opencode_config(&broker, &readme_block("opencode"));
+    opencode_config(&broker, &guide_block("opencode"));
     let offered = opencode_offers(&broker);
     for tool in ["clock", "find_tool", "call_tool"] {
         let tool = format!("boxmaker_{tool}");
