@@ -145,7 +145,15 @@ pub(super) fn abandoned(broker: &BrokerProcess, approval: u64) {
         assert!(Instant::now() < deadline, "{:?}", owner.pending());
         std::thread::sleep(Duration::from_millis(50));
     }
-    let approve = bx(broker, &["approve", &approval.to_string()]);
+    // The approval leaves the pending list before its resolution is in the ledger; until then
+    // `bx approve` says it is being settled, which is true: ask again.
+    let approve = loop {
+        let approve = bx(broker, &["approve", &approval.to_string()]);
+        if !approve.stderr.contains("being settled right now") || Instant::now() >= deadline {
+            break approve;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_ne!(approve.code, 0, "{}", approve.stdout);
     assert!(
         approve.stderr.contains("abandoned"),
