@@ -174,7 +174,15 @@ fn landlock_keeps_a_read_only_path_read_only_when_bound_read_write_by_mistake() 
 fn landlock_refuses_running_a_program_from_a_folder_bound_by_mistake() {
     let s = scene();
     let outside = s.outside.clone();
-    fs::copy("/bin/echo", outside.join("tool")).unwrap();
+    // Copied by `cp`, so that no descriptor open for writing lives in this process: a box
+    // another test thread forks meanwhile would inherit it until its exec, and running the
+    // program then fails with "Text file busy".
+    let copied = std::process::Command::new("cp")
+        .arg("/bin/echo")
+        .arg(outside.join("tool"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
     s.only_landlock_stops(
         "\"$OUTSIDE/tool\" ran",
         &[],
