@@ -5,6 +5,7 @@
 pub mod accept;
 pub mod approvals;
 pub mod audit;
+pub mod box_error;
 pub mod calls;
 pub mod config;
 pub mod dirs;
@@ -17,6 +18,7 @@ pub mod memo;
 pub mod memory;
 pub mod misfit;
 pub mod nearest;
+pub mod outgoing;
 pub mod owner;
 pub mod podman;
 /// The broker-side proxy of granted hosts (the `proxy` crate), at the path the daemon uses.

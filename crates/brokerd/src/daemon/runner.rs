@@ -19,6 +19,9 @@ use policy::decide::{Allowed, Labels, Protected};
 pub use ::worker::Outcome;
 pub(super) use ::worker::file_outcome;
 
+/// What a memory tool that reached a runner answers: the router sends them to the store.
+pub const IN_STORE: &str = "the memory tools run in the broker's memory store, not in a runner";
+
 /// What a run may need beside the decision: the grants and labels it was decided against, to
 /// decide each redirect again.
 #[derive(Clone)]
@@ -214,7 +217,7 @@ impl Runner for DirectRunner {
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
             // The router sends the memory tools to the store; one here is refused, never run.
             ToolArgs::Recall(_) | ToolArgs::Memory(_) | ToolArgs::AskMemory(_) => {
-                Outcome::Failed(super::memory::IN_STORE.to_string())
+                Outcome::Failed(IN_STORE.to_string())
             }
         }
     }

@@ -11,6 +11,7 @@
 //! in one whose proxy allows its grant's hosts; every other tool runs as the [`DirectRunner`]
 //! runs it.
 
+pub use super::box_error::box_error;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -245,7 +246,7 @@ impl SandboxedRunner {
 
     /// Why no box can be built here, if none can. Bubblewrap was found when the runner was
     /// made (it is not looked for again on every call, which decides with this): one removed
-    /// since fails each box it would have built with [`no_bubblewrap`]'s sentence.
+    /// since fails each box it would have built with [`box_error`]'s sentence.
     fn unboxable(&self) -> Option<String> {
         match self.file_walls {
             sandbox::FileWalls::LandlockOnly
@@ -591,27 +592,8 @@ pub(super) fn cores() -> u64 {
     })
 }
 
-/// What a file call says when its box cannot be built.
-pub fn box_error(e: sandbox::BoxError) -> String {
-    match e {
-        sandbox::BoxError::NoBubblewrap => no_bubblewrap(),
-        e @ sandbox::BoxError::NoFileWalls(_) => format!(
-            "{e}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls"
-        ),
-        e => format!("cannot build the file tool's box: {e}"),
-    }
-}
-
 /// What the header of an `http_fetch` result says of its walls when it ran outside a box.
 pub const FETCH_UNBOXED: &str = "none: http_fetch ran in the broker's process (a box with a network needs bubblewrap and [sandbox] file_walls on); each hop decided again, its addresses checked and pinned there";
-
-/// Why a call that needs the box fails where bubblewrap is missing, and the way out.
-fn no_bubblewrap() -> String {
-    format!(
-        "{}; or set [sandbox] file_walls = false in brokerd.toml to run shell and the file tools without file walls",
-        sandbox::BoxError::NoBubblewrap
-    )
-}
 
 #[cfg(test)]
 mod tests {

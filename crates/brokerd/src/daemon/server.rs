@@ -48,8 +48,7 @@ pub async fn serve(broker: Arc<Broker>, listener: UnixListener, cap: usize) -> s
     .await
 }
 
-/// Why a connection ended early (for the log).
-pub(super) type Closed = String;
+pub(super) use super::outgoing::{Closed, write};
 
 /// Refuses a peer of another uid (both sockets).
 pub(super) fn check_peer(stream: &UnixStream) -> Result<(), Closed> {
@@ -348,18 +347,6 @@ async fn rest_of_frame<T: serde::de::DeserializeOwned>(
                 .unwrap_or("frame")
         ))
     })
-}
-
-pub(super) async fn write<T: serde::Serialize>(
-    writer: &mut OwnedWriteHalf,
-    frame: &T,
-    idle: Duration,
-) -> Result<(), Closed> {
-    let bytes = encode_frame(frame).map_err(|e| e.to_string())?;
-    tokio::time::timeout(idle, writer.write_all(&bytes))
-        .await
-        .map_err(|_| "the client did not read its answer within the idle timeout".to_string())?
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -443,7 +443,7 @@ impl WarmPool {
             .map_err(|_| "the warm boxes' thread is gone".to_string())?;
         match answer.recv() {
             Ok(Ok(warm)) => Ok(warm),
-            Ok(Err(e)) => Err(super::sandboxed::box_error(e)),
+            Ok(Err(e)) => Err(super::box_error::box_error(e)),
             Err(_) => Err("the warm boxes' thread is gone".to_string()),
         }
     }

@@ -36,8 +36,7 @@ pub const STORE_FILE: &str = "memory.sqlite";
 /// How many entries `ask_memory` recalls for its question.
 pub const ASK_ENTRIES: usize = 8;
 
-/// What a memory tool that reached a runner answers: the router sends them to the store.
-pub const IN_STORE: &str = "the memory tools run in the broker's memory store, not in a runner";
+pub use super::runner::IN_STORE;
 
 /// The memory store as the broker holds it.
 pub struct MemoryService {

@@ -162,8 +162,8 @@ pub async fn owner_export(
     broker: &Broker,
     writer: &mut tokio::net::unix::OwnedWriteHalf,
     idle: Duration,
-) -> Result<(), crate::daemon::server::Closed> {
-    use crate::daemon::server::write;
+) -> Result<(), crate::daemon::outgoing::Closed> {
+    use crate::daemon::outgoing::write;
     let total = match blocking(&broker.memory, |s| Ok(s.list(0)?.1)).await {
         Ok(total) => total,
         Err(message) => {
