@@ -12,6 +12,7 @@
 //! tool's candidates are its tool's grants. They are visited in file order, as the whole list
 //! is. A property test checks the indexed decision against the plain one.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -68,14 +69,14 @@ impl GrantIndex {
 
     /// The positions of the grants that may cover a call with `args` (paths resolved), in
     /// file order.
-    pub(crate) fn candidates(&self, args: &ToolArgs) -> Vec<usize> {
+    pub(crate) fn candidates(&self, args: &ToolArgs) -> Cow<'_, [usize]> {
         let tool = args.tool().granted_by();
         let Some(entry) = self.by_tool.get(&tool) else {
-            return Vec::new();
+            return Cow::Borrowed(&[]);
         };
         let path = match args.path() {
             Some(path) if tool.is_path_tool() && path_tool_call(args) => Path::new(path),
-            _ => return entry.all.clone(),
+            _ => return Cow::Borrowed(&entry.all),
         };
         let mut found = entry.unpathed.clone();
         for folder in path.ancestors() {
@@ -85,7 +86,7 @@ impl GrantIndex {
         }
         found.sort_unstable();
         found.dedup();
-        found
+        Cow::Owned(found)
     }
 }
 

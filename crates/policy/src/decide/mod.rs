@@ -505,8 +505,8 @@ fn decide_with(
     let covering: Vec<(&Grant, Option<Scope>)> = match index.filter(|i| i.fits(grants.len())) {
         Some(index) => index
             .candidates(&call.args)
-            .into_iter()
-            .filter_map(|at| grants.get(at))
+            .iter()
+            .filter_map(|&at| grants.get(at))
             .filter_map(|g| covers(g, &call).map(|scope| (g, scope)))
             .collect(),
         None => grants

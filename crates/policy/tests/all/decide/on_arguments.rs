@@ -4,34 +4,14 @@
 
 use policy::decide::{AskReason, GrantUses, Seen, decide_seen};
 use policy::downstream::{self, CallOf, Downstream, Listed, Verdict};
-use policy::provenance::{Caps, Source, ValueIndex};
+use policy::provenance::{Source, ValueIndex};
 use policy::shell::PathEnforcement;
 use proto::{Class, DenyReason};
 
+use super::provenance::{UNTRUSTED, index, mail as received};
 use super::*;
 
-const UNTRUSTED: Labels = Labels {
-    taint: Class::Private,
-    untrusted: true,
-};
-
 const PIN: &str = "abababababababababababababababababababababababababababababababab";
-
-fn index() -> ValueIndex {
-    ValueIndex::new(*b"0123456789abcdef", Caps::default())
-}
-
-fn received(index: &mut ValueIndex, call_id: u64, text: &str) {
-    index.add(
-        Source::Result {
-            call_id,
-            tool: "read_inbox",
-            class: Class::Private,
-            untrusted: true,
-        },
-        text,
-    );
-}
 
 /// The downstream grants of `body` (a grant file's text after its `[[grant]]` header lines,
 /// which name `mail.send` pinned).

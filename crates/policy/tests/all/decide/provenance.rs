@@ -11,7 +11,7 @@ use proto::Class;
 
 use super::*;
 
-const UNTRUSTED: Labels = Labels {
+pub(super) const UNTRUSTED: Labels = Labels {
     taint: Class::Private,
     untrusted: true,
 };
@@ -21,11 +21,12 @@ const SECRET: Labels = Labels {
     untrusted: false,
 };
 
-fn index() -> ValueIndex {
+pub(super) fn index() -> ValueIndex {
     ValueIndex::new(*b"fedcba9876543210", Caps::default())
 }
 
-fn mail(index: &mut ValueIndex, call_id: u64, text: &str) {
+/// Indexes `text` as the untrusted result of call `call_id`, a `read_inbox`.
+pub(super) fn mail(index: &mut ValueIndex, call_id: u64, text: &str) {
     index.add(
         Source::Result {
             call_id,
