@@ -6,7 +6,8 @@
 //! Modules: [`llama`] (the model client), [`tools`] (registry, dispatch, port) and [`broker`]
 //! (the port over brokerd's agent socket), both re-exported from the `toolport` crate at the
 //! paths the seeds pin, [`turn`] (the turn loop), [`session`] (conversations on disk), [`script`] (scripted models), [`chat`]
-//! (the `loopd chat` command).
+//! (the `loopd chat` command), [`criteria`] and [`verify`] (code mode: the owner's criteria and
+//! the verify loop).
 
 // A library says what it has to say through its callers (a returned text, an error) or
 // `tracing`; only binaries, tests, benches and examples write to standard output or error.
@@ -14,8 +15,10 @@
 
 pub mod broker;
 pub mod chat;
+pub mod criteria;
 pub mod llama;
 pub mod script;
 pub mod session;
 pub mod tools;
 pub mod turn;
+pub mod verify;

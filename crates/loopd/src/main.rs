@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use loopd::chat::{
     ChatError, ChatOptions, DEFAULT_SYSTEM_PROMPT, ModelSource, PortKind, StateFolder, run_chat,
 };
+use loopd::criteria::Criteria;
 use loopd::llama::{LlamaConfig, ToolChoice};
 use loopd::tools::Registry;
 use loopd::turn::Limits;
@@ -67,6 +68,12 @@ struct ChatArgs {
     /// Continue this session instead of starting one.
     #[arg(long)]
     session: Option<String>,
+    /// Code mode: the owner's acceptance criteria, one a line. A verifier (the model in an
+    /// isolated context, without tools) checks them when the model says it is done; up to two
+    /// corrections follow. Kept in the session's folder: a resumed session stays in code mode
+    /// (this flag there replaces its criteria).
+    #[arg(long)]
+    criteria: Option<PathBuf>,
     #[command(flatten)]
     common: CommonArgs,
     /// The `model` field sent to the server.
@@ -216,6 +223,10 @@ fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
             .map_err(|e| format!("cannot read --system {}: {e}", path.display()))?,
         (None, _) => DEFAULT_SYSTEM_PROMPT.to_string(),
     };
+    let criteria = match &args.criteria {
+        Some(path) => Some(Criteria::from_file(path).map_err(|e| e.to_string())?),
+        None => None,
+    };
     let first_tool_choice = match args.first_tool_choice.as_deref() {
         Some(text) => Some(first_tool_choice(text)?),
         None => None,
@@ -250,6 +261,7 @@ fn chat_options(args: ChatArgs) -> Result<ChatOptions, String> {
             result_cap: args.result_cap,
             first_tool_choice,
         },
+        criteria,
     })
 }
 
@@ -285,5 +297,6 @@ fn demo_options(args: DemoArgs) -> ChatOptions {
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
         json: args.common.json,
         limits: Limits::default(),
+        criteria: None,
     }
 }

@@ -18,6 +18,10 @@
 //! reply. So the player keeps no state, a failed turn does not shift the next one, and the
 //! same script gives the same answers over HTTP and in process.
 //!
+//! In code mode, loopd's relaunches and corrections are user messages too, each picking the next
+//! turn (a turn without `user` is one loopd drives), and the verifier's isolated requests are
+//! answered from `verifier`, a list of replies, one per verification pass.
+//!
 //! A reply is one of: `say` (text) with optional `call` (tool calls); `http_status` with
 //! `body` (an HTTP error); `hang_ms` (no answer for that long); `raw_body` (a 200 whose body is
 //! this text). A call has `name` and either `arguments` (any JSON, sent as its text) or
@@ -31,6 +35,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::llama::{ChatRequest, LlamaError, Model, Reply, ToolCall};
+use crate::verify::{PASS_PREFIX, VERIFIER_PROMPT};
 
 /// A whole script.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -41,6 +46,11 @@ pub struct Script {
     pub description: String,
     /// The turns, in order.
     pub turns: Vec<ScriptTurn>,
+    /// Code mode: the verifier's replies, one per verification pass in order (the verifier's
+    /// requests are told apart by their system prompt, [`VERIFIER_PROMPT`], and the pass by
+    /// the number after [`PASS_PREFIX`] that starts their one message).
+    #[serde(default)]
+    pub verifier: Vec<ReplySpec>,
 }
 
 /// One turn: what the person says (when the script drives input) and the model's replies.
@@ -151,6 +161,11 @@ impl Script {
                     .map_err(|e| format!("turn {} reply {}: {e}", t + 1, r + 1))?;
             }
         }
+        for (p, reply) in script.verifier.iter().enumerate() {
+            reply
+                .kind(usize::MAX, p)
+                .map_err(|e| format!("verifier reply {}: {e}", p + 1))?;
+        }
         Ok(script)
     }
 
@@ -162,6 +177,30 @@ impl Script {
     /// The reply for a request whose messages (as JSON) are `messages`.
     pub fn reply_for(&self, messages: &[Value]) -> Result<ReplyKind, String> {
         let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_string);
+        let content = |m: Option<&Value>| {
+            m.and_then(|m| m.get("content"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        if content(messages.first()) == VERIFIER_PROMPT {
+            let text = content(messages.get(1));
+            let pass: usize = text
+                .strip_prefix(PASS_PREFIX)
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|n| n.parse().ok())
+                .ok_or("the verifier's message names no pass")?;
+            let reply = pass
+                .checked_sub(1)
+                .and_then(|p| self.verifier.get(p))
+                .ok_or_else(|| {
+                    format!(
+                        "verification pass {pass} has no verifier reply (the script has {})",
+                        self.verifier.len()
+                    )
+                })?;
+            return reply.kind(usize::MAX, pass - 1);
+        }
         let users = messages
             .iter()
             .filter(|m| role(m).as_deref() == Some("user"))
@@ -238,7 +277,7 @@ impl ReplySpec {
                 (None, None) => "{}".to_string(),
             };
             tool_calls.push(ToolCall {
-                id: format!("call_{}_{}_{}", turn + 1, reply + 1, n + 1),
+                id: format!("call_{}_{}_{}", turn.saturating_add(1), reply + 1, n + 1),
                 name: call.name.clone(),
                 arguments,
             });

@@ -308,6 +308,16 @@ impl Session {
         }
     }
 
+    /// The messages from the `at`th on (0 is the first after the baseline), parsed; a line that
+    /// does not parse as a message is skipped.
+    pub fn messages_since(&self, at: usize) -> Vec<Message> {
+        self.messages
+            .iter()
+            .skip(at)
+            .filter_map(|raw| serde_json::from_str::<Message>(raw.get()).ok())
+            .collect()
+    }
+
     /// The tool calls of the last assistant message that have no tool result yet, in order
     /// (left by a crash between a call and its result), with their session-wide numbers. Only
     /// the messages from that assistant message on are read.

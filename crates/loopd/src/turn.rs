@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use proto::{Class, DenyReason, Timestamp, ToolRequest, ToolResponse};
 use serde::Serialize;
 
+use crate::criteria::{AgentRole, Criterion, CriteriaError, CtxIsolated, VerifyOutcome};
 use crate::llama::{LlamaError, Message, Model, ToolCall, ToolChoice};
 use crate::session::{Session, SessionError};
 use crate::tools::{
@@ -123,6 +124,25 @@ pub enum TurnEvent {
         /// Why, for a person.
         error: String,
     },
+    /// Code mode: the speaking role changed (the seed's `role` delta).
+    Role {
+        /// Who speaks from now on.
+        role: AgentRole,
+        /// For the verifier: how isolated its context is.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ctx_isolated: Option<CtxIsolated>,
+    },
+    /// Code mode: the verification of the owner's criteria ended (the seed's `verify_done`).
+    VerifyDone {
+        /// How it ended.
+        outcome: VerifyOutcome,
+        /// Verification passes run.
+        passes: usize,
+        /// Corrections fed back to the builder (at most two).
+        corrections: usize,
+        /// Every criterion with its state and the verifier's last finding.
+        criteria: Vec<Criterion>,
+    },
 }
 
 /// Why a turn ended without an answer. The session stays usable for the next turn.
@@ -139,6 +159,12 @@ pub enum TurnError {
         "the turn stopped after {0} model requests without a final answer (raise --max-rounds)"
     )]
     TooManyRounds(usize),
+    /// Code mode: the verifier's request failed.
+    #[error("the verification pass failed: {0}")]
+    Verifier(LlamaError),
+    /// Code mode: the criteria could not be kept in the session's folder.
+    #[error("the criteria could not be saved: {0}")]
+    Criteria(#[from] CriteriaError),
 }
 
 /// What one tool call gives the model: the text and its labels.

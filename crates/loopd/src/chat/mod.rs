@@ -11,10 +11,12 @@ use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use crate::broker::PortError;
+use crate::criteria::{Criteria, CriteriaError};
 use crate::llama::{LlamaClient, LlamaConfig, LlamaError, Model};
 use crate::script::{Script, ScriptError, ScriptModel};
 use crate::session::{Session, SessionError};
 use crate::turn::{Limits, Runtime, TurnError, TurnEvent, run_turn};
+use crate::verify::{code_message, run_code_turn};
 
 mod ports;
 mod printer;
@@ -122,6 +124,9 @@ pub struct ChatOptions {
     pub json: bool,
     /// The turn limits.
     pub limits: Limits,
+    /// Code mode: the owner's criteria (`--criteria FILE`), which replace those the session
+    /// kept. `None`: the session's own, if it keeps any (then code mode goes on), else none.
+    pub criteria: Option<Criteria>,
 }
 
 /// Why `loopd chat` could not start or go on.
@@ -142,6 +147,9 @@ pub enum ChatError {
     /// `--session` names a conversation the port cannot continue.
     #[error("{0}")]
     Resume(String),
+    /// The session's criteria cannot be read or kept.
+    #[error(transparent)]
+    Criteria(#[from] CriteriaError),
     /// Writing the output or reading the input failed.
     #[error("terminal: {0}")]
     Io(#[from] io::Error),
@@ -235,6 +243,13 @@ fn chat_in(
         }
     };
     let (mut session, port) = ports::open(sessions, options)?;
+    let mut criteria = match &options.criteria {
+        Some(criteria) => {
+            criteria.save(session.dir())?;
+            Some(criteria.clone())
+        }
+        None => Criteria::load(session.dir())?,
+    };
     let registry = port.registry();
     let rt = Runtime {
         model: model.as_ref(),
@@ -269,25 +284,22 @@ fn chat_in(
             if text.trim().is_empty() {
                 continue;
             }
-            if let Some(notice) = port.owner_words(text) {
-                writeln!(notices, "{notice}")?;
-            }
-            one_turn(
-                &rt,
-                &mut session,
+            let turn = Turn {
                 text,
-                &mut printer,
-                &mut summary,
-                !interactive,
-            )?;
+                criteria: criteria.as_mut(),
+                echo_user: !interactive,
+            };
+            one_turn(&rt, &port, &mut session, turn, &mut printer, &mut summary, notices)?;
             port.check()?;
         }
     } else {
         for text in &given {
-            if let Some(notice) = port.owner_words(text) {
-                writeln!(notices, "{notice}")?;
-            }
-            one_turn(&rt, &mut session, text, &mut printer, &mut summary, true)?;
+            let turn = Turn {
+                text,
+                criteria: criteria.as_mut(),
+                echo_user: true,
+            };
+            one_turn(&rt, &port, &mut session, turn, &mut printer, &mut summary, notices)?;
             port.check()?;
         }
     }
@@ -305,27 +317,51 @@ fn chat_in(
     Ok(summary)
 }
 
+/// One message of the owner's and how to run it.
+struct Turn<'t> {
+    /// The owner's text.
+    text: &'t str,
+    /// Code mode's criteria, when the conversation has them.
+    criteria: Option<&'t mut Criteria>,
+    /// Whether to print the text (it was not typed at the terminal).
+    echo_user: bool,
+}
+
+/// Runs one turn (a code-mode turn when the conversation has criteria), after giving the
+/// broker the owner's words: the message as the model reads it, criteria included.
 fn one_turn(
     rt: &Runtime<'_>,
+    port: &ports::Port,
     session: &mut Session,
-    text: &str,
+    turn: Turn<'_>,
     printer: &mut Printer<'_>,
     summary: &mut ChatSummary,
-    echo_user: bool,
+    notices: &mut dyn Write,
 ) -> Result<(), ChatError> {
-    if echo_user {
-        printer.user(text)?;
+    let message = match &turn.criteria {
+        Some(criteria) => code_message(turn.text, criteria),
+        None => turn.text.to_string(),
+    };
+    if let Some(notice) = port.owner_words(&message) {
+        writeln!(notices, "{notice}")?;
+    }
+    if turn.echo_user {
+        printer.user(turn.text)?;
     }
     let mut failure: Option<io::Error> = None;
     let mut answered = false;
-    let result = run_turn(rt, session, text, &mut |event| {
+    let mut on_event = |event: &TurnEvent| {
         answered |= !matches!(event, TurnEvent::TurnFailed { .. });
         if failure.is_none()
             && let Err(e) = printer.event(event)
         {
             failure = Some(e);
         }
-    });
+    };
+    let result = match turn.criteria {
+        Some(criteria) => run_code_turn(rt, session, criteria, &message, &mut on_event),
+        None => run_turn(rt, session, &message, &mut on_event),
+    };
     if let Some(e) = failure {
         return Err(ChatError::Io(e));
     }

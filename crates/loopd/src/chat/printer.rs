@@ -1,7 +1,8 @@
 //! The output of `loopd chat`: events for a person (text) or for a program (JSON lines).
 //!
 //! In text, loopd's own lines start in column 0 with a marker (`you> `, `assistant> `,
-//! `  call   `, `  wait   `, `  denied `, `  result `, `  skip   `, `! turn failed: `,
+//! `  call   `, `  wait   `, `  denied `, `  result `, `  skip   `, `  role   `, `  verify `,
+//! `! turn failed: `,
 //! `-- session `). Text from outside cannot imitate one: every line of the model's text after
 //! its first is indented under `assistant> ` (eleven spaces, where no marker starts), and
 //! everything else from outside is printed on one line, escaped by
@@ -12,6 +13,7 @@ use std::io::{self, Write};
 
 use proto::text::{escape_terminal, escape_unicode};
 
+use crate::criteria::{AgentRole, CriterionState, VerifyOutcome};
 use crate::tools::denial_text;
 use crate::turn::TurnEvent;
 
@@ -131,6 +133,53 @@ impl<'a> Printer<'a> {
                 )?;
             }
             TurnEvent::TurnDone { .. } => self.end_stream()?,
+            TurnEvent::Role { role, ctx_isolated } => {
+                self.end_stream()?;
+                match (role, ctx_isolated) {
+                    (AgentRole::Verifier, Some(ctx)) => writeln!(
+                        self.out,
+                        "  role   verifier (isolated: {} messages, {} bytes, no tools; the builder's {} messages unseen)",
+                        ctx.messages, ctx.bytes, ctx.builder_messages
+                    )?,
+                    (AgentRole::Verifier, None) => writeln!(self.out, "  role   verifier")?,
+                    (AgentRole::Builder, _) => writeln!(self.out, "  role   builder")?,
+                }
+            }
+            TurnEvent::VerifyDone {
+                outcome,
+                passes,
+                corrections,
+                criteria,
+            } => {
+                self.end_stream()?;
+                let outcome = match outcome {
+                    VerifyOutcome::Passed => "every criterion passed",
+                    VerifyOutcome::Stopped => "stopped after two corrections",
+                    VerifyOutcome::Unreadable => "stopped: the verifier gave no verdict",
+                    VerifyOutcome::Failed => "ended by a failure",
+                };
+                writeln!(
+                    self.out,
+                    "  verify done: {outcome} ({passes} pass(es), {corrections} correction(s))"
+                )?;
+                for criterion in criteria {
+                    let state = match criterion.state {
+                        CriterionState::Open => "open",
+                        CriterionState::Passed => "passed",
+                        CriterionState::Failed => "failed",
+                    };
+                    write!(
+                        self.out,
+                        "  verify {} {state}: {}",
+                        criterion.id,
+                        clip(&criterion.text, RESULT_WIDTH)
+                    )?;
+                    if let Some(finding) = &criterion.finding {
+                        write!(self.out, " ({})", clip(finding, RESULT_WIDTH))?;
+                    }
+                    writeln!(self.out)?;
+                }
+            }
             TurnEvent::TurnFailed { error } => {
                 self.end_stream()?;
                 writeln!(self.out, "! turn failed: {}", clip(error, ERROR_WIDTH))?;

@@ -3,7 +3,8 @@
 //!
 //! What it sends (`POST {base}/chat/completions`, `Content-Type: application/json`, and
 //! `Authorization: Bearer …` when a key is set): `model`, `messages`, `tools` (each
-//! `{"type":"function","function":{name,description,parameters}}`), `tool_choice` (the turn
+//! `{"type":"function","function":{name,description,parameters}}`; left out when there is none,
+//! as in the verifier's requests), `tool_choice` (the turn
 //! loop sends one on every request), `stream`, and `max_tokens`/`temperature` when configured. Assistant messages
 //! always carry a string `content`, never `null` (llama.cpp answers 500 to `null`).
 //!
@@ -68,10 +69,17 @@ struct Body<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    /// Left out when empty (the verifier's requests): some servers refuse `"tools": []`.
+    #[serde(skip_serializing_if = "no_tools")]
     tools: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'a ToolChoice>,
     messages: &'a [&'a RawValue],
+}
+
+/// Whether a `tools` array is empty.
+fn no_tools(tools: &&RawValue) -> bool {
+    tools.get().trim() == "[]"
 }
 
 /// Which tool calls the model may or must make in one request.

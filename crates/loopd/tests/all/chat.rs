@@ -20,6 +20,7 @@ fn options(dir: &std::path::Path, messages: Vec<String>) -> ChatOptions {
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
         json: false,
         limits: Limits::default(),
+        criteria: None,
     }
 }
 
