@@ -101,6 +101,10 @@ pub enum VerifyOutcome {
 pub struct Criteria {
     /// The criteria.
     pub criteria: Vec<Criterion>,
+    /// Verification passes run on them in this conversation, every turn's (the verifier's
+    /// message numbers its pass with it).
+    #[serde(default)]
+    pub passes: usize,
 }
 
 /// Why criteria could not be read or kept.
@@ -194,7 +198,10 @@ impl Criteria {
         if criteria.is_empty() {
             return Err(None);
         }
-        Ok(Criteria { criteria })
+        Ok(Criteria {
+            criteria,
+            passes: 0,
+        })
     }
 
     /// The criteria kept in the conversation folder `dir`, if it keeps any.
@@ -284,10 +291,15 @@ mod tests {
     fn empty_overlong_and_control_characters_are_refused_with_the_line() {
         assert_eq!(Criteria::parse(" \n\n"), Err(None));
         let long = "x".repeat(MAX_CRITERION_CHARS + 1);
-        let error = Criteria::parse(&format!("ok\n{long}")).unwrap_err().unwrap();
+        let error = Criteria::parse(&format!("ok\n{long}"))
+            .unwrap_err()
+            .unwrap();
         assert!(error.starts_with("line 2:"), "{error}");
         let error = Criteria::parse("ok\nbad\u{1b}[2J").unwrap_err().unwrap();
-        assert!(error.contains("line 2: holds a control character"), "{error}");
+        assert!(
+            error.contains("line 2: holds a control character"),
+            "{error}"
+        );
         let many = "c\n".repeat(MAX_CRITERIA + 1);
         let error = Criteria::parse(&many).unwrap_err().unwrap();
         assert!(error.contains("at most 64 criteria"), "{error}");
@@ -310,6 +322,9 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         fs::write(dir.path().join(CRITERIA_FILE), "{\"criteria\":[]}").unwrap();
         let error = Criteria::load(dir.path()).unwrap_err().to_string();
-        assert!(error.contains("criteria.json: holds no criterion"), "{error}");
+        assert!(
+            error.contains("criteria.json: holds no criterion"),
+            "{error}"
+        );
     }
 }

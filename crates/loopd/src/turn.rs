@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use proto::{Class, DenyReason, Timestamp, ToolRequest, ToolResponse};
 use serde::Serialize;
 
-use crate::criteria::{AgentRole, Criterion, CriteriaError, CtxIsolated, VerifyOutcome};
+use crate::criteria::{AgentRole, CriteriaError, Criterion, CtxIsolated, VerifyOutcome};
 use crate::llama::{LlamaError, Message, Model, ToolCall, ToolChoice};
 use crate::session::{Session, SessionError};
 use crate::tools::{

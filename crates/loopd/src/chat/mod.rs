@@ -289,7 +289,15 @@ fn chat_in(
                 criteria: criteria.as_mut(),
                 echo_user: !interactive,
             };
-            one_turn(&rt, &port, &mut session, turn, &mut printer, &mut summary, notices)?;
+            one_turn(
+                &rt,
+                &port,
+                &mut session,
+                turn,
+                &mut printer,
+                &mut summary,
+                notices,
+            )?;
             port.check()?;
         }
     } else {
@@ -299,7 +307,15 @@ fn chat_in(
                 criteria: criteria.as_mut(),
                 echo_user: true,
             };
-            one_turn(&rt, &port, &mut session, turn, &mut printer, &mut summary, notices)?;
+            one_turn(
+                &rt,
+                &port,
+                &mut session,
+                turn,
+                &mut printer,
+                &mut summary,
+                notices,
+            )?;
             port.check()?;
         }
     }

@@ -1,6 +1,7 @@
 //! The output of `loopd chat`: events for a person (text) or for a program (JSON lines).
 //!
 //! In text, loopd's own lines start in column 0 with a marker (`you> `, `assistant> `,
+//! `verifier> ` (the model in code mode's verifier role),
 //! `  call   `, `  wait   `, `  denied `, `  result `, `  skip   `, `  role   `, `  verify `,
 //! `! turn failed: `,
 //! `-- session `). Text from outside cannot imitate one: every line of the model's text after
@@ -37,6 +38,8 @@ pub(super) struct Printer<'a> {
     out: &'a mut dyn Write,
     json: bool,
     streaming: bool,
+    /// The marker of the model's text: `assistant> `, or `verifier> ` in the verifier role.
+    speaker: &'static str,
 }
 
 impl<'a> Printer<'a> {
@@ -46,6 +49,7 @@ impl<'a> Printer<'a> {
             out,
             json,
             streaming: false,
+            speaker: "assistant> ",
         }
     }
 
@@ -79,7 +83,7 @@ impl<'a> Printer<'a> {
         match event {
             TurnEvent::TextDelta { text } => {
                 if !self.streaming {
-                    write!(self.out, "assistant> ")?;
+                    write!(self.out, "{}", self.speaker)?;
                     self.streaming = true;
                 }
                 self.indented(text, ASSISTANT_INDENT)?;
@@ -135,6 +139,10 @@ impl<'a> Printer<'a> {
             TurnEvent::TurnDone { .. } => self.end_stream()?,
             TurnEvent::Role { role, ctx_isolated } => {
                 self.end_stream()?;
+                self.speaker = match role {
+                    AgentRole::Builder => "assistant> ",
+                    AgentRole::Verifier => "verifier> ",
+                };
                 match (role, ctx_isolated) {
                     (AgentRole::Verifier, Some(ctx)) => writeln!(
                         self.out,
@@ -152,6 +160,7 @@ impl<'a> Printer<'a> {
                 criteria,
             } => {
                 self.end_stream()?;
+                self.speaker = "assistant> ";
                 let outcome = match outcome {
                     VerifyOutcome::Passed => "every criterion passed",
                     VerifyOutcome::Stopped => "stopped after two corrections",

@@ -187,8 +187,9 @@ fn verify_loop(
     answer = run_turn(rt, session, &relaunch_message(criteria), on_event)?;
     loop {
         counts.passes += 1;
+        criteria.passes = criteria.passes.saturating_add(1);
         let asked: Vec<usize> = criteria.open().iter().map(|c| c.id).collect();
-        let reply = verification_pass(rt, session, criteria, start, counts.passes, on_event)?;
+        let reply = verification_pass(rt, session, criteria, start, on_event)?;
         let verdicts = parse_verdicts(&reply, &asked);
         if verdicts.is_empty() {
             apply_verdicts(criteria, &asked, &verdicts);
@@ -215,21 +216,20 @@ fn verify_loop(
     }
 }
 
-/// One verification pass: the verifier's request on the open criteria and the facts of the
-/// builder's conversation since `start`; returns the verifier's text. A failed request is
+/// One verification pass (numbered [`Criteria::passes`]): the verifier's request on the open
+/// criteria and the facts of the builder's conversation since `start`; returns the verifier's text. A failed request is
 /// reported as a failed turn.
 fn verification_pass(
     rt: &Runtime<'_>,
     session: &Session,
     criteria: &Criteria,
     start: usize,
-    pass: usize,
     on_event: &mut dyn FnMut(&TurnEvent),
 ) -> Result<String, TurnError> {
-    let facts = facts_message(pass, &criteria.open(), &session.messages_since(start));
+    let messages = session.messages_since(start);
+    let facts = facts_message(criteria.passes, &criteria.open(), &messages);
     let result = (|| {
-        let messages =
-            verifier::messages(&facts).map_err(|e| LlamaError::Encode(e.to_string()))?;
+        let messages = verifier::messages(&facts).map_err(|e| LlamaError::Encode(e.to_string()))?;
         let no_tools = serde_json::value::RawValue::from_string("[]".to_string())
             .map_err(|e| LlamaError::Encode(e.to_string()))?;
         on_event(&TurnEvent::Role {

@@ -275,7 +275,10 @@ mod tests {
             .map(|_| Message::tool("c1", &"x".repeat(RESULT_LIMIT)))
             .collect();
         let facts = facts_message(1, &[&criterion], &many);
-        assert!(facts.contains("bytes are left out"), "the newest facts are kept");
+        assert!(
+            facts.contains("bytes are left out"),
+            "the newest facts are kept"
+        );
         assert!(facts.len() < FACTS_LIMIT + 1024);
     }
 }

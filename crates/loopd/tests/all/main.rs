@@ -17,6 +17,7 @@ mod support;
 mod tools;
 mod turn;
 mod unreadable_output;
+mod verify;
 
 /// Not a test of its own: the process `support::raw::run_loopd` starts again to run loopd as
 /// its only child and measure its peak memory (a no-op when run as part of the suite).

@@ -234,3 +234,48 @@ fn a_real_model_server_chains_two_calls_in_one_turn_on_loopds_default_tool_choic
         "{events:?}"
     );
 }
+
+#[test]
+fn a_real_model_runs_code_modes_verify_loop_to_its_end() {
+    // The builder is made to call clock first in each of its turns (the owner's message, the
+    // relaunch, any correction); the verifier gets no tools. Whatever a 135M model writes, the
+    // roles change, a verification pass runs, and the loop ends with verify_done.
+    let server = start_server();
+    let dir = testkit::temp_dir();
+    let criteria = dir.path().join("criteria.txt");
+    std::fs::write(
+        &criteria,
+        "The answer names the current time.\nThe answer is one sentence.\n",
+    )
+    .unwrap();
+    let (output, events) = chat(
+        &server.url,
+        dir.path(),
+        &[
+            "--no-stream",
+            "--first-tool-choice",
+            "clock",
+            "--max-tool-calls",
+            "1",
+            "--criteria",
+            &criteria.display().to_string(),
+            "-m",
+            "What time is it?",
+        ],
+    );
+    assert!(output.status.success(), "{events:?}");
+    let roles: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "role")
+        .map(|e| e["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles.first(), Some(&"builder"), "{events:?}");
+    assert!(roles.contains(&"verifier"), "{events:?}");
+    let verifier = events.iter().find(|e| e["role"] == "verifier").unwrap();
+    assert_eq!(verifier["ctx_isolated"]["tools"], 0);
+    let done = &events[events.len() - 2];
+    assert_eq!(done["type"], "verify_done", "{events:?}");
+    assert!(done["passes"].as_u64().unwrap() >= 1, "{done}");
+    assert!(done["corrections"].as_u64().unwrap() <= 2, "{done}");
+    assert_eq!(events.last().unwrap()["type"], "chat_end");
+}
