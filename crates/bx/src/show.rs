@@ -6,7 +6,10 @@
 use std::fmt::Write;
 
 use proto::text::escape_terminal;
-use proto::{AskWhy, OwnerEvent, PendingKind, PendingView, Resolution, Timestamp};
+use proto::{
+    AgentEvent, AgentRole, AskWhy, OwnerEvent, PendingKind, PendingView, Resolution, Timestamp,
+    VerifyOutcome,
+};
 
 /// The lines that show one pending approval or question.
 pub fn pending(view: &PendingView) -> String {
@@ -170,8 +173,51 @@ pub fn event(event: &OwnerEvent) -> String {
             }
             line
         }
+        OwnerEvent::Agent { session, event } => agent_event(session, event),
         OwnerEvent::Lagged { missed } => {
             format!("(missed {missed} events: this watch fell behind)")
+        }
+    }
+}
+
+/// One line for an agent loop's own event (`loopd`'s code mode): fixed words and numbers only.
+fn agent_event(session: &proto::SessionId, event: &AgentEvent) -> String {
+    match event {
+        AgentEvent::Role { role } => {
+            let role = match role {
+                AgentRole::Builder => "builder",
+                AgentRole::Verifier => "verifier (isolated, no tools)",
+            };
+            format!("role     {session} {role}")
+        }
+        AgentEvent::VerifyDone {
+            outcome,
+            passes,
+            corrections,
+            passed,
+            open,
+        } => {
+            let outcome = match outcome {
+                VerifyOutcome::Passed => "every criterion passed",
+                VerifyOutcome::Stopped => "stopped after two corrections",
+                VerifyOutcome::Unreadable => "stopped: the verifier gave no verdict",
+                VerifyOutcome::Failed => "ended by a failure",
+            };
+            let list = |ids: &[u32]| {
+                if ids.is_empty() {
+                    "none".to_string()
+                } else {
+                    ids.iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            };
+            format!(
+                "verified {session} {outcome} ({passes} pass(es), {corrections} correction(s)); passed: {}; open: {}",
+                list(passed),
+                list(open)
+            )
         }
     }
 }

@@ -22,16 +22,10 @@ pub const MAX_CRITERIA: usize = 64;
 /// The most characters of one criterion.
 pub const MAX_CRITERION_CHARS: usize = 1000;
 
-/// Who speaks in a code-mode turn: the event `role` says when it changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentRole {
-    /// The model with the conversation and its tools, doing the work.
-    Builder,
-    /// The model in an isolated context (its own system prompt, the machine's facts, no
-    /// tools): the only role that may mark a criterion passed.
-    Verifier,
-}
+/// Who speaks in a code-mode turn (the event `role` says when it changes), and how a
+/// code-mode turn's verification ended (`verify_done`): the types the broker passes on to the
+/// owner too.
+pub use proto::{AgentRole, VerifyOutcome};
 
 /// How isolated the verifier's context is, measured on the request it is sent
 /// (the seed's `ctx_isolated`).
@@ -79,20 +73,6 @@ impl Criterion {
     pub fn is_open(&self) -> bool {
         self.state != CriterionState::Passed
     }
-}
-
-/// How a code-mode turn's verification ended (in the event `verify_done`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VerifyOutcome {
-    /// Every criterion passed.
-    Passed,
-    /// Criteria still failed after two corrections: loopd stopped and said so.
-    Stopped,
-    /// The verifier's reply gave no verdict on any criterion: loopd stopped and said so.
-    Unreadable,
-    /// A builder turn or the verifier's request failed: the loop ended there.
-    Failed,
 }
 
 /// A conversation's criteria, in the owner's order.

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::{CallId, SessionId, ToolRequest, ToolResponse, ToolSchema};
+use crate::{AgentEvent, CallId, SessionId, ToolRequest, ToolResponse, ToolSchema};
 
 /// The largest frame body, in bytes (16 MiB). A bigger one is refused before it is read.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -74,6 +74,13 @@ pub enum AgentFrame {
     /// cancelled it): its approval is abandoned, recorded as such, and the call answers
     /// `Failed` without running. Sent when no call waits, it does nothing.
     Withdraw {},
+    /// An event of the agent loop's own for the owner (`loopd`'s code mode: `role`,
+    /// `verify_done`): the broker passes it to the owner's `watch` streams with the session
+    /// ([`crate::OwnerEvent::Agent`]) and decides nothing on it. Answered by `event_published`.
+    Event {
+        /// The event.
+        event: AgentEvent,
+    },
 }
 
 /// A frame from the broker to an agent-side client.
@@ -112,6 +119,8 @@ pub enum BrokerFrame {
     Closed {},
     /// The answer to `owner_words`: they are on disk and count as the owner's.
     OwnerWordsKept {},
+    /// The answer to `event`: it went to the owner's `watch` streams.
+    EventPublished {},
 }
 
 /// Why the broker sent an [`BrokerFrame::Error`].

@@ -19,6 +19,7 @@
 // `tracing`; only binaries, tests, benches and examples write to standard output or error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent_event;
 mod call;
 pub mod dirs;
 mod frame;
@@ -30,6 +31,7 @@ pub mod text;
 mod timestamp;
 pub mod tools;
 
+pub use agent_event::{AgentEvent, AgentRole, VerifyOutcome};
 pub use call::{Class, DenyReason, ToolRequest, ToolResponse};
 pub use frame::{
     AgentFrame, BrokerFrame, ErrorCode, FrameError, MAX_FRAME, PROTOCOL_VERSION, Resume,

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ApprovalId, CallId, Class, DenyReason, GrantId, SessionId, Timestamp};
+use crate::{AgentEvent, ApprovalId, CallId, Class, DenyReason, GrantId, SessionId, Timestamp};
 
 /// A frame from an owner's program to the broker's owner socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,6 +391,13 @@ pub enum OwnerEvent {
     GrantProblems {
         /// Each problem with its file and line.
         problems: Vec<String>,
+    },
+    /// An agent loop's own event (`loopd`'s code mode), as its client sent it.
+    Agent {
+        /// The session.
+        session: SessionId,
+        /// The event.
+        event: AgentEvent,
     },
     /// The stream fell behind and lost this many events.
     Lagged {

@@ -148,6 +148,18 @@ impl BrokerPort {
         })
     }
 
+    /// Sends an event of the agent loop's own (`loopd`'s code mode) for the owner's `watch`
+    /// streams, and waits until the broker has published it.
+    pub fn agent_event(&self, event: &proto::AgentEvent) -> Result<(), PortError> {
+        let frame = AgentFrame::Event {
+            event: event.clone(),
+        };
+        self.exchange(&frame, |answer| match answer {
+            BrokerFrame::EventPublished {} => Step::Done(()),
+            other => Step::Unexpected(format!("answered event with {other:?}")),
+        })
+    }
+
     fn set_fatal(&self, error: PortError) {
         *self.fatal.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
     }

@@ -224,6 +224,14 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                     Err(refusal) => return refuse(&mut writer, idle, refusal).await,
                 }
             }
+            // The agent loop's own event: to the owner's watch streams, nothing decided on it.
+            AgentFrame::Event { event } => {
+                broker.publish(proto::OwnerEvent::Agent {
+                    session: session.clone(),
+                    event,
+                });
+                write(&mut writer, &BrokerFrame::EventPublished {}, idle).await?;
+            }
             // Nothing waits (the call it meant was answered before it arrived).
             AgentFrame::Withdraw {} | AgentFrame::Answer { .. } => {}
             AgentFrame::Close {} => {

@@ -366,8 +366,10 @@ fn one_turn(
     }
     let mut failure: Option<io::Error> = None;
     let mut answered = false;
+    let mut unsent: Vec<String> = Vec::new();
     let mut on_event = |event: &TurnEvent| {
         answered |= !matches!(event, TurnEvent::TurnFailed { .. });
+        unsent.extend(port.agent_event(event));
         if failure.is_none()
             && let Err(e) = printer.event(event)
         {
@@ -380,6 +382,9 @@ fn one_turn(
     };
     if let Some(e) = failure {
         return Err(ChatError::Io(e));
+    }
+    for notice in unsent {
+        writeln!(notices, "{notice}")?;
     }
     let unreachable = matches!(
         result,

@@ -7,9 +7,13 @@
 
 use std::path::Path;
 
+use proto::AgentEvent;
+
 use crate::broker::{BrokerPort, PortError, resume_of};
+use crate::criteria::Criterion;
 use crate::session::{self, Session, SessionIds};
 use crate::tools::{FakeTools, Registry, ToolPort};
+use crate::turn::TurnEvent;
 
 use super::{ChatError, ChatOptions, PortKind};
 
@@ -50,6 +54,39 @@ impl Port {
             }),
             Port::Fake(_) => None,
         }
+    }
+
+    /// Passes code mode's `role` and `verify_done` events to the owner through the broker
+    /// (its `watch` streams); other events, and every event with the fake port, stay with the
+    /// terminal. A failure does not stop the turn: it returns the sentence to tell the owner.
+    pub(super) fn agent_event(&self, event: &TurnEvent) -> Option<String> {
+        let Port::Broker(broker) = self else {
+            return None;
+        };
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let event = match event {
+            TurnEvent::Role { role, .. } => AgentEvent::Role { role: *role },
+            TurnEvent::VerifyDone {
+                outcome,
+                passes,
+                corrections,
+                criteria,
+            } => {
+                let (passed, open): (Vec<&Criterion>, Vec<&Criterion>) =
+                    criteria.iter().partition(|c| !c.is_open());
+                AgentEvent::VerifyDone {
+                    outcome: *outcome,
+                    passes: count(*passes),
+                    corrections: count(*corrections),
+                    passed: passed.iter().map(|c| count(c.id)).collect(),
+                    open: open.iter().map(|c| count(c.id)).collect(),
+                }
+            }
+            _ => return None,
+        };
+        broker.agent_event(&event).err().map(|error| {
+            format!("loopd: the broker did not pass a code-mode event on to the owner: {error}")
+        })
     }
 
     /// The error that ended the broker's service to this conversation (a refused resume, an

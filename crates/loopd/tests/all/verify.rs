@@ -1,14 +1,16 @@
 //! Code mode's verify loop (`loopd chat --criteria FILE`), the `loopd` binary against the
 //! scripted model server: a builder that claims done early, a verifier that fails one
 //! criterion, the stop after two corrections, a resumed session keeping its criteria, and bad
-//! input (criteria files, a damaged `criteria.json`, a verifier reply without a verdict).
+//! input (criteria files, a damaged `criteria.json`, a verifier reply without a verdict); and
+//! through a real broker, the events reaching the owner's `watch` stream.
 
 use std::path::Path;
 use std::process::Output;
 
 use loopd::verify::VERIFIER_PROMPT;
+use proto::{AgentEvent, AgentRole, OwnerEvent, OwnerRequest, VerifyOutcome, write_frame};
 use serde_json::Value;
-use testkit::ScriptServer;
+use testkit::{BrokerProcess, OwnerClient, ScriptServer};
 
 use super::cli::{loopd_with, text};
 
@@ -457,4 +459,77 @@ fn bad_criteria_files_and_a_damaged_criteria_json_are_clear_errors() {
     let (_, err) = text(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("criteria.json: invalid type"), "{err}");
+}
+
+#[test]
+fn through_the_broker_the_role_and_verify_done_events_reach_the_owners_watch() {
+    let broker = BrokerProcess::start("", "idle_timeout_ms = 1000\n");
+    let mut watcher = OwnerClient::open(&broker.owner_socket());
+    write_frame(&mut watcher.stream, &OwnerRequest::Watch {}).unwrap();
+    let server = ScriptServer::from_json(
+        r#"{"turns":[{"replies":[{"say":"Done."}]},{"replies":[{"say":"Done."}]}],
+            "verifier":[{"say":"PASS 1"}]}"#,
+    );
+    let dir = testkit::temp_dir();
+    let criteria = criteria_file(dir.path(), "hello.txt says hello\n");
+    let socket = broker.socket().display().to_string();
+    let state = dir.path().join("state").display().to_string();
+    let url = server.base_url();
+    let args = [
+        "chat",
+        "--port",
+        "broker",
+        "--socket",
+        &socket,
+        "--model",
+        &url,
+        "--state-dir",
+        &state,
+        "--json",
+        "--criteria",
+        &criteria,
+        "-m",
+        "Go.",
+    ];
+    let output = loopd_with(&args, "", &[]);
+    assert!(output.status.success(), "{:?}", text(&output));
+    let (_, err) = text(&output);
+    assert!(err.is_empty(), "no notice: {err}");
+    let session = events(&output)
+        .iter()
+        .find(|e| e["type"] == "chat_end")
+        .unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let mut seen = Vec::new();
+    while let Some(event) = watcher.next_event() {
+        if let OwnerEvent::Agent { session: of, event } = event {
+            assert_eq!(of.to_string(), session);
+            let last = matches!(event, AgentEvent::VerifyDone { .. });
+            seen.push(event);
+            if last {
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![
+            AgentEvent::Role {
+                role: AgentRole::Builder
+            },
+            AgentEvent::Role {
+                role: AgentRole::Verifier
+            },
+            AgentEvent::VerifyDone {
+                outcome: VerifyOutcome::Passed,
+                passes: 1,
+                corrections: 0,
+                passed: vec![1],
+                open: vec![],
+            },
+        ]
+    );
 }
