@@ -262,6 +262,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn code_modes_events_are_one_line_each_with_the_session() {
+        let session = SessionId("s-7".into());
+        let role = OwnerEvent::Agent {
+            session: session.clone(),
+            event: AgentEvent::Role {
+                role: AgentRole::Verifier,
+            },
+        };
+        assert_eq!(event(&role), "role     s-7 verifier (isolated, no tools)");
+        let done = OwnerEvent::Agent {
+            session,
+            event: AgentEvent::VerifyDone {
+                outcome: VerifyOutcome::Stopped,
+                passes: 3,
+                corrections: 2,
+                passed: vec![1, 3],
+                open: vec![2],
+            },
+        };
+        assert_eq!(
+            event(&done),
+            "verified s-7 stopped after two corrections (3 pass(es), 2 correction(s)); passed: 1, 3; open: 2"
+        );
+    }
+
     fn eve() -> AskedValue {
         AskedValue {
             argument: "recipient".into(),

@@ -1,6 +1,6 @@
 //! What an agent loop tells the owner of its own, beside the calls the broker sees: `loopd`'s
 //! code mode (seed 003's verify loop) sends its `role` and `verify_done` events over the agent
-//! socket (`AgentFrame::Event`), and the broker passes them to the owner's `watch` streams as
+//! socket (`AgentFrame::LoopEvent`), and the broker passes them to the owner's `watch` streams as
 //! `OwnerEvent::Agent`, deciding nothing on them. Every field is a fixed word or a number, so a
 //! client can put no text of its own in front of the owner.
 

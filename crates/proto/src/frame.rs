@@ -76,8 +76,9 @@ pub enum AgentFrame {
     Withdraw {},
     /// An event of the agent loop's own for the owner (`loopd`'s code mode: `role`,
     /// `verify_done`): the broker passes it to the owner's `watch` streams with the session
-    /// ([`crate::OwnerEvent::Agent`]) and decides nothing on it. Answered by `event_published`.
-    Event {
+    /// ([`crate::OwnerEvent::Agent`]) and decides nothing on it. Answered by
+    /// `loop_event_published`.
+    LoopEvent {
         /// The event.
         event: AgentEvent,
     },
@@ -119,8 +120,8 @@ pub enum BrokerFrame {
     Closed {},
     /// The answer to `owner_words`: they are on disk and count as the owner's.
     OwnerWordsKept {},
-    /// The answer to `event`: it went to the owner's `watch` streams.
-    EventPublished {},
+    /// The answer to `loop_event`: it went to the owner's `watch` streams.
+    LoopEventPublished {},
 }
 
 /// Why the broker sent an [`BrokerFrame::Error`].

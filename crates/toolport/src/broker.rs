@@ -151,12 +151,12 @@ impl BrokerPort {
     /// Sends an event of the agent loop's own (`loopd`'s code mode) for the owner's `watch`
     /// streams, and waits until the broker has published it.
     pub fn agent_event(&self, event: &proto::AgentEvent) -> Result<(), PortError> {
-        let frame = AgentFrame::Event {
+        let frame = AgentFrame::LoopEvent {
             event: event.clone(),
         };
         self.exchange(&frame, |answer| match answer {
-            BrokerFrame::EventPublished {} => Step::Done(()),
-            other => Step::Unexpected(format!("answered event with {other:?}")),
+            BrokerFrame::LoopEventPublished {} => Step::Done(()),
+            other => Step::Unexpected(format!("answered loop_event with {other:?}")),
         })
     }
 

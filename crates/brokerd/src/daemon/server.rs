@@ -225,12 +225,12 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 }
             }
             // The agent loop's own event: to the owner's watch streams, nothing decided on it.
-            AgentFrame::Event { event } => {
+            AgentFrame::LoopEvent { event } => {
                 broker.publish(proto::OwnerEvent::Agent {
                     session: session.clone(),
                     event,
                 });
-                write(&mut writer, &BrokerFrame::EventPublished {}, idle).await?;
+                write(&mut writer, &BrokerFrame::LoopEventPublished {}, idle).await?;
             }
             // Nothing waits (the call it meant was answered before it arrived).
             AgentFrame::Withdraw {} | AgentFrame::Answer { .. } => {}
