@@ -413,6 +413,36 @@ fn a_resumed_session_keeps_its_criteria_and_their_verdicts() {
 }
 
 #[test]
+fn a_verifier_request_that_fails_ends_the_loop_as_failed_and_the_turn_as_failed() {
+    let script = r#"{"turns":[{"replies":[{"say":"Done."}]},{"replies":[{"say":"Done."}]}],
+          "verifier":[{"raw_body":"<html>not a completion</html>"}]}"#;
+    let server = ScriptServer::from_json(script);
+    let dir = testkit::temp_dir();
+    let criteria = criteria_file(dir.path(), "hello.txt says hello\n");
+    let output = chat(
+        &server,
+        dir.path(),
+        &["--json", "--criteria", &criteria, "-m", "Go."],
+    );
+    assert_eq!(output.status.code(), Some(1), "{:?}", text(&output));
+    let events = events(&output);
+    let failed = events.iter().find(|e| e["type"] == "turn_failed").unwrap();
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("the verification pass failed: "),
+        "{error}"
+    );
+    let done = verify_done(&events);
+    assert_eq!(done["outcome"], "failed");
+    assert_eq!(states(done), vec![("open".into(), None)]);
+    let end = events.last().unwrap();
+    assert_eq!(
+        (end["done"].as_u64(), end["failed"].as_u64()),
+        (Some(0), Some(1))
+    );
+}
+
+#[test]
 fn bad_criteria_files_and_a_damaged_criteria_json_are_clear_errors() {
     let server = ScriptServer::from_json(r#"{"turns":[{"replies":[{"say":"Hi."}]}]}"#);
     let dir = testkit::temp_dir();
