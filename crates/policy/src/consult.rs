@@ -1,30 +1,18 @@
-//! `consult`'s argument shape and the body of its question (seed M6b/04): what the model may
-//! send, the cap on a character boundary, and the exact JSON the broker POSTs. Sending it is
+//! `consult`'s configuration and the body of its question (seed M6b/04): the exact JSON the
+//! broker POSTs; its argument shape and cap are `tools::args::consult`'s, re-exported here. Sending it is
 //! the broker's (`brokerd::consult::ConsultClient`); everything here is pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use proto::text::cut_at_boundary;
-
 pub use proto::tools::schemas::consult_schema;
+pub use tools::args::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
 
 /// The tool's name.
 pub const CONSULT: &str = "consult";
 
-/// `question` and the answer are cut to this many bytes, on a character boundary.
-pub const QUESTION_CAP: usize = 16_384;
-
 /// The temperature when the configuration names none, in thousandths.
 pub const DEFAULT_TEMPERATURE_MILLI: u32 = 600;
-
-/// The model's `consult` arguments. Unknown keys are errors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConsultArgs {
-    /// The question, alone: no history travels with it.
-    pub question: String,
-}
 
 /// Where `consult` questions go: the owner's configuration (`[consult]` in `brokerd.toml`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,12 +40,6 @@ impl Consult {
     pub fn temperature(&self) -> f64 {
         f64::from(self.temperature_milli) / 1000.0
     }
-}
-
-/// Cut `text` to `cap` bytes on a character boundary; the flag says whether it was cut.
-pub fn cap_bytes(text: &str, cap: usize) -> (String, bool) {
-    let cut = cut_at_boundary(text, cap);
-    (cut.to_string(), cut.len() < text.len())
 }
 
 /// The `question` field of `arguments`, capped, or empty when it is missing or not a string

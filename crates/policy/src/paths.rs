@@ -4,8 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// The longest path a call or a grant may name, in bytes (Linux's `PATH_MAX`).
-pub const MAX_PATH_BYTES: usize = 4096;
+pub use tools::args::MAX_PATH_BYTES;
 
 /// Why a path cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

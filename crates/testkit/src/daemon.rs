@@ -619,9 +619,14 @@ impl OwnerClient {
     }
 }
 
-/// brokerd's binaries, installed side by side: the broker, the launcher of its boxes and the
-/// file tools' worker (the broker uses the other two only when they are of its own build).
-const BROKER_BINARIES: [&str; 3] = ["brokerd", "brokerd-launcher", "brokerd-files"];
+/// brokerd's binaries, installed side by side: the broker, the launcher of its boxes, the file
+/// tools' worker and the fetcher (the broker uses the other two only when they are of its own build).
+const BROKER_BINARIES: [&str; 4] = [
+    "brokerd",
+    "brokerd-launcher",
+    "brokerd-files",
+    "brokerd-fetch",
+];
 
 /// The built `brokerd`, with the binaries beside it built from the same tree.
 fn built_broker() -> PathBuf {

@@ -10,6 +10,8 @@
 // `tracing`; only binaries, tests, benches and examples write to standard output or error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+#[cfg(feature = "net")]
+pub mod args;
 pub mod clean;
 pub mod fs;
 pub mod git;

@@ -28,6 +28,7 @@ mod fetch;
 pub mod host;
 mod resolve;
 mod tls;
+pub mod url;
 pub mod web_search;
 
 use std::fmt;

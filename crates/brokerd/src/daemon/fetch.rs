@@ -1,19 +1,16 @@
 //! `http_fetch` as the broker runs it: every hop (the first URL and each redirect) decided
 //! again as a call of its own ([`hop_decider`]), and the result or error as an [`Outcome`].
-//! Where a box can have a network, the fetch runs in one (`brokerd box-fetch`, [`serve`]): the
+//! Where a box can have a network, the fetch runs in one (the `fetcher` crate's
+//! `brokerd-fetch box-fetch`, or `brokerd box-fetch` without it, [`serve`]): the
 //! worker resolves nothing and reaches each hop through the box's relay, and the broker's proxy
 //! for that box asks [`hop_decider`] for each `CONNECT`, then resolves and classifies the host;
 //! the page is read and converted inside the box. Elsewhere it runs in the broker's process,
 //! each hop's addresses checked and pinned there.
 
-use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use proto::{DenyReason, Timestamp};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use tools::web::HostVerdict;
 
@@ -22,21 +19,7 @@ use policy::args::{ToolArgs, ToolName};
 use policy::decide::{Allowed, Decision, decide};
 use policy::grants::HostRule;
 
-/// Where the request lies in the fetch worker's box.
-pub const REQUEST: &str = "/tmp/boxmaker-fetch.json";
-
-/// What the fetch worker is asked to do.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FetchRequest {
-    /// The call's arguments.
-    pub args: tools::web::HttpFetchArgs,
-    /// The whole fetch's time limit, in milliseconds.
-    pub timeout_ms: u64,
-    /// Trusted roots beside (instead of) the built-in ones, as the broker has them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub root_certificates: Vec<Vec<u8>>,
-}
+pub use ::fetcher::{FetchRequest, REQUEST, fetch_outcome, serve, serve_warm};
 
 /// Decides each hop of `allowed`'s fetch: the deciding grant's host rules when a call for that
 /// host and port would run unasked, or the sentence saying why it may not be fetched. The
@@ -86,38 +69,6 @@ pub fn hop_decider(
                 denied.reason.model_text()
             )),
         }
-    }
-}
-
-/// The outcome of a fetch: the page with its header fields, a denial for a host no grant
-/// allows or an address refused, or the failure's sentence.
-pub fn fetch_outcome(result: Result<tools::web::FetchResult, tools::web::FetchError>) -> Outcome {
-    match result {
-        Ok(fetched) => Outcome::Ran {
-            fields: match json!({
-                "url": fetched.url,
-                "status": fetched.status,
-                "content_type": fetched.content_type,
-                "format": fetched.format,
-                "bytes": fetched.bytes,
-                "truncated": fetched.truncated,
-                "total_chars": fetched.total_chars,
-                "start_index": fetched.start_index,
-                "next_start_index": fetched.next_start_index,
-                "redirects": fetched.redirects,
-            }) {
-                Value::Object(map) => map,
-                _ => Map::new(),
-            },
-            body: fetched.body,
-        },
-        Err(error @ tools::web::FetchError::UnsafeAddress { .. }) => {
-            Outcome::Denied(DenyReason::UnsafeAddress, error.to_string())
-        }
-        Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
-            Outcome::Denied(DenyReason::NoGrant, error.to_string())
-        }
-        Err(error) => Outcome::Failed(error.to_string()),
     }
 }
 
@@ -183,53 +134,4 @@ impl DirectRunner {
             other => other,
         }
     }
-}
-
-/// Runs the request at [`REQUEST`] in the fetch worker's box through the proxy its
-/// environment names (`HTTPS_PROXY`), and prints the outcome as one JSON object.
-pub fn serve() -> Result<(), String> {
-    let path = Path::new(REQUEST);
-    let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let request: FetchRequest =
-        serde_json::from_str(&text).map_err(|e| format!("{shown} is not a request: {e}"))?;
-    let proxy = box_proxy()?;
-    let mut output = std::io::stdout().lock();
-    writeln!(
-        output,
-        "{}",
-        super::worker::answer(fetch_through(request, &proxy))
-    )
-    .and_then(|()| output.flush())
-    .map_err(|e| format!("cannot write the answer: {e}"))
-}
-
-/// The session's warm fetcher (`brokerd box-fetch --warm`): one request per line on standard
-/// input, one answer line for each, each fetch through the box's proxy.
-pub fn serve_warm() -> Result<(), String> {
-    let proxy = box_proxy()?;
-    super::worker::serve_lines(|line| {
-        super::worker::answer(match serde_json::from_slice::<FetchRequest>(line) {
-            Ok(request) => fetch_through(request, &proxy),
-            Err(e) => Outcome::Failed(format!("the fetcher got a request it cannot read: {e}")),
-        })
-    })
-}
-
-/// The proxy the fetcher's box names (its relay).
-fn box_proxy() -> Result<String, String> {
-    std::env::var("HTTPS_PROXY")
-        .map_err(|_| "the fetch worker's box names no proxy (HTTPS_PROXY)".to_string())
-}
-
-/// One fetch in the fetcher's box: the proxy decides every hop; the worker only keeps to https
-/// and the redirect limit.
-fn fetch_through(request: FetchRequest, proxy: &str) -> Outcome {
-    let mut options = tools::web::FetchOptions::new(|_: &str, _: u16| true)
-        .with_timeout(Duration::from_millis(request.timeout_ms))
-        .with_proxy(proxy);
-    for root in request.root_certificates {
-        options = options.with_root_certificate(root);
-    }
-    fetch_outcome(tools::web::http_fetch(&request.args, &options))
 }

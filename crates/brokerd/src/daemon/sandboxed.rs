@@ -30,7 +30,7 @@ mod snapshot;
 mod walls;
 mod watch;
 
-use beside::{FILE_WORKER, LAUNCHER, beside};
+use beside::{FETCH_WORKER, FILE_WORKER, LAUNCHER, beside};
 pub use fetch::fetch_boxed;
 pub use files::{FILE_UNBOXED, file_boxed};
 pub use git::{GIT_UNBOXED, clone_boxed, git_boxed};
@@ -101,7 +101,7 @@ pub struct SandboxedRunner {
     /// The launcher of the boxes whose command is another program: `brokerd-launcher` beside
     /// brokerd when it is of brokerd's own build ([`beside`]), else brokerd's own
     /// binary (`main` starts with `sandbox::launch_if_asked`). Boxes whose worker is one of
-    /// brokerd's binaries (the file tools' `brokerd-files`, `http_fetch`'s brokerd) are their
+    /// brokerd's binaries (the file tools' `brokerd-files`, `http_fetch`'s `brokerd-fetch`) are their
     /// own launcher, one `exec` in all.
     launcher: Option<PathBuf>,
     /// brokerd's own binary, found once: the worker of the fetcher's boxes.
@@ -109,6 +109,9 @@ pub struct SandboxedRunner {
     /// The worker of the file tools' boxes: `brokerd-files` beside brokerd when it is of
     /// brokerd's own build ([`beside`]), else brokerd's own binary (`brokerd box-file`).
     file_worker: Option<PathBuf>,
+    /// The worker of `http_fetch`'s boxes: `brokerd-fetch` beside brokerd when it is of
+    /// brokerd's own build ([`beside`]), else brokerd's own binary (`brokerd box-fetch`).
+    fetch_worker: Option<PathBuf>,
     /// The sessions' warm boxes for the file tools and `shell`.
     warm: std::sync::Arc<super::warm::WarmPool>,
     /// Whether `shell` commands run through a warm box's command worker here (the pool keeps
@@ -142,6 +145,10 @@ impl SandboxedRunner {
         let own_binary = std::env::current_exe();
         let launcher = own_binary.as_ref().ok().map(|exe| beside(exe, LAUNCHER));
         let file_worker = own_binary.as_ref().ok().map(|exe| beside(exe, FILE_WORKER));
+        let fetch_worker = own_binary
+            .as_ref()
+            .ok()
+            .map(|exe| beside(exe, FETCH_WORKER));
         let probe = sandbox::Policy {
             launcher: launcher.clone(),
             file_walls,
@@ -156,6 +163,7 @@ impl SandboxedRunner {
             launcher,
             own_binary,
             file_worker,
+            fetch_worker,
             warm,
             warm_commands,
             proxies: None,
@@ -183,6 +191,14 @@ impl SandboxedRunner {
         match &self.file_worker {
             Some(worker) => Ok(worker.clone()),
             None => self.own_binary("the file tool's box"),
+        }
+    }
+
+    /// `http_fetch`'s worker, to run in a box.
+    fn fetch_worker(&self) -> Result<PathBuf, Outcome> {
+        match &self.fetch_worker {
+            Some(worker) => Ok(worker.clone()),
+            None => self.own_binary("http_fetch's box"),
         }
     }
 
@@ -339,6 +355,7 @@ impl SandboxedRunner {
             .into_iter()
             .chain(&self.launcher)
             .chain(&self.file_worker)
+            .chain(&self.fetch_worker)
         {
             // Without the small binaries beside it, brokerd stands in for them.
             if !pinned.contains(path) {

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::args::{ToolArgs, ToolName};
+use crate::args::{CallReach, ToolArgs, ToolName};
 use crate::grants::Grant;
 
 /// One tool's grants, by position in the list.
@@ -92,17 +92,7 @@ impl GrantIndex {
 
 /// Whether a call is decided by its one path alone (a file tool's), which the index keys on.
 fn path_tool_call(args: &ToolArgs) -> bool {
-    matches!(
-        args,
-        ToolArgs::ReadFile(_)
-            | ToolArgs::WriteFile(_)
-            | ToolArgs::EditFile(_)
-            | ToolArgs::ListFiles(_)
-            | ToolArgs::Glob(_)
-            | ToolArgs::Grep(_)
-            | ToolArgs::GitStatus(_)
-            | ToolArgs::GitDiff(_)
-    )
+    matches!(args.reach(), CallReach::Path { .. })
 }
 
 /// A grant list with its index: what a broker holds from one load of the grants folder to

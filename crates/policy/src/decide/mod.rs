@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use proto::{Class, DenyReason, Timestamp};
 use tools::shell::ShellArgs;
 
-use crate::args::ToolArgs;
+use crate::args::{CallReach, ToolArgs};
 use crate::grants::{Grant, HostRule};
 use crate::hosts::https_host;
 use crate::memory::MemoryAction;
@@ -181,7 +181,8 @@ fn covering_scope(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
     if grant.tool != call.args.tool().granted_by() {
         return None;
     }
-    if let ToolArgs::BashTail(_) | ToolArgs::BashKill(_) = &call.args {
+    let reach = call.args.reach();
+    if reach == CallReach::OwnJob {
         return (!grant.deny || (grant.commands.is_empty() && grant.paths.is_empty()))
             .then_some(None);
     }
@@ -190,34 +191,24 @@ fn covering_scope(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
     {
         return None;
     }
-    match &call.args {
-        ToolArgs::ReadFile(_)
-        | ToolArgs::WriteFile(_)
-        | ToolArgs::EditFile(_)
-        | ToolArgs::ListFiles(_)
-        | ToolArgs::Glob(_)
-        | ToolArgs::Grep(_)
-        | ToolArgs::GitStatus(_)
-        | ToolArgs::GitDiff(_) => paths_scope(grant, &[Path::new(call.args.path()?)]),
-        ToolArgs::GitClone(a) => {
+    match reach {
+        CallReach::Path { path, .. } => paths_scope(grant, &[Path::new(path)]),
+        CallReach::Clone { url, path } => {
             // Both the host and the destination: a deny grant names either (or neither: all).
-            let (host, port) = https_host(&a.url).ok()?;
+            let (host, port) = https_host(url).ok()?;
             let host_named = grant.hosts.iter().any(|rule| rule.covers(&host, port));
-            let path_named = grant
-                .paths
-                .iter()
-                .any(|rule| rule.covers(Path::new(&a.path)));
+            let path_named = grant.paths.iter().any(|rule| rule.covers(Path::new(path)));
             if grant.deny {
                 let all = grant.hosts.is_empty() && grant.paths.is_empty();
                 return (all || host_named || path_named)
-                    .then(|| Some(Scope::Paths(vec![PathBuf::from(&a.path)])));
+                    .then(|| Some(Scope::Paths(vec![PathBuf::from(path)])));
             }
             if !host_named {
                 return None;
             }
-            paths_scope(grant, &[Path::new(&a.path)])
+            paths_scope(grant, &[Path::new(path)])
         }
-        ToolArgs::Shell(a) | ToolArgs::BashBg(a) => {
+        CallReach::Script(a) => {
             if !grant.commands.is_empty() && !shell_covered(grant, a, call.dialect, call.walls) {
                 return None;
             }
@@ -234,8 +225,8 @@ fn covering_scope(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 ))),
             }
         }
-        ToolArgs::HttpFetch(a) => {
-            let (host, port) = https_host(&a.url).ok()?;
+        CallReach::Url(url) => {
+            let (host, port) = https_host(url).ok()?;
             if grant.hosts.is_empty() && grant.deny {
                 return Some(Some(Scope::Host(host, port)));
             }
@@ -245,11 +236,11 @@ fn covering_scope(grant: &Grant, call: &Call) -> Option<Option<Scope>> {
                 .any(|rule| rule.covers(&host, port))
                 .then_some(Some(Scope::Host(host, port)))
         }
-        ToolArgs::Consult { .. } | ToolArgs::Ask(_) | ToolArgs::WebSearch(_) => Some(None),
+        CallReach::Unconstrained => Some(None),
         // Answered above.
-        ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => Some(None),
-        ToolArgs::Recall(_) | ToolArgs::AskMemory(_) => Some(tags_scope(grant)),
-        ToolArgs::Memory(a) => match a.action() {
+        CallReach::OwnJob => Some(None),
+        CallReach::MemoryRead => Some(tags_scope(grant)),
+        CallReach::MemoryChange(action) => match action {
             MemoryAction::Add { tags, .. }
                 if !grant.tags.is_empty() && !tags.iter().all(|t| grant.tags.contains(t)) =>
             {
@@ -641,7 +632,10 @@ fn vouched<'g>(call: &Call, live: &[&(&'g Grant, Option<Scope>)]) -> Vouched<'g>
         words,
         paths: true,
         hosts: live.iter().any(|(g, _)| !g.hosts.is_empty())
-            && matches!(call.args, ToolArgs::HttpFetch(_) | ToolArgs::GitClone(_)),
+            && matches!(
+                call.args.reach(),
+                CallReach::Url(_) | CallReach::Clone { .. }
+            ),
         rules: live.iter().flat_map(|(g, _)| g.args.iter()).collect(),
     }
 }

@@ -8,7 +8,7 @@ use proto::Timestamp;
 use tools::shell::ShellArgs;
 
 use super::{Call, Protected, Write, shell_covered, shell_dialect};
-use crate::args::ToolArgs;
+use crate::args::{CallReach, ToolArgs};
 use crate::grants::Grant;
 use crate::paths::resolve;
 use crate::trusted::Reached;
@@ -74,17 +74,18 @@ pub(super) fn prepare(
             .find_map(|g| g.paths.first())
             .map(|rule| rule.base().to_string_lossy().into_owned());
     }
-    let (writes, unknown_writes) = match &args {
-        ToolArgs::WriteFile(a) => (vec![write_at(spelled.as_deref(), &a.path, protected)], None),
-        ToolArgs::EditFile(a) => (vec![write_at(spelled.as_deref(), &a.path, protected)], None),
-        // A clone writes its destination (and below it, which the grant's paths cover too).
-        ToolArgs::GitClone(a) => (vec![write_at(spelled.as_deref(), &a.path, protected)], None),
-        ToolArgs::Shell(a) | ToolArgs::BashBg(a) => {
-            match shell::write_targets_in(&a.command, dialect, walls) {
-                Ok(targets) => (shell_writes(a, &targets, protected)?, None),
-                Err(why) => (Vec::new(), Some(why.to_string())),
-            }
+    let (writes, unknown_writes) = match args.reach() {
+        CallReach::Path { path, writes: true } => {
+            (vec![write_at(spelled.as_deref(), path, protected)], None)
         }
+        // A clone writes its destination (and below it, which the grant's paths cover too).
+        CallReach::Clone { path, .. } => {
+            (vec![write_at(spelled.as_deref(), path, protected)], None)
+        }
+        CallReach::Script(a) => match shell::write_targets_in(&a.command, dialect, walls) {
+            Ok(targets) => (shell_writes(a, &targets, protected)?, None),
+            Err(why) => (Vec::new(), Some(why.to_string())),
+        },
         _ => (Vec::new(), None),
     };
     Ok(Call {

@@ -8,7 +8,7 @@ use proto::DenyReason;
 use tools::shell::ShellArgs;
 
 use super::{Decision, Protected, Scope, deny};
-use crate::args::{ToolArgs, ToolName};
+use crate::args::{CallReach, ToolArgs, ToolName};
 use crate::grants::Grant;
 use crate::hosts::https_host;
 use crate::paths::resolve;
@@ -21,9 +21,8 @@ pub(super) fn unsafe_literal_address(
     args: &ToolArgs,
     live: &[&(&Grant, Option<Scope>)],
 ) -> Option<Decision> {
-    let url = match args {
-        ToolArgs::HttpFetch(a) => &a.url,
-        ToolArgs::GitClone(a) => &a.url,
+    let url = match args.reach() {
+        CallReach::Url(url) | CallReach::Clone { url, .. } => url,
         _ => return None,
     };
     let (host, _) = https_host(url).ok()?;

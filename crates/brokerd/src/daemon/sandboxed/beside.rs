@@ -1,5 +1,5 @@
 //! The small binaries installed beside brokerd (the launcher of its boxes, the file tools'
-//! worker), used only when they are of brokerd's own build.
+//! worker, the fetcher), used only when they are of brokerd's own build.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,10 @@ pub const LAUNCHER: &str = "brokerd-launcher";
 /// The name of the file tools' worker installed beside brokerd.
 pub const FILE_WORKER: &str = "brokerd-files";
 
-/// The binary `name` ([`LAUNCHER`], [`FILE_WORKER`]) for the boxes of a broker whose binary is
+/// The name of `http_fetch`'s worker installed beside brokerd (the `fetcher` crate's).
+pub const FETCH_WORKER: &str = "brokerd-fetch";
+
+/// The binary `name` ([`LAUNCHER`], [`FILE_WORKER`], [`FETCH_WORKER`]) for the boxes of a broker whose binary is
 /// `exe`: the one in the same folder when it answers `--build-id` with this broker's own build
 /// (a box pays for starting it: measured 0.25 ms for the launcher against 2.2 ms for brokerd),
 /// else `exe` itself, which does the same work.
@@ -42,7 +45,7 @@ pub fn beside(exe: &Path, name: &str) -> PathBuf {
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
-    use super::{FILE_WORKER, LAUNCHER, beside};
+    use super::{FETCH_WORKER, FILE_WORKER, LAUNCHER, beside};
 
     /// Writes an executable script named `name` in `dir` that prints `id`.
     fn printing(dir: &std::path::Path, name: &str, id: &str) {
@@ -53,7 +56,7 @@ mod tests {
 
     #[test]
     fn only_a_binary_of_this_very_build_is_used_else_brokerd_itself() {
-        for name in [LAUNCHER, FILE_WORKER] {
+        for name in [LAUNCHER, FILE_WORKER, FETCH_WORKER] {
             let dir = tempfile::tempdir().unwrap();
             let exe = dir.path().join("brokerd");
             assert_eq!(beside(&exe, name), exe, "no {name} beside");

@@ -1,5 +1,5 @@
-//! `http_fetch` in the box: brokerd's fetch worker (`brokerd box-fetch`) in a box that holds
-//! no file of the host's but the minimal system and brokerd's binary, whose only way out is a
+//! `http_fetch` in the box: the fetch worker (`brokerd-fetch box-fetch`, or `brokerd box-fetch`
+//! without it) in a box that holds no file of the host's but the minimal system and that binary, whose only way out is a
 //! proxy of its own that decides each hop's host again as a call of its own
 //! ([`crate::daemon::fetch::hop_decider`]). The page is read and converted in the box. The box
 //! is the session's warm fetcher, kept with its proxy, or (`warm_idle_ms = 0`) a fresh one.
@@ -40,7 +40,7 @@ impl SandboxedRunner {
         let Some(proxies) = &self.proxies else {
             return Outcome::Failed("this broker has no proxy for http_fetch's hosts".to_string());
         };
-        let exe = match self.own_binary("http_fetch's box") {
+        let exe = match self.fetch_worker() {
             Ok(exe) => exe,
             Err(failed) => return failed,
         };

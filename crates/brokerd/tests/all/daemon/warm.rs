@@ -67,10 +67,19 @@ pub(super) fn workers(broker: &BrokerProcess, marks: &[&[u8]]) -> Vec<u32> {
         };
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
         let is_worker = marks.iter().all(|mark| args.contains(mark));
-        // brokerd's file worker or its launcher (a command worker), or brokerd standing in.
+        // brokerd's file worker, its fetcher or its launcher (a command worker), or brokerd
+        // standing in.
         let is_brokerd = fs::read_link(entry.path().join("exe")).is_ok_and(|exe| {
-            exe.file_name()
-                .is_some_and(|n| n == "brokerd" || n == "brokerd-launcher" || n == "brokerd-files")
+            exe.file_name().is_some_and(|n| {
+                [
+                    "brokerd",
+                    "brokerd-launcher",
+                    "brokerd-files",
+                    "brokerd-fetch",
+                ]
+                .iter()
+                .any(|name| n == *name)
+            })
         });
         if is_worker && is_brokerd && pid != root && descends_from(pid, root) {
             found.push(pid);

@@ -3,24 +3,31 @@
 //! [`ArgsError`], with a detail for the owner; the broker answers them as a failure that names
 //! the argument and what it must be (the model's to fix), not as a denial.
 
-use serde::Serialize;
-use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
-use tools::git::{
+use crate::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
+use crate::git::{
     GitCloneArgs, GitDiffArgs, GitStatusArgs, MAX_DIFF_PATHS, SSH_NOT_SUPPORTED, check_diff_path,
 };
-use tools::jobs::{BashBgArgs, BashKillArgs, BashTailArgs};
-use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
-use tools::shell::ShellArgs;
-use tools::web::HttpFetchArgs;
-use tools::web::web_search::{MAX_RESULTS, WebSearchArgs};
+use crate::jobs::{BashBgArgs, BashKillArgs, BashTailArgs};
+use crate::search::{GlobArgs, GrepArgs, ListFilesArgs};
+use crate::shell::ShellArgs;
+use crate::web::HttpFetchArgs;
+use crate::web::url::https_host;
+use crate::web::web_search::{MAX_RESULTS, WebSearchArgs};
+use serde::Serialize;
 
-use crate::ask::{AskArgs, parse_ask};
-use crate::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
-use crate::hosts::https_host;
-use crate::memory::{
-    AskMemoryArgs, MemoryArgs, RecallArgs, parse_ask_memory, parse_memory, parse_recall,
+use ask::{AskArgs, parse_ask};
+use consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
+use memory::{
+    AskMemoryArgs, MemoryAction, MemoryArgs, RecallArgs, parse_ask_memory, parse_memory,
+    parse_recall,
 };
-use crate::paths::MAX_PATH_BYTES;
+
+pub mod ask;
+pub mod consult;
+pub mod memory;
+
+/// The longest path a call or a grant may name, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
 
 /// The built-in tools, with their facts: `proto::tools`' table.
 pub use proto::tools::ToolName;
@@ -158,6 +165,56 @@ impl ToolArgs {
         }
     }
 
+    /// What the call reaches, in the terms of a grant's constraints.
+    pub fn reach(&self) -> CallReach<'_> {
+        match self {
+            ToolArgs::ReadFile(a) => CallReach::Path {
+                path: &a.path,
+                writes: false,
+            },
+            ToolArgs::WriteFile(a) => CallReach::Path {
+                path: &a.path,
+                writes: true,
+            },
+            ToolArgs::EditFile(a) => CallReach::Path {
+                path: &a.path,
+                writes: true,
+            },
+            ToolArgs::ListFiles(a) => CallReach::Path {
+                path: &a.path,
+                writes: false,
+            },
+            ToolArgs::Glob(a) => CallReach::Path {
+                path: &a.path,
+                writes: false,
+            },
+            ToolArgs::Grep(a) => CallReach::Path {
+                path: &a.path,
+                writes: false,
+            },
+            ToolArgs::GitStatus(a) => CallReach::Path {
+                path: &a.path,
+                writes: false,
+            },
+            ToolArgs::GitDiff(a) => CallReach::Path {
+                path: &a.path,
+                writes: false,
+            },
+            ToolArgs::GitClone(a) => CallReach::Clone {
+                url: &a.url,
+                path: &a.path,
+            },
+            ToolArgs::Shell(a) | ToolArgs::BashBg(a) => CallReach::Script(a),
+            ToolArgs::HttpFetch(a) => CallReach::Url(&a.url),
+            ToolArgs::Recall(_) | ToolArgs::AskMemory(_) => CallReach::MemoryRead,
+            ToolArgs::Memory(a) => CallReach::MemoryChange(a.action()),
+            ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => CallReach::OwnJob,
+            ToolArgs::Consult { .. } | ToolArgs::Ask(_) | ToolArgs::WebSearch(_) => {
+                CallReach::Unconstrained
+            }
+        }
+    }
+
     /// The script a `shell` or `bash_bg` call runs: what the shell checks and the guard rails
     /// read.
     pub fn script(&self) -> Option<&ShellArgs> {
@@ -238,6 +295,41 @@ impl ToolArgs {
             ToolArgs::BashKill(args) => json(args),
         }
     }
+}
+
+/// What a call reaches, in the terms a grant's constraints speak (`paths`, `hosts`,
+/// `commands`, `tags`): the one place where a call's arguments meet `policy::decide`, which
+/// reads a call through this and never through [`ToolArgs`]' cases. A tool added with a kind of
+/// reach listed here needs no change in `policy`; a new kind is a new case that `policy`'s
+/// exhaustive matches then ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallReach<'a> {
+    /// One file or folder: a grant's `paths` cover it; `writes` when the call changes it.
+    Path {
+        /// The path as the call names it (absolute once resolved).
+        path: &'a str,
+        /// Whether the call changes what is there.
+        writes: bool,
+    },
+    /// A clone: the host of `url`, and the folder `path` it writes.
+    Clone {
+        /// The https URL cloned from.
+        url: &'a str,
+        /// The destination folder.
+        path: &'a str,
+    },
+    /// A script a shell runs: its commands, its `cwd`, the paths it writes.
+    Script(&'a ShellArgs),
+    /// An https URL, whose host is where the call goes.
+    Url(&'a str),
+    /// The session's memory, read: a grant's `tags` bound what it sees.
+    MemoryRead,
+    /// The session's memory, changed: an entry added with its tags, or one forgotten.
+    MemoryChange(MemoryAction<'a>),
+    /// One of the session's own background jobs.
+    OwnJob,
+    /// Nothing a grant constrains: every grant of the tool covers the call.
+    Unconstrained,
 }
 
 /// Why arguments do not fit their tool.
