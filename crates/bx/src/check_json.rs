@@ -81,15 +81,8 @@ pub fn check(dirs: &Dirs, folder: &Path, loaded: Result<GrantSet, Vec<Problem>>)
     if ok { Exit::Done } else { Exit::Failed }
 }
 
-/// The check of the grants folder of `dirs`, as `bx grants check` makes it.
-pub fn check_dirs(dirs: &Dirs) -> Checked {
-    let folder = dirs.grants();
-    let loaded = policy::grants::load_dir(&folder, &crate::grants::home());
-    checked(dirs, &folder, loaded)
-}
-
 /// The check of `folder`, loaded as `loaded`.
-fn checked(dirs: &Dirs, folder: &Path, loaded: Result<GrantSet, Vec<Problem>>) -> Checked {
+pub fn checked(dirs: &Dirs, folder: &Path, loaded: Result<GrantSet, Vec<Problem>>) -> Checked {
     match loaded {
         Err(problems) => Checked {
             folder: folder.display().to_string(),

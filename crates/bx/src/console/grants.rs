@@ -1,5 +1,5 @@
 //! The Grants view: what `bx grants check` says, through the same code
-//! ([`crate::check_json::check_dirs`]): each problem and warning with its file and line, and
+//! ([`crate::grants::check_dirs`]): each problem and warning with its file and line, and
 //! each downstream server's tools with their pin state; a changed definition shows its
 //! difference from the pinned one.
 
@@ -11,8 +11,9 @@ use proto::dirs::Dirs;
 use super::broker;
 use super::http::{Body, html, no_broker};
 use super::page::{self, header, shown};
-use crate::check_json::{Checked, Found, check_dirs};
+use crate::check_json::{Checked, Found};
 use crate::downstream::{ServerReport, Status, change, pin_line, pretty};
+use crate::grants::check_dirs;
 
 /// `GET /grants`.
 pub async fn view(dirs: Dirs) -> Response<Body> {

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::history::{Outcome, Session};
+use super::history::{Change, Outcome, Session};
 use super::page::shown;
 
 /// The drawing's width and the room for the bars.
@@ -64,18 +64,27 @@ pub fn svg(session: &Session) -> String {
             at = call.at,
         );
     }
+    // One mark per call: a call may bring untrusted and private data at once.
+    let mut marks: Vec<(usize, Vec<&str>, &Change)> = Vec::new();
     for change in &session.changes {
         let Some(n) = calls.iter().position(|c| c.id == change.call) else {
             continue;
         };
+        match marks.iter_mut().find(|(at, _, _)| *at == n) {
+            Some((_, what, _)) => what.push(change.what),
+            None => marks.push((n, vec![change.what], change)),
+        }
+    }
+    for (n, what, change) in marks {
         let x = LEFT + n * step + (step - gap) / 2;
         let _ = write!(
             out,
-            "<g class=\"label-change\" data-what=\"{what}\" data-call=\"{call}\">\
+            "<g class=\"label-change\" data-what=\"{data}\" data-call=\"{call}\">\
              <line x1=\"{x}\" y1=\"14\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#6a1b9a\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>\
-             <text x=\"{tx}\" y=\"12\" font-size=\"12\" fill=\"#6a1b9a\">{what} from call {call}</text>\
-             <title>the session first saw {what} data at {at}, from call {call} ({tool})</title></g>",
-            what = change.what,
+             <text x=\"{tx}\" y=\"12\" font-size=\"12\" fill=\"#6a1b9a\">{words} from call {call}</text>\
+             <title>the session first saw {words} data at {at}, from call {call} ({tool})</title></g>",
+            data = what.join(" "),
+            words = what.join(", "),
             call = change.call,
             bottom = TOP + HEIGHT + 4,
             tx = x + 3,
