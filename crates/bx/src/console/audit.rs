@@ -12,7 +12,7 @@ use ledger::{Answer, Event, Record};
 use proto::{Resolution, Timestamp};
 
 use super::broker::{self, Line, Verified};
-use super::history::{field_text, session_of};
+use super::history::{denial, field_text, session_of};
 use super::http::{Body, Query, encode, html, no_broker, respond};
 use super::page::{self, arguments, header, shown, text};
 

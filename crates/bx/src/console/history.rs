@@ -176,6 +176,16 @@ impl Session {
     }
 }
 
+/// A denial in words: the model's sentence, then the owner's detail in brackets.
+pub fn denial(reason: proto::DenyReason, detail: &str) -> String {
+    let said = reason.model_text();
+    if detail.is_empty() {
+        said.to_string()
+    } else {
+        format!("{} ({detail}).", said.trim_end_matches('.'))
+    }
+}
+
 /// A recorded field as text: whole, or a sentence saying only its digest was kept.
 pub fn field_text(field: &ledger::Field) -> String {
     match field {
@@ -259,11 +269,7 @@ pub fn sessions(lines: &[Line]) -> BTreeMap<SessionId, Session> {
                     Answer::Result { .. } => Outcome::Result,
                     Answer::Failed { .. } => Outcome::Failed,
                     Answer::Denied { reason } => {
-                        call.detail = if detail.is_empty() {
-                            reason.model_text().to_string()
-                        } else {
-                            format!("{}: {detail}", reason.model_text())
-                        };
+                        call.detail = denial(*reason, detail);
                         Outcome::Denied
                     }
                 };

@@ -14,9 +14,9 @@ const WIDTH: usize = 900;
 const LEFT: usize = 10;
 const BARS: usize = WIDTH - 2 * LEFT;
 /// The widest a bar gets.
-const BAR_MAX: usize = 36;
+const BAR_MAX: usize = 72;
 /// The bars' top and height; the marks' text sits above them.
-const TOP: usize = 40;
+const TOP: usize = 44;
 const HEIGHT: usize = 60;
 
 /// The fill of an outcome.
@@ -75,19 +75,22 @@ pub fn svg(session: &Session) -> String {
             None => marks.push((n, vec![change.what], change)),
         }
     }
-    for (n, what, change) in marks {
+    for (k, (n, what, change)) in marks.into_iter().enumerate() {
         let x = LEFT + n * step + (step - gap) / 2;
+        // Marks close together take turns between two rows of text.
+        let ty = 12 + (k % 2) * 16;
         let _ = write!(
             out,
             "<g class=\"label-change\" data-what=\"{data}\" data-call=\"{call}\">\
-             <line x1=\"{x}\" y1=\"14\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#6a1b9a\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>\
-             <text x=\"{tx}\" y=\"12\" font-size=\"12\" fill=\"#6a1b9a\">{words} from call {call}</text>\
+             <line x1=\"{x}\" y1=\"{ly}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#6a1b9a\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>\
+             <text x=\"{tx}\" y=\"{ty}\" font-size=\"12\" fill=\"#6a1b9a\">{words} from call {call}</text>\
              <title>the session first saw {words} data at {at}, from call {call} ({tool})</title></g>",
             data = what.join(" "),
             words = what.join(", "),
             call = change.call,
             bottom = TOP + HEIGHT + 4,
             tx = x + 3,
+            ly = ty + 2,
             at = change.at,
             tool = shown(&change.tool),
         );
