@@ -4,6 +4,15 @@
 //! the inbox and one session's timeline saved as PNGs in the folder given (default
 //! `docs/images`).
 
+// A developer's script, like the tests it borrows its WebDriver client from: a failure stops it
+// with the reason.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a developer's script, not shipped: a failure stops it with the reason"
+)]
+
 #[allow(dead_code, reason = "the tests use the rest of this client")]
 #[path = "../tests/all/console/webdriver.rs"]
 mod webdriver;

@@ -368,26 +368,23 @@ fn row(body: &mut String, record: &Record, class: &str) {
             ..
         } => {
             let said = match answer {
-                Answer::Denied { reason } => reason.model_text().to_string(),
-                Answer::Failed { message } => field_text(message),
+                Answer::Denied { reason } => denial(*reason, detail),
+                Answer::Failed { message } if detail.is_empty() => field_text(message),
+                Answer::Failed { message } => format!("{} ({detail})", field_text(message)),
                 Answer::Result {
                     class, untrusted, ..
                 } => format!(
-                    "{}{}",
+                    "{}{}{}",
                     class.as_str(),
-                    if *untrusted { ", untrusted" } else { "" }
+                    if *untrusted { ", untrusted" } else { "" },
+                    if detail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {detail}")
+                    }
                 ),
             };
-            format!(
-                "{}<p>{}{}</p>",
-                arguments(&field_text(a)),
-                shown(&said),
-                if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", shown(detail))
-                }
-            )
+            format!("{}<p>{}</p>", arguments(&field_text(a)), shown(&said))
         }
         other => {
             let json = serde_json::to_string(other).unwrap_or_default();
