@@ -251,3 +251,35 @@ fn a_session_s_timeline_marks_its_first_untrusted_data_and_the_audit_view_finds_
         json!(1)
     );
 }
+
+#[test]
+fn the_grants_view_shows_a_problem_with_its_file_and_line_as_text() {
+    let broker = BrokerProcess::start(GRANTS, "");
+    broker.write_grants(
+        "broken.toml",
+        "[[grant]]\nid = \"x\"\ntool = \"<img src=x onerror=document.title='pwned'>\"\n",
+    );
+    let console = Console::start(&broker);
+    let browser = Browser::start();
+    browser.log_in(&console);
+    browser.go(&format!("{}/grants", console.origin));
+    browser.wait_for(
+        "the grants check",
+        "return !!document.getElementById('verdict');",
+        json!([]),
+    );
+    let problems = browser.text("#problems");
+    assert!(
+        problems.contains("broken.toml:3")
+            && problems.contains("\"<img src=x onerror=document\" is not a server name"),
+        "{problems}"
+    );
+    assert!(browser.text("#verdict").contains("1 problem(s)"));
+    assert_eq!(
+        browser.run(
+            "return document.querySelectorAll('main img').length === 0 && document.title;",
+            json!([])
+        ),
+        json!("boxmaker console: grants")
+    );
+}
