@@ -12,45 +12,50 @@ use crate::downstream::{Report, Status};
 use crate::grant_text::{FileLines, acknowledged};
 use crate::owner::OwnerError;
 
-/// The whole answer.
+/// The whole answer (also what `bx console`'s Grants view shows).
 #[derive(Serialize)]
-struct Checked {
+pub struct Checked {
     /// The grants folder.
-    folder: String,
+    pub folder: String,
     /// Whether the check passes (exit 0): no problem, no downstream tool unpinned or changed.
-    ok: bool,
+    pub ok: bool,
     /// How many grants are in force (0 with a problem).
-    grants: usize,
+    pub grants: usize,
     /// What keeps the folder from loading.
-    problems: Vec<Found>,
+    pub problems: Vec<Found>,
     /// What loads but deserves a look.
-    warnings: Vec<Found>,
+    pub warnings: Vec<Found>,
     /// The downstream servers' tools; absent when the folder has a problem.
-    downstream: Option<Downstream>,
+    pub downstream: Option<Downstream>,
 }
 
 /// A problem or warning with its place.
 #[derive(Serialize)]
-struct Found {
-    file: String,
-    line: Option<usize>,
-    message: String,
+pub struct Found {
+    /// The grant file.
+    pub file: String,
+    /// Its line, when known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
     /// A warning the owner keeps as a comment beside its line (always false for a problem).
-    kept: bool,
+    pub kept: bool,
 }
 
 /// The downstream part.
 #[derive(Serialize)]
-struct Downstream {
+pub struct Downstream {
     /// `running`, `not_running` (nothing more is known), or `error` (see `error`).
-    broker: &'static str,
+    pub broker: &'static str,
     /// Why the broker could not say, when `broker` is `error`.
-    error: Option<String>,
-    /// How many tools are `unpinned` and `changed`.
-    unpinned: usize,
-    changed: usize,
+    pub error: Option<String>,
+    /// How many tools are `unpinned`.
+    pub unpinned: usize,
+    /// How many tools are `changed`.
+    pub changed: usize,
+    /// The servers and their tools.
     #[serde(flatten)]
-    report: Report,
+    pub report: Report,
 }
 
 fn found(problem: &Problem, kept: bool) -> Found {
@@ -64,7 +69,21 @@ fn found(problem: &Problem, kept: bool) -> Found {
 
 /// Prints the check of `folder`, loaded as `loaded`, as one JSON object.
 pub fn check(dirs: &Dirs, folder: &Path, loaded: Result<GrantSet, Vec<Problem>>) -> Exit {
-    let answer = match loaded {
+    let answer = checked(dirs, folder, loaded);
+    let ok = answer.ok;
+    match serde_json::to_string_pretty(&answer) {
+        Ok(text) => println!("{text}"),
+        Err(e) => {
+            eprintln!("bx: cannot write the check as JSON: {e}");
+            return Exit::Failed;
+        }
+    }
+    if ok { Exit::Done } else { Exit::Failed }
+}
+
+/// The check of `folder`, loaded as `loaded`.
+pub fn checked(dirs: &Dirs, folder: &Path, loaded: Result<GrantSet, Vec<Problem>>) -> Checked {
+    match loaded {
         Err(problems) => Checked {
             folder: folder.display().to_string(),
             ok: false,
@@ -93,16 +112,7 @@ pub fn check(dirs: &Dirs, folder: &Path, loaded: Result<GrantSet, Vec<Problem>>)
                 downstream: Some(downstream),
             }
         }
-    };
-    let ok = answer.ok;
-    match serde_json::to_string_pretty(&answer) {
-        Ok(text) => println!("{text}"),
-        Err(e) => {
-            eprintln!("bx: cannot write the check as JSON: {e}");
-            return Exit::Failed;
-        }
     }
-    if ok { Exit::Done } else { Exit::Failed }
 }
 
 fn downstream(grants: &policy::downstream::Downstream, dirs: &Dirs) -> Downstream {

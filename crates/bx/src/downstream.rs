@@ -279,7 +279,7 @@ pub fn print_change(tool: &ToolReport) {
 }
 
 /// `definition` as indented JSON (the broker sends it with sorted keys).
-fn pretty(definition: &Value) -> String {
+pub fn pretty(definition: &Value) -> String {
     match definition {
         Value::String(text) => text.clone(),
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
@@ -294,13 +294,24 @@ pub fn print_definition(definition: &Value) {
 }
 
 fn print_diff(before: &str, after: &str) {
-    let diff = similar::TextDiff::from_lines(before, after);
-    let text = diff
+    for line in diff(before, after).lines() {
+        println!("    {}", escape_terminal(line));
+    }
+}
+
+/// A changed tool's difference: the pinned definition against the one it has now, as a
+/// unified diff; `None` when the broker never saw the pinned one.
+pub fn change(tool: &ToolReport) -> Option<String> {
+    tool.pinned_definition
+        .as_ref()
+        .map(|before| diff(&pretty(before), &pretty(&tool.definition)))
+}
+
+/// The unified diff of two definitions' texts (not escaped).
+fn diff(before: &str, after: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
         .unified_diff()
         .context_radius(2)
         .header("pinned", "now")
-        .to_string();
-    for line in text.lines() {
-        println!("    {}", escape_terminal(line));
-    }
+        .to_string()
 }

@@ -68,6 +68,14 @@ pub fn check(dirs: &Dirs, json: bool) -> Exit {
     }
 }
 
+/// The check of the grants folder of `dirs` as `bx grants check --json` makes it (what
+/// `bx console`'s Grants view shows).
+pub fn check_dirs(dirs: &Dirs) -> crate::check_json::Checked {
+    let folder = dirs.grants();
+    let loaded = policy::grants::load_dir(&folder, &home());
+    crate::check_json::checked(dirs, &folder, loaded)
+}
+
 /// The downstream servers' tools against the grants, when the broker runs (only it starts
 /// the servers); exit 1 when a named tool is not pinned or a pinned tool has changed.
 fn check_downstream(grants: &policy::downstream::Downstream, dirs: &Dirs) -> Exit {

@@ -39,8 +39,9 @@ pub use frame::{
 };
 pub use ids::{ApprovalId, CallId, GrantId, SessionId};
 pub use owner::{
-    AskWhy, AskedValue, DownstreamTool, DownstreamView, MemoryEntry, OwnerErrorCode, OwnerEvent,
-    OwnerReply, OwnerRequest, PendingKind, PendingView, Resolution, StatusView,
+    AUDIT_LINES_BYTES, AskWhy, AskedValue, AuditBreak, DownstreamTool, DownstreamView, MemoryEntry,
+    OwnerErrorCode, OwnerEvent, OwnerReply, OwnerRequest, PendingKind, PendingView, Resolution,
+    StatusView,
 };
 pub use schema::ToolSchema;
 pub use timestamp::{Timestamp, TimestampError};

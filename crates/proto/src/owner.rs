@@ -71,6 +71,17 @@ pub enum OwnerRequest {
         /// The pinned hashes whose definitions are wanted.
         hashes: Vec<String>,
     },
+    /// Lines of the audit log as written (each one record's JSON), from line `from` (0 is the
+    /// first), at most `limit` of them: what `bx console` pages through. The lines are sent as
+    /// they are on disk, so a changed or broken line reaches the owner unchanged.
+    AuditLines {
+        /// The first line wanted, from 0.
+        from: u64,
+        /// The most lines wanted.
+        limit: u64,
+    },
+    /// The audit log's chain checked against the ledger, as `bx audit verify` checks it.
+    AuditVerify {},
 }
 
 /// A frame from the broker to an owner's program.
@@ -118,6 +129,23 @@ pub enum OwnerReply {
         /// The definitions seen before, of the hashes asked for that the broker knows.
         known: Vec<DownstreamTool>,
     },
+    /// The answer to `audit_lines`.
+    AuditLines {
+        /// The lines, without their line feeds (possibly fewer than asked: a reply stays
+        /// under [`AUDIT_LINES_BYTES`]; a line longer than that comes alone).
+        lines: Vec<String>,
+        /// How many complete lines the log holds now.
+        total: u64,
+    },
+    /// The answer to `audit_verify`.
+    AuditVerified {
+        /// Whether the chain holds.
+        holds: bool,
+        /// What the check says, as `bx audit verify` prints it.
+        message: String,
+        /// Where it breaks, when it does.
+        broken: Option<AuditBreak>,
+    },
     /// One event of a `watch` stream.
     Event {
         /// What happened.
@@ -130,6 +158,21 @@ pub enum OwnerReply {
         /// What is wrong and what to do, for a person.
         message: String,
     },
+}
+
+/// The most bytes of lines one `audit_lines` reply carries.
+pub const AUDIT_LINES_BYTES: usize = 4 * 1024 * 1024;
+
+/// The first place the audit chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditBreak {
+    /// The record named: the one changed, missing, out of place or unreadable.
+    pub record: u64,
+    /// Its line in the file, from 1.
+    pub line: u64,
+    /// What is wrong, as a sentence.
+    pub what: String,
 }
 
 /// Why an owner request was refused.
@@ -485,6 +528,8 @@ mod tests {
             OwnerRequest::Downstream {
                 hashes: vec!["ab".into()],
             },
+            OwnerRequest::AuditLines { from: 0, limit: 9 },
+            OwnerRequest::AuditVerify {},
         ];
         for request in &owner {
             let json = serde_json::to_string(request).unwrap();

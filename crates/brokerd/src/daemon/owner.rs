@@ -154,6 +154,14 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                     .await;
                 OwnerReply::Downstream { servers, known }
             }
+            OwnerRequest::AuditLines { from, limit } => {
+                let dirs = broker.dirs.clone();
+                blocking(move || super::audit::owner_lines(&dirs, from, limit)).await
+            }
+            OwnerRequest::AuditVerify {} => {
+                let dirs = broker.dirs.clone();
+                blocking(move || super::audit::owner_verify(&dirs)).await
+            }
             OwnerRequest::MemoryExport {} => {
                 memory::owner_export(&broker, &mut writer, idle).await?;
                 continue;
@@ -161,6 +169,16 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
         };
         write(&mut writer, &reply, idle).await?;
     }
+}
+
+/// Runs a read of the state folder off the runtime's threads.
+async fn blocking(read: impl FnOnce() -> OwnerReply + Send + 'static) -> OwnerReply {
+    tokio::task::spawn_blocking(read)
+        .await
+        .unwrap_or_else(|e| OwnerReply::Error {
+            code: OwnerErrorCode::Internal,
+            message: format!("the audit log's read failed: {e}"),
+        })
 }
 
 fn done(result: Result<String, OwnerRefusal>) -> OwnerReply {

@@ -5,6 +5,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long the printed login address works, from `bx console`'s start: once, within this.
+pub const LOGIN_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
 /// The name of the session cookie, with the port in it: cookies are not kept apart by port,
 /// so two consoles on one machine must not overwrite each other's.
@@ -74,6 +78,7 @@ pub struct Session {
 #[derive(Debug)]
 pub struct Gate {
     login: Mutex<Option<String>>,
+    expires: Instant,
     sessions: Mutex<HashMap<String, Session>>,
 }
 
@@ -82,26 +87,38 @@ pub struct Gate {
 pub enum LoginRefused {
     /// The token is wrong, or was already used.
     BadToken,
+    /// The token's [`LOGIN_LIFETIME`] is over.
+    Expired,
     /// The operating system gave no randomness for the session.
     NoRandomness,
 }
 
 impl Gate {
-    /// A gate whose one login token is `token`.
+    /// A gate whose one login token is `token`, good for [`LOGIN_LIFETIME`] from now.
     pub fn new(token: String) -> Gate {
+        Gate::lasting(token, LOGIN_LIFETIME)
+    }
+
+    /// A gate whose one login token is `token`, good for `lifetime` from now.
+    pub fn lasting(token: String, lifetime: Duration) -> Gate {
         Gate {
+            expires: Instant::now() + lifetime,
             login: Mutex::new(Some(token)),
             sessions: Mutex::new(HashMap::new()),
         }
     }
 
     /// Spends the login token: the new session's cookie value, or why not. The token works
-    /// once; a second use (or a wrong token) is refused.
+    /// once, within its lifetime; a second use, a late one or a wrong token is refused.
     pub fn login(&self, token: &str) -> Result<String, LoginRefused> {
         let mut login = self.login.lock().unwrap_or_else(|e| e.into_inner());
         match login.as_deref() {
             Some(expected) if same(expected, token) => {}
             _ => return Err(LoginRefused::BadToken),
+        }
+        if Instant::now() >= self.expires {
+            *login = None;
+            return Err(LoginRefused::Expired);
         }
         let cookie = secret().map_err(|_| LoginRefused::NoRandomness)?;
         let csrf = secret().map_err(|_| LoginRefused::NoRandomness)?;
@@ -170,5 +187,12 @@ mod tests {
         assert!(!csrf_ok(&session, Some("0")));
         assert!(gate.session(Some("bx_console_8421=wrong"), &name).is_none());
         assert!(gate.session(None, &name).is_none());
+    }
+
+    #[test]
+    fn a_login_token_past_its_lifetime_is_refused_and_spent() {
+        let gate = Gate::lasting("t".repeat(64), Duration::ZERO);
+        assert_eq!(gate.login(&"t".repeat(64)), Err(LoginRefused::Expired));
+        assert_eq!(gate.login(&"t".repeat(64)), Err(LoginRefused::BadToken));
     }
 }

@@ -1,12 +1,21 @@
 //! `bx console`: the owner's console, a web page on a loopback port. It prints a one-time
 //! login address; the page then holds a session cookie. It talks to the broker over the owner
 //! socket only, with the same powers as `bx`, and keeps nothing but its login token and
-//! sessions, in memory. This first slice serves the Inbox: every waiting approval and
-//! question, live, with the owner's answers.
+//! sessions, in memory. Its views: the Inbox (every waiting approval and question, live, with
+//! the owner's answers), Live calls, Sessions (with a timeline), Audit and Grants; see
+//! docs/CONSOLE.md.
 
+mod audit;
+mod broker;
+mod calls;
+mod grants;
 mod guard;
+mod history;
+mod http;
 mod page;
 mod serve;
+mod sessions;
+mod timeline;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -64,10 +73,10 @@ pub fn run(dirs: &Dirs, args: &ConsoleArgs) -> Exit {
             return Exit::Failed;
         }
     };
-    runtime.block_on(serve_forever(args.listen, socket, token))
+    runtime.block_on(serve_forever(args.listen, dirs.clone(), token))
 }
 
-async fn serve_forever(listen: SocketAddr, socket: std::path::PathBuf, token: String) -> Exit {
+async fn serve_forever(listen: SocketAddr, dirs: Dirs, token: String) -> Exit {
     let listener = match tokio::net::TcpListener::bind(listen).await {
         Ok(listener) => listener,
         Err(e) => {
@@ -86,9 +95,13 @@ async fn serve_forever(listen: SocketAddr, socket: std::path::PathBuf, token: St
         hosts: guard::Hosts::for_addr(addr),
         gate: guard::Gate::new(token.clone()),
         cookie: serve::cookie_for(addr),
-        socket,
+        socket: dirs.owner_socket(),
+        dirs,
     });
-    println!("The owner's console; open this address once (Ctrl-C to stop):");
+    println!(
+        "The owner's console; open this address once, within {} minutes (Ctrl-C to stop):",
+        guard::LOGIN_LIFETIME.as_secs() / 60
+    );
     println!("{}", serve::login_address(addr, &token));
     loop {
         let accepted = tokio::select! {

@@ -44,14 +44,46 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// The views, as the navigation names them: path and words.
+const VIEWS: [(&str, &str, &str); 5] = [
+    ("inbox", "/", "Inbox"),
+    ("calls", "/calls", "Live calls"),
+    ("sessions", "/sessions", "Sessions"),
+    ("audit", "/audit", "Audit"),
+    ("grants", "/grants", "Grants"),
+];
+
+/// The header every view starts with: the title, the navigation (`current` marked), and
+/// with `live` the state of the page's live stream.
+pub fn header(current: &str, live: bool) -> String {
+    let mut out = String::from("<header><h1>boxmaker: the owner's console</h1><nav>");
+    for (key, path, words) in VIEWS {
+        if key == current {
+            let _ = write!(out, "<a href=\"{path}\" aria-current=\"page\">{words}</a> ");
+        } else {
+            let _ = write!(out, "<a href=\"{path}\">{words}</a> ");
+        }
+    }
+    out.push_str("</nav>");
+    if live {
+        out.push_str("<p>Live: <span id=\"live\">connecting…</span></p>");
+    }
+    out.push_str("</header>\n");
+    out
+}
+
+/// Outside text for the page: terminal escapes (control and bidirectional characters as
+/// visible `\u` escapes) then HTML's.
+pub fn shown(raw: &str) -> String {
+    text(&escape_terminal(raw))
+}
+
 /// The inbox page: every waiting approval and question, newest first.
 pub fn inbox(pending: &[PendingView], csrf: &str) -> String {
     let mut views: Vec<&PendingView> = pending.iter().collect();
     views.sort_by_key(|view| std::cmp::Reverse(view.approval.0));
-    let mut body = String::from(
-        "<header><h1>boxmaker: the owner's console</h1>\
-         <p>Live: <span id=\"live\">connecting…</span></p></header>\n<main>\n<h2>Inbox</h2>\n",
-    );
+    let mut body = header("inbox", true);
+    body.push_str("<main>\n<h2>Inbox</h2>\n");
     let _ = write!(
         body,
         "<p id=\"empty\"{}>Nothing waits for you.</p>\n<ol id=\"inbox\">\n",
@@ -139,7 +171,7 @@ pub fn item(view: &PendingView, csrf: &str) -> String {
 
 /// The arguments whole: pretty JSON when they parse (control and bidirectional characters as
 /// `\uXXXX`), else the raw text escaped; folded when long, with their size in the summary.
-fn arguments(raw: &str) -> String {
+pub fn arguments(raw: &str) -> String {
     let shown = match serde_json::from_str::<serde_json::Value>(raw)
         .and_then(|value| serde_json::to_string_pretty(&value))
     {

@@ -1,40 +1,28 @@
 //! The console's routes over hyper: the checks every request passes first, the login, the
-//! inbox, the owner's answers (POSTs with a CSRF token) and the live stream (server-sent
-//! events fed by the owner socket's watch stream).
+//! inbox, the owner's answers (POSTs with a CSRF token), the live stream (server-sent events
+//! fed by the owner socket's watch stream), and the other views' pages.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::Frame;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use proto::dirs::Dirs;
 use proto::{ApprovalId, OwnerEvent, OwnerReply, OwnerRequest, PendingView};
 use tokio::sync::mpsc;
 
 use super::guard::{self, Gate, Hosts, LoginRefused, Session};
-use super::page;
+use super::http::{
+    Body, FORM_LIMIT, KEEPALIVE, Query, SCRIPT, STYLE, html, no_broker, refused, respond, see_other,
+};
+use super::{audit, broker, calls, grants, page, sessions};
 use crate::owner::Owner;
-
-/// The script and the stylesheet, embedded in the binary.
-const SCRIPT: &str = include_str!("console.js");
-const STYLE: &str = include_str!("console.css");
-/// The most bytes a form may send.
-const FORM_LIMIT: usize = 64 * 1024;
-/// How often the live stream sends a comment, so a closed page is noticed and its watch ends.
-const KEEPALIVE: Duration = Duration::from_secs(15);
-
-/// The policy every response carries: this origin's script and style only, nothing embedded
-/// elsewhere, no framing, forms posted here only.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// What every request's handler shares.
 pub struct Console {
@@ -46,79 +34,8 @@ pub struct Console {
     pub cookie: String,
     /// The broker's owner socket.
     pub socket: PathBuf,
-}
-
-/// A response body: whole, or the live stream's chunks as they come.
-pub enum Body {
-    /// A whole body (taken when sent).
-    Whole(Option<Bytes>),
-    /// Chunks from a channel, until it closes.
-    Live(mpsc::Receiver<Bytes>),
-}
-
-impl http_body::Body for Body {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            Body::Whole(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            Body::Live(rx) => rx
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
-        }
-    }
-}
-
-fn respond(status: StatusCode, content_type: &'static str, body: Body) -> Response<Body> {
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    // Not `no-referrer`: under it a browser sends `Origin: null` with the page's own form
-    // POSTs, which the Origin check must refuse.
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-fn html(status: StatusCode, body: String) -> Response<Body> {
-    respond(
-        status,
-        "text/html; charset=utf-8",
-        Body::Whole(Some(body.into())),
-    )
-}
-
-fn refused(words: &str) -> Response<Body> {
-    html(StatusCode::FORBIDDEN, page::message("Forbidden", words))
-}
-
-fn see_other(location: &'static str) -> Response<Body> {
-    let mut response = respond(
-        StatusCode::SEE_OTHER,
-        "text/plain; charset=utf-8",
-        Body::Whole(None),
-    );
-    response
-        .headers_mut()
-        .insert(header::LOCATION, HeaderValue::from_static(location));
-    response
+    /// bx's folders (the grants folder, for the Grants view's check).
+    pub dirs: Dirs,
 }
 
 fn header_str(request: &Request<Incoming>, name: header::HeaderName) -> Option<&str> {
@@ -161,6 +78,18 @@ pub async fn handle(
             Body::Whole(Some(STYLE.into())),
         ),
         (Method::GET, "/events") => live(&console, session),
+        (Method::GET, "/calls") => calls::view(&Query::parse(request.uri().query())),
+        (Method::GET, "/sessions") => sessions::list(console.socket.clone()).await,
+        (Method::GET, "/session") => {
+            sessions::one(console.socket.clone(), &Query::parse(request.uri().query())).await
+        }
+        (Method::GET, "/audit") => {
+            audit::view(console.socket.clone(), &Query::parse(request.uri().query())).await
+        }
+        (Method::GET, "/audit/export") => {
+            audit::export(console.socket.clone(), &Query::parse(request.uri().query())).await
+        }
+        (Method::GET, "/grants") => grants::view(console.dirs.clone()).await,
         (Method::POST, "/approve" | "/refuse" | "/answer") => {
             settle(&console, &session, &path, request).await
         }
@@ -193,6 +122,9 @@ fn login(console: &Console, query: Option<&str>) -> Response<Body> {
         Err(LoginRefused::BadToken) => refused(
             "This login address was already used, or is wrong: restart `bx console` for a new one.",
         ),
+        Err(LoginRefused::Expired) => refused(
+            "This login address is more than 10 minutes old: restart `bx console` for a new one.",
+        ),
         Err(LoginRefused::NoRandomness) => html(
             StatusCode::INTERNAL_SERVER_ERROR,
             page::message("Error", "The system gave no randomness for a session."),
@@ -200,29 +132,12 @@ fn login(console: &Console, query: Option<&str>) -> Response<Body> {
     }
 }
 
-/// Runs one owner-socket request on a blocking thread.
-async fn owner_request(socket: PathBuf, request: OwnerRequest) -> Result<OwnerReply, String> {
-    let ran = tokio::task::spawn_blocking(move || {
-        let mut owner = Owner::connect(&socket)?;
-        owner.request(&request)
-    })
-    .await;
-    match ran {
-        Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 async fn inbox(console: &Console, session: &Session) -> Response<Body> {
-    match owner_request(console.socket.clone(), OwnerRequest::ListPending {}).await {
+    match broker::request(console.socket.clone(), OwnerRequest::ListPending {}).await {
         Ok(OwnerReply::Pending { pending }) => {
             html(StatusCode::OK, page::inbox(&pending, &session.csrf))
         }
-        Ok(OwnerReply::Error { message, .. }) | Err(message) => html(
-            StatusCode::SERVICE_UNAVAILABLE,
-            page::message("The broker did not answer", &message),
-        ),
+        Ok(OwnerReply::Error { message, .. }) | Err(message) => no_broker(&message),
         Ok(other) => html(
             StatusCode::BAD_GATEWAY,
             page::message("Unexpected reply", &format!("{other:?}")),
@@ -278,7 +193,7 @@ async fn settle(
             }
         },
     };
-    match owner_request(console.socket.clone(), request).await {
+    match broker::request(console.socket.clone(), request).await {
         Ok(OwnerReply::Done { .. }) => see_other("/"),
         Ok(OwnerReply::Error { message, .. }) | Err(message) => {
             html(StatusCode::CONFLICT, page::message("Not done", &message))
@@ -364,13 +279,19 @@ fn live(console: &Console, session: Session) -> Response<Body> {
     response
 }
 
-/// The event a page needs for `event`, if any.
+/// The events a page needs for `event`, if any: the inbox's `pending` and `resolved`, the
+/// live calls' `call` (a rendered row).
 fn event_chunk(event: &OwnerEvent, session: &Session) -> Option<Bytes> {
-    match event {
+    let row = calls::row(event).map(|row| sse("call", &row));
+    let inbox = match event {
         OwnerEvent::Pending { pending } => Some(pending_chunk(pending, session)),
         OwnerEvent::Resolved { approval, .. } => Some(sse("resolved", &approval.0.to_string())),
         OwnerEvent::Lagged { .. } => Some(sse("lagged", "")),
         _ => None,
+    };
+    match (inbox, row) {
+        (Some(inbox), Some(row)) => Some([inbox, row].concat().into()),
+        (one, other) => one.or(other),
     }
 }
 

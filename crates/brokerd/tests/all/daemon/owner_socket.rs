@@ -30,6 +30,8 @@ fn owner_requests() -> Vec<OwnerRequest> {
         },
         OwnerRequest::Status {},
         OwnerRequest::Watch {},
+        OwnerRequest::AuditLines { from: 0, limit: 1 },
+        OwnerRequest::AuditVerify {},
     ]
 }
 
@@ -156,4 +158,50 @@ fn the_owner_socket_reports_status_and_streams_events() {
         ),
         "{seen:?}"
     );
+}
+
+#[test]
+fn the_owner_socket_pages_the_audit_log_as_written_and_checks_its_chain() {
+    let broker = BrokerProcess::start(WORK, "");
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let _ = client.call(1, "clock", "{}");
+    let log = std::fs::read_to_string(broker.state.join("audit.jsonl")).unwrap();
+    let written: Vec<&str> = log.lines().collect();
+    assert!(written.len() >= 2, "{log}");
+    let mut owner = OwnerClient::open(&broker.owner_socket());
+    let mut read = Vec::new();
+    loop {
+        let from = read.len() as u64;
+        match owner.send(&OwnerRequest::AuditLines { from, limit: 1 }) {
+            Some(OwnerReply::AuditLines { lines, total }) => {
+                assert!(lines.len() <= 1 && total >= written.len() as u64);
+                if lines.is_empty() {
+                    break;
+                }
+                read.extend(lines);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(&read[..written.len()], &written[..]);
+    match owner.send(&OwnerRequest::AuditVerify {}) {
+        Some(OwnerReply::AuditVerified {
+            holds: true,
+            broken: None,
+            message,
+        }) => assert!(message.starts_with("the chain holds"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    // The first record changed on disk: the check names it and its line.
+    let changed = log.replacen("\"seq\":1,", "\"seq\":1 ,", 1);
+    assert_ne!(changed, log);
+    std::fs::write(broker.state.join("audit.jsonl"), changed).unwrap();
+    match owner.send(&OwnerRequest::AuditVerify {}) {
+        Some(OwnerReply::AuditVerified {
+            holds: false,
+            broken: Some(broken),
+            ..
+        }) => assert_eq!((broken.record, broken.line), (1, 1), "{broken:?}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -181,3 +181,66 @@ fn the_console_refuses_to_listen_beyond_loopback_unless_told() {
         ran.stderr
     );
 }
+
+/// The same as [`INERT`] for the other views: no foreign element in `main`, the title as the
+/// server wrote it (`arguments[0]`), the payload shown as text.
+const INERT_VIEW: &str = r#"
+const main = document.querySelector('main');
+const foreign = main.querySelectorAll('script, img, iframe, [onerror], a[href^="javascript"]').length;
+const text = main.textContent;
+return foreign === 0 && document.title === arguments[0]
+  && text.includes("<script>document.title='pwned'</script>")
+  && text.includes('<img src=x onerror=')
+  && text.includes('href=\\"javascript:')
+  && text.includes('\\u202E') && !text.includes('\u202e');
+"#;
+
+#[test]
+fn markup_script_and_bidirectional_characters_stay_text_in_live_calls_sessions_and_audit() {
+    let broker = BrokerProcess::start(GRANTS, "");
+    let console = Console::start(&broker);
+    let browser = Browser::start();
+    browser.log_in(&console);
+    browser.go(&format!("{}/calls", console.origin));
+    browser.wait_for(
+        "the live calls connected",
+        "const l = document.getElementById('live'); return !!l && l.textContent === 'connected';",
+        json!([]),
+    );
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = json!({ "path": "/nonexistent/p", "content": PAYLOAD }).to_string();
+    assert!(matches!(
+        client.call(1, "write_file", &args),
+        Ok(proto::ToolResponse::Denied { .. })
+    ));
+    let session = client.session_id().to_string();
+    browser.wait_for(
+        "the denied call with markup in it, live",
+        "return !!document.querySelector('#call-rows tr.denied');",
+        json!([]),
+    );
+    browser.wait_for(
+        "the payload inert in live calls",
+        INERT_VIEW,
+        json!(["boxmaker console: live calls"]),
+    );
+    let views = [
+        (
+            format!("/session?id={session}"),
+            format!("boxmaker console: session {session}"),
+        ),
+        ("/audit".to_string(), "boxmaker console: audit".to_string()),
+        (
+            "/audit?tool=write_file".to_string(),
+            "boxmaker console: audit".to_string(),
+        ),
+    ];
+    for (path, title) in views {
+        browser.go(&format!("{}{path}", console.origin));
+        browser.wait_for(
+            &format!("the payload inert in {path}"),
+            INERT_VIEW,
+            json!([title]),
+        );
+    }
+}

@@ -5,6 +5,7 @@
 //! `Host` or `Origin`, a login token used twice.
 
 mod attacks;
+mod views;
 mod webdriver;
 
 use proto::{DenyReason, ToolResponse};

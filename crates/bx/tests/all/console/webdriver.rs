@@ -256,6 +256,32 @@ impl Browser {
         found["value"].as_str().unwrap_or_default().to_string()
     }
 
+    /// Sets the window's size in CSS pixels.
+    #[allow(
+        dead_code,
+        reason = "used by the screenshots example, not by every test"
+    )]
+    pub fn resize(&self, width: u32, height: u32) {
+        self.command(
+            "POST",
+            "/window/rect",
+            Some(json!({ "width": width, "height": height })),
+        );
+    }
+
+    /// The page as a PNG, as WebDriver's screenshot gives it (base64, decoded).
+    #[allow(
+        dead_code,
+        reason = "used by the screenshots example, not by every test"
+    )]
+    pub fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let encoded = self.command("GET", "/screenshot", None);
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("the screenshot is not base64: {e}"))
+    }
+
     /// Opens the console's login address and waits until the inbox's live stream is connected.
     pub fn log_in(&self, console: &Console) {
         self.go(&console.login);
