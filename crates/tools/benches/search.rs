@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tools::fs::{Edit, EditFileArgs, GrantedDir, READ_CAP, ReadFileArgs, edit_file, read_file};
+use tools::fs::{
+    EDIT_LIMIT, Edit, EditFileArgs, GrantedDir, READ_CAP, ReadFileArgs, edit_file, read_file,
+};
 use tools::search::{
     GlobArgs, GrepArgs, ListFilesArgs, OutputMode, SearchOptions, glob, grep, list_files,
 };
@@ -240,6 +242,10 @@ fn main() {
         read_file(&folder, &read, READ_CAP).unwrap();
     });
     report("read 100 MB, 1 MiB cap", ours, None);
+    drop(scratch);
+    huge_read(runs);
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = GrantedDir::open(scratch.path()).unwrap();
     let medium = scratch.path().join("medium.txt");
     let mut text = line.repeat(50_000_000 / line.len());
     text.push_str("MARKER\n");
@@ -266,4 +272,66 @@ fn main() {
         .unwrap();
     });
     report("edit in 50 MB", ours, None);
+}
+
+/// A capped read of a 1 GiB text file (in `BOXMAKER_BENCH_SCRATCH`, default `/var/tmp`, deleted
+/// after), against its floor: reading and hashing the first [`EDIT_LIMIT`] + 1 bytes, which read
+/// before write needs of every read, interleaved.
+fn huge_read(runs: usize) {
+    let at = std::env::var("BOXMAKER_BENCH_SCRATCH").unwrap_or_else(|_| "/var/tmp".into());
+    let scratch = tempfile::tempdir_in(at).unwrap();
+    let huge = scratch.path().join("huge.txt");
+    let line = "the quick brown fox jumps over the lazy dog 0123456789\n";
+    {
+        use std::io::Write;
+        let block = line.repeat((1 << 20) / line.len());
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&huge).unwrap());
+        let mut written = 0u64;
+        while written < 1 << 30 {
+            file.write_all(block.as_bytes()).unwrap();
+            written += block.len() as u64;
+        }
+        file.flush().unwrap();
+    }
+    let folder = GrantedDir::open(scratch.path()).unwrap();
+    let read = ReadFileArgs {
+        path: huge.display().to_string(),
+        ..ReadFileArgs::default()
+    };
+    let window = ReadFileArgs {
+        offset: Some(1000),
+        limit: Some(200),
+        ..read.clone()
+    };
+    let (ours, floor) = time_both(
+        runs,
+        || {
+            read_file(&folder, &read, READ_CAP).unwrap();
+        },
+        || {
+            hash_prefix(&huge);
+        },
+    );
+    report("read 1 GiB, 1 MiB cap", ours, Some(("hash", floor)));
+    let ours = time(runs, || {
+        read_file(&folder, &window, READ_CAP).unwrap();
+    });
+    report("read 1 GiB, lines 1000-1199", ours, None);
+}
+
+/// Reads and hashes the first [`EDIT_LIMIT`] + 1 bytes of `path`.
+fn hash_prefix(path: &Path) {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).unwrap().take(EDIT_LIMIT + 1);
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    std::hint::black_box(hasher.finalize());
 }
