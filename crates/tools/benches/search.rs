@@ -9,7 +9,9 @@
 //! the threads of both sides (default: the machine's cores), `RG` and `FD` the programs
 //! (default `rg` and `fdfind`). The rows lift the tools' caps on matches and entries, so both
 //! sides give the whole answer; one more lists with `list_files`' own cap of 1,000 entries.
-//! Also times a capped read of a 100 MB file and one edit in a 50 MB file; `BOXMAKER_BENCH_ONLY` (grep, walk or files) runs one group. Never part of CI.
+//! Also times a capped read of a 100 MB file and of a 1 GiB one and one edit in a 50 MB file,
+//! and the warm index's repeated calls against `fd` and `rg`; `BOXMAKER_BENCH_ONLY` (grep,
+//! walk, warm or files) runs one group. Never part of CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 /// The allocator of `brokerd`, whose box workers run these tools.
@@ -24,7 +26,8 @@ use tools::fs::{
     EDIT_LIMIT, Edit, EditFileArgs, GrantedDir, READ_CAP, ReadFileArgs, edit_file, read_file,
 };
 use tools::search::{
-    GlobArgs, GrepArgs, ListFilesArgs, OutputMode, SearchOptions, glob, grep, list_files,
+    GlobArgs, GrepArgs, ListFilesArgs, OutputMode, SearchOptions, WalkLimits, WarmIndex, glob,
+    grep, list_files,
 };
 
 fn median(mut runs: Vec<Duration>) -> Duration {
@@ -226,6 +229,9 @@ fn main() {
             report(name, ours, Some(("fd", theirs)));
         }
     }
+    if runs_group("warm") {
+        warm(&tree, runs, threads, &rg, &fd);
+    }
     if !runs_group("files") {
         return;
     }
@@ -334,4 +340,136 @@ fn hash_prefix(path: &Path) {
         hasher.update(&buffer[..n]);
     }
     std::hint::black_box(hasher.finalize());
+}
+
+/// The warm index (a session's warm file worker keeps one): repeated calls on the same tree,
+/// unchanged, against `fd` and `rg`, interleaved; the first call (which builds the index)
+/// against `fd`; and the floor under a repeated `grep`: every indexed file read, nothing
+/// matched.
+fn warm(tree: &Path, runs: usize, threads: usize, rg: &str, fd: &str) {
+    let j = threads.to_string();
+    let dir = GrantedDir::open(tree).unwrap();
+    let limits = WalkLimits::default();
+    let options = SearchOptions {
+        threads,
+        max_lines: usize::MAX,
+        max_entries: usize::MAX,
+        ..limits.options().unwrap()
+    };
+    let capped = SearchOptions {
+        threads,
+        ..limits.options().unwrap()
+    };
+    let path = tree.display().to_string();
+    let listed = ListFilesArgs {
+        path: path.clone(),
+        recursive: true,
+        max_depth: Some(64),
+    };
+    // The first call: the walk, a `statx` per entry and a watch per folder.
+    let built = time(runs.min(5), || {
+        let mut index = WarmIndex::new();
+        index.list_files(&dir, &listed, &limits, &options).unwrap();
+    });
+    let (_, theirs) = time_both(runs.min(5), || {}, program(fd, &["-j", &j, "."], tree));
+    report("warm: first call (builds)", built, Some(("fd", theirs)));
+    let mut index = WarmIndex::new();
+    let globbed = GlobArgs {
+        pattern: "**/*.rs".into(),
+        path: path.clone(),
+    };
+    let (ours, theirs) = time_both(
+        runs,
+        || {
+            index.glob(&dir, &globbed, &limits, &options).unwrap();
+        },
+        program(fd, &["-t", "f", "-e", "rs", "-j", &j, "."], tree),
+    );
+    report("warm: glob **/*.rs", ours, Some(("fd", theirs)));
+    for (name, options) in [
+        ("warm: list_files recursive", &options),
+        ("warm: list_files, capped", &capped),
+    ] {
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                index.list_files(&dir, &listed, &limits, options).unwrap();
+            },
+            program(fd, &["-j", &j, "."], tree),
+        );
+        report(name, ours, Some(("fd", theirs)));
+    }
+    for (name, pattern) in [
+        ("warm: grep literal", "unsafe impl"),
+        ("warm: grep regex", r"\w+_lock\("),
+    ] {
+        let args = GrepArgs {
+            pattern: pattern.into(),
+            path: path.clone(),
+            output_mode: OutputMode::Content,
+            ..GrepArgs::default()
+        };
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                index.grep(&dir, &args, &limits, &options).unwrap();
+            },
+            program(rg, &["-n", "--no-heading", "-H", "-j", &j, pattern], tree),
+        );
+        report(name, ours, Some(("rg", theirs)));
+    }
+    // The floor: the files a grep searches, read whole on as many threads (no matching).
+    let files: Vec<PathBuf> = index
+        .glob(
+            &dir,
+            &GlobArgs {
+                pattern: "**".into(),
+                path: path.clone(),
+            },
+            &limits,
+            &options,
+        )
+        .unwrap()
+        .files
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    let (floor, theirs) = time_both(
+        runs,
+        || read_all(&files, threads),
+        program(
+            rg,
+            &["-n", "--no-heading", "-H", "-j", &j, "unsafe impl"],
+            tree,
+        ),
+    );
+    report("floor: read every file", floor, Some(("rg", theirs)));
+    let served = index.served;
+    assert!(
+        served >= (runs as u64) * 5,
+        "the index answered {served} calls"
+    );
+    println!("{} files; the index answered {served} calls", files.len());
+}
+
+/// Reads every file of `files` on `threads` threads.
+fn read_all(files: &[PathBuf], threads: usize) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                let mut buffer = Vec::new();
+                loop {
+                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(at) else { break };
+                    use std::io::Read;
+                    buffer.clear();
+                    if let Ok(mut f) = std::fs::File::open(file) {
+                        f.read_to_end(&mut buffer).ok();
+                    }
+                    std::hint::black_box(&buffer);
+                }
+            });
+        }
+    });
 }

@@ -293,3 +293,42 @@ fn an_overflowed_queue_or_a_start_replaced_builds_the_index_again() {
         walked.unwrap_err().to_string()
     );
 }
+
+#[test]
+fn a_tree_the_index_cannot_hold_is_walked_and_answered_the_same() {
+    let scratch = testkit::temp_dir();
+    let root = scratch.path().canonicalize().unwrap();
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::write(root.join("sub/a.txt"), "needle\n").unwrap();
+    // Folders nested past PATH_MAX (made one below the other by descriptor): the walk cannot
+    // read them by path and reports an error, which an index does not take for a tree it can
+    // keep.
+    let mut at = rustix::fs::open(
+        root.join("sub"),
+        rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    let name = "d".repeat(200);
+    for _ in 0..25 {
+        rustix::fs::mkdirat(&at, name.as_str(), rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
+        at = rustix::fs::openat(
+            &at,
+            name.as_str(),
+            rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+    }
+    let limits = WalkLimits::default();
+    let mut index = WarmIndex::new();
+    compare(&mut index, &root, &limits, "folders past PATH_MAX");
+    assert_eq!((index.built, index.served), (0, 0), "{index:?}");
+    // `rm` removes below PATH_MAX by descriptor, as the temporary folder's own removal cannot.
+    let removed = std::process::Command::new("rm")
+        .arg("-rf")
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(removed.success());
+}

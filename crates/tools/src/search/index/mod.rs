@@ -49,12 +49,19 @@ use tree::{Kind, Tree, depth_of};
 /// The most trees one index keeps (the least recently used goes).
 pub const MAX_TREES: usize = 4;
 
+/// After a tree could not be indexed (a folder it cannot read or watch, too many entries), how
+/// many calls on it walk before the index is tried again.
+const WALKS_BEFORE_RETRY: u32 = 16;
+
 /// A worker's warm trees. Each method answers as its walking function does (the same result,
 /// the same errors), from the index when it is current. `options` must be `limits`' options
-/// ([`WalkLimits::options`], any caps and threads).
+/// ([`WalkLimits::options`], any caps and threads). A tree that cannot be indexed is walked,
+/// and tried again after [`WALKS_BEFORE_RETRY`] calls.
 #[derive(Default)]
 pub struct WarmIndex {
     trees: Vec<(WalkLimits, Tree)>,
+    /// Trees that could not be indexed, and how many more calls walk before the next try.
+    refused: Vec<(WalkLimits, PathBuf, u32)>,
     /// Calls answered from an index.
     pub served: u64,
     /// Trees built (the first call on a tree, and each after one could not be trusted).
@@ -210,7 +217,29 @@ impl WarmIndex {
                 return self.trees.last().map(|(_, t)| t);
             }
         }
-        let tree = Tree::build(root, id, options).ok()?;
+        if let Some(at) = self
+            .refused
+            .iter()
+            .position(|(l, r, _)| l == limits && r == root)
+        {
+            match self.refused.get_mut(at) {
+                Some((_, _, left)) if *left > 0 => {
+                    *left -= 1;
+                    return None;
+                }
+                _ => {
+                    self.refused.remove(at);
+                }
+            }
+        }
+        let Ok(tree) = Tree::build(root, id, options) else {
+            if self.refused.len() >= MAX_TREES {
+                self.refused.remove(0);
+            }
+            self.refused
+                .push((limits.clone(), root.to_path_buf(), WALKS_BEFORE_RETRY));
+            return None;
+        };
         self.built += 1;
         if self.trees.len() >= MAX_TREES {
             self.trees.remove(0);

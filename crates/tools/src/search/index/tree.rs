@@ -16,7 +16,7 @@ use crate::search::SearchOptions;
 use crate::search::walk::{order_key, relative_bytes, walker};
 
 /// The most entries one index holds; a larger tree is walked.
-pub const MAX_ENTRIES: usize = 2_000_000;
+pub const MAX_ENTRIES: usize = 1_000_000;
 
 /// How far back a folder's change time counts as "maybe during its reading": a folder changed
 /// between being read and being watched is read again.
