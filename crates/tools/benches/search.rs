@@ -9,7 +9,9 @@
 //! the threads of both sides (default: the machine's cores), `RG` and `FD` the programs
 //! (default `rg` and `fdfind`). The rows lift the tools' caps on matches and entries, so both
 //! sides give the whole answer; one more lists with `list_files`' own cap of 1,000 entries.
-//! Also times a capped read of a 100 MB file and one edit in a 50 MB file; `BOXMAKER_BENCH_ONLY` (grep, walk or files) runs one group. Never part of CI.
+//! Also times a capped read of a 100 MB file and of a 1 GiB one and one edit in a 50 MB file,
+//! and the warm index's repeated calls against `fd` and `rg`; `BOXMAKER_BENCH_ONLY` (grep,
+//! walk, warm or files) runs one group. Never part of CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 /// The allocator of `brokerd`, whose box workers run these tools.
@@ -20,9 +22,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tools::fs::{Edit, EditFileArgs, GrantedDir, READ_CAP, ReadFileArgs, edit_file, read_file};
+use tools::fs::{
+    EDIT_LIMIT, Edit, EditFileArgs, GrantedDir, READ_CAP, ReadFileArgs, edit_file, read_file,
+};
 use tools::search::{
-    GlobArgs, GrepArgs, ListFilesArgs, OutputMode, SearchOptions, glob, grep, list_files,
+    GlobArgs, GrepArgs, ListFilesArgs, OutputMode, SearchOptions, WalkLimits, WarmIndex, glob,
+    grep, list_files,
 };
 
 fn median(mut runs: Vec<Duration>) -> Duration {
@@ -224,6 +229,9 @@ fn main() {
             report(name, ours, Some(("fd", theirs)));
         }
     }
+    if runs_group("warm") {
+        warm(&tree, runs, threads, &rg, &fd);
+    }
     if !runs_group("files") {
         return;
     }
@@ -240,6 +248,10 @@ fn main() {
         read_file(&folder, &read, READ_CAP).unwrap();
     });
     report("read 100 MB, 1 MiB cap", ours, None);
+    drop(scratch);
+    huge_read(runs);
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = GrantedDir::open(scratch.path()).unwrap();
     let medium = scratch.path().join("medium.txt");
     let mut text = line.repeat(50_000_000 / line.len());
     text.push_str("MARKER\n");
@@ -266,4 +278,198 @@ fn main() {
         .unwrap();
     });
     report("edit in 50 MB", ours, None);
+}
+
+/// A capped read of a 1 GiB text file (in `BOXMAKER_BENCH_SCRATCH`, default `/var/tmp`, deleted
+/// after), against its floor: reading and hashing the first [`EDIT_LIMIT`] + 1 bytes, which read
+/// before write needs of every read, interleaved.
+fn huge_read(runs: usize) {
+    let at = std::env::var("BOXMAKER_BENCH_SCRATCH").unwrap_or_else(|_| "/var/tmp".into());
+    let scratch = tempfile::tempdir_in(at).unwrap();
+    let huge = scratch.path().join("huge.txt");
+    let line = "the quick brown fox jumps over the lazy dog 0123456789\n";
+    {
+        use std::io::Write;
+        let block = line.repeat((1 << 20) / line.len());
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&huge).unwrap());
+        let mut written = 0u64;
+        while written < 1 << 30 {
+            file.write_all(block.as_bytes()).unwrap();
+            written += block.len() as u64;
+        }
+        file.flush().unwrap();
+    }
+    let folder = GrantedDir::open(scratch.path()).unwrap();
+    let read = ReadFileArgs {
+        path: huge.display().to_string(),
+        ..ReadFileArgs::default()
+    };
+    let window = ReadFileArgs {
+        offset: Some(1000),
+        limit: Some(200),
+        ..read.clone()
+    };
+    let (ours, floor) = time_both(
+        runs,
+        || {
+            read_file(&folder, &read, READ_CAP).unwrap();
+        },
+        || {
+            hash_prefix(&huge);
+        },
+    );
+    report("read 1 GiB, 1 MiB cap", ours, Some(("hash", floor)));
+    let ours = time(runs, || {
+        read_file(&folder, &window, READ_CAP).unwrap();
+    });
+    report("read 1 GiB, lines 1000-1199", ours, None);
+}
+
+/// Reads and hashes the first [`EDIT_LIMIT`] + 1 bytes of `path`.
+fn hash_prefix(path: &Path) {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).unwrap().take(EDIT_LIMIT + 1);
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    std::hint::black_box(hasher.finalize());
+}
+
+/// The warm index (a session's warm file worker keeps one): repeated calls on the same tree,
+/// unchanged, against `fd` and `rg`, interleaved; the first call (which builds the index)
+/// against `fd`; and the floor under a repeated `grep`: every indexed file read, nothing
+/// matched.
+fn warm(tree: &Path, runs: usize, threads: usize, rg: &str, fd: &str) {
+    let j = threads.to_string();
+    let dir = GrantedDir::open(tree).unwrap();
+    let limits = WalkLimits::default();
+    let options = SearchOptions {
+        threads,
+        max_lines: usize::MAX,
+        max_entries: usize::MAX,
+        ..limits.options().unwrap()
+    };
+    let capped = SearchOptions {
+        threads,
+        ..limits.options().unwrap()
+    };
+    let path = tree.display().to_string();
+    let listed = ListFilesArgs {
+        path: path.clone(),
+        recursive: true,
+        max_depth: Some(64),
+    };
+    // The first call: the walk, a `statx` per entry and a watch per folder.
+    let built = time(runs.min(5), || {
+        let mut index = WarmIndex::new();
+        index.list_files(&dir, &listed, &limits, &options).unwrap();
+    });
+    let (_, theirs) = time_both(runs.min(5), || {}, program(fd, &["-j", &j, "."], tree));
+    report("warm: first call (builds)", built, Some(("fd", theirs)));
+    let mut index = WarmIndex::new();
+    let globbed = GlobArgs {
+        pattern: "**/*.rs".into(),
+        path: path.clone(),
+    };
+    let (ours, theirs) = time_both(
+        runs,
+        || {
+            index.glob(&dir, &globbed, &limits, &options).unwrap();
+        },
+        program(fd, &["-t", "f", "-e", "rs", "-j", &j, "."], tree),
+    );
+    report("warm: glob **/*.rs", ours, Some(("fd", theirs)));
+    for (name, options) in [
+        ("warm: list_files recursive", &options),
+        ("warm: list_files, capped", &capped),
+    ] {
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                index.list_files(&dir, &listed, &limits, options).unwrap();
+            },
+            program(fd, &["-j", &j, "."], tree),
+        );
+        report(name, ours, Some(("fd", theirs)));
+    }
+    for (name, pattern) in [
+        ("warm: grep literal", "unsafe impl"),
+        ("warm: grep regex", r"\w+_lock\("),
+    ] {
+        let args = GrepArgs {
+            pattern: pattern.into(),
+            path: path.clone(),
+            output_mode: OutputMode::Content,
+            ..GrepArgs::default()
+        };
+        let (ours, theirs) = time_both(
+            runs,
+            || {
+                index.grep(&dir, &args, &limits, &options).unwrap();
+            },
+            program(rg, &["-n", "--no-heading", "-H", "-j", &j, pattern], tree),
+        );
+        report(name, ours, Some(("rg", theirs)));
+    }
+    // The floor: the files a grep searches, read whole on as many threads (no matching).
+    let files: Vec<PathBuf> = index
+        .glob(
+            &dir,
+            &GlobArgs {
+                pattern: "**".into(),
+                path: path.clone(),
+            },
+            &limits,
+            &options,
+        )
+        .unwrap()
+        .files
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    let (floor, theirs) = time_both(
+        runs,
+        || read_all(&files, threads),
+        program(
+            rg,
+            &["-n", "--no-heading", "-H", "-j", &j, "unsafe impl"],
+            tree,
+        ),
+    );
+    report("floor: read every file", floor, Some(("rg", theirs)));
+    let served = index.served;
+    assert!(
+        served >= (runs as u64) * 5,
+        "the index answered {served} calls"
+    );
+    println!("{} files; the index answered {served} calls", files.len());
+}
+
+/// Reads every file of `files` on `threads` threads.
+fn read_all(files: &[PathBuf], threads: usize) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                let mut buffer = Vec::new();
+                loop {
+                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(at) else { break };
+                    use std::io::Read;
+                    buffer.clear();
+                    if let Ok(mut f) = std::fs::File::open(file) {
+                        f.read_to_end(&mut buffer).ok();
+                    }
+                    std::hint::black_box(&buffer);
+                }
+            });
+        }
+    });
 }

@@ -10,7 +10,7 @@ use tools::fs::{
 };
 use tools::search::{
     GlobArgs, GlobResult, GrepArgs, GrepResult, ListFilesArgs, ListFilesResult, SearchError,
-    WalkLimits,
+    WalkLimits, WarmIndex,
 };
 
 /// Where the request lies in the worker's box.
@@ -95,6 +95,15 @@ pub enum FileRunError {
 
 /// Runs `request` on its granted folder, opened here (in the box).
 pub fn run(request: &Request) -> Result<FileOutcome, FileRunError> {
+    run_with(request, None)
+}
+
+/// [`run`], the walkers answered from `index` (a warm worker's, kept across its calls) when it
+/// is current.
+pub fn run_with(
+    request: &Request,
+    index: Option<&mut WarmIndex>,
+) -> Result<FileOutcome, FileRunError> {
     let granted = |path: &str| GrantedDir::for_target(&request.base, Path::new(path));
     let expected = request.expected.as_ref();
     let limits = request.walk.clone().unwrap_or_default();
@@ -114,20 +123,26 @@ pub fn run(request: &Request) -> Result<FileOutcome, FileRunError> {
             args,
             expected,
         )?),
-        FileCall::ListFiles(args) => FileOutcome::Listed(tools::search::list_files(
-            &granted(&args.path)?,
-            args,
-            &limits.options()?,
-        )?),
-        FileCall::Glob(args) => FileOutcome::Globbed(tools::search::glob(
-            &granted(&args.path)?,
-            args,
-            &limits.options()?,
-        )?),
-        FileCall::Grep(args) => FileOutcome::Grepped(tools::search::grep(
-            &granted(&args.path)?,
-            args,
-            &limits.options()?,
-        )?),
+        FileCall::ListFiles(args) => {
+            let (dir, options) = (granted(&args.path)?, limits.options()?);
+            FileOutcome::Listed(match index {
+                Some(index) => index.list_files(&dir, args, &limits, &options)?,
+                None => tools::search::list_files(&dir, args, &options)?,
+            })
+        }
+        FileCall::Glob(args) => {
+            let (dir, options) = (granted(&args.path)?, limits.options()?);
+            FileOutcome::Globbed(match index {
+                Some(index) => index.glob(&dir, args, &limits, &options)?,
+                None => tools::search::glob(&dir, args, &options)?,
+            })
+        }
+        FileCall::Grep(args) => {
+            let (dir, options) = (granted(&args.path)?, limits.options()?);
+            FileOutcome::Grepped(match index {
+                Some(index) => index.grep(&dir, args, &limits, &options)?,
+                None => tools::search::grep(&dir, args, &options)?,
+            })
+        }
     })
 }

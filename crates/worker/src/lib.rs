@@ -24,5 +24,5 @@ mod files;
 mod serve;
 
 pub use answer::{Outcome, SEEN_FIELD, answer, file_outcome, outcome};
-pub use files::{FileCall, FileOutcome, FileRunError, REQUEST, Request, run};
+pub use files::{FileCall, FileOutcome, FileRunError, REQUEST, Request, run, run_with};
 pub use serve::{MAX_REQUEST, serve, serve_lines, serve_warm};

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::answer::{Outcome, answer, file_outcome};
-use crate::files::{REQUEST, Request, run};
+use tools::search::WarmIndex;
+
+use crate::files::{REQUEST, Request, run, run_with};
 
 /// Runs the request at [`REQUEST`] (in the box; in a box without bubblewrap, the same name in
 /// its scratch folder, `TMPDIR`) and prints its outcome as one JSON object.
@@ -37,10 +39,12 @@ pub fn serve() -> Result<(), String> {
 pub const MAX_REQUEST: u64 = 64 << 20;
 
 /// The warm worker (`brokerd-files box-file --warm`): reads one request per line on standard
-/// input and prints one answer line for each, until standard input ends.
+/// input and prints one answer line for each, until standard input ends. Its walkers keep a
+/// [`WarmIndex`] of the trees they walk across the calls (see `tools::search::WarmIndex`).
 pub fn serve_warm() -> Result<(), String> {
+    let mut index = WarmIndex::new();
     serve_lines(|line| match serde_json::from_slice::<Request>(line) {
-        Ok(request) => answer(file_outcome(run(&request))),
+        Ok(request) => answer(file_outcome(run_with(&request, Some(&mut index)))),
         Err(e) => answer(Outcome::Failed(format!(
             "the warm worker got a request it cannot read: {e}"
         ))),

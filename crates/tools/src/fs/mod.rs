@@ -80,8 +80,14 @@ pub struct ReadFileResult {
     pub size: u64,
     /// Whether the cap cut the content before the end of the file (or of the lines asked for).
     pub truncated: bool,
-    /// How many lines the whole file has (a last line without a newline counts).
+    /// How many lines the whole file has (a last line without a newline counts); when
+    /// `total_lines_partial`, a lower bound: the lines begun in the part read.
     pub total_lines: u64,
+    /// Whether the read stopped before the end of the file (past the window it returns and
+    /// the first [`EDIT_LIMIT`] + 1 bytes, which read before write hashes): the rest is neither
+    /// read nor counted, and `total_lines` is a lower bound.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub total_lines_partial: bool,
     /// The line the content starts at, counted from 1, when the call asked for lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_line: Option<u64>,
@@ -102,14 +108,19 @@ pub struct ReadFileResult {
 
 impl ReadFileResult {
     /// Which lines came back, for the result's header: `"2-4 of 8"`; `"part of line 3 of 8"`
-    /// when the cap cut the window's first line; `"none of 8"` when the window holds no line.
+    /// when the cap cut the window's first line; `"none of 8"` when the window holds no line;
+    /// `"1-500 of at least 9000"` when the read stopped before the end (`total_lines_partial`).
     /// `None` for a binary file.
     pub fn lines(&self) -> Option<String> {
         if self.binary {
             return None;
         }
         let first = self.first_line();
-        let total = self.total_lines;
+        let total = if self.total_lines_partial {
+            format!("at least {}", self.total_lines)
+        } else {
+            self.total_lines.to_string()
+        };
         Some(match self.end_line {
             Some(end) => format!("{first}-{end} of {total}"),
             None if self.truncated => format!("part of line {first} of {total}"),

@@ -44,15 +44,7 @@ pub fn glob(
     args: &GlobArgs,
     options: &SearchOptions,
 ) -> Result<GlobResult, SearchError> {
-    let matcher = GlobBuilder::new(&args.pattern)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| SearchError::BadGlob {
-            glob: args.pattern.clone(),
-            message: e.kind().to_string(),
-        })?
-        .compile_matcher();
+    let matcher = matcher(&args.pattern)?;
     let (root, meta) = pinned_start(dir, &args.path)?;
     if !meta.is_dir() {
         return Err(SearchError::NotADirectory(args.path.clone()));
@@ -101,6 +93,19 @@ pub fn glob(
         files: found.into_iter().map(|(_, key)| key_path(&key)).collect(),
         truncated,
     })
+}
+
+/// `glob`'s matcher of `pattern` (`*` not crossing `/`, `\\` escaping).
+pub(crate) fn matcher(pattern: &str) -> Result<globset::GlobMatcher, SearchError> {
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| SearchError::BadGlob {
+            glob: pattern.to_string(),
+            message: e.kind().to_string(),
+        })?
+        .compile_matcher())
 }
 
 /// One walking thread's matches, handed to the shared list when the thread is done.

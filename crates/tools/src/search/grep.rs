@@ -83,6 +83,69 @@ pub fn grep(
     args: &GrepArgs,
     options: &SearchOptions,
 ) -> Result<GrepResult, SearchError> {
+    let (matcher, searcher, report) = prepare(args, options)?;
+    let (root, meta) = pinned_start(dir, &args.path)?;
+    let mut found = if meta.is_file() && !options.excludes(&root) {
+        search_one(&matcher, &mut searcher.build(), &root, &report)
+            .into_iter()
+            .collect()
+    } else {
+        search_tree(&root, args, options, &matcher, &searcher, &report)?
+    };
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(report.finish(found))
+}
+
+/// [`grep`] on the files `paths` (what a walk from the start would search, as a warm index
+/// holds them), searched in parallel on `options.threads` threads.
+pub(crate) fn grep_files(
+    args: &GrepArgs,
+    options: &SearchOptions,
+    paths: &[PathBuf],
+) -> Result<GrepResult, SearchError> {
+    let (matcher, searcher, report) = prepare(args, options)?;
+    let threads = match options.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut searcher = searcher.build();
+                let mut mine = Vec::new();
+                loop {
+                    let at = next.fetch_add(64, std::sync::atomic::Ordering::Relaxed);
+                    let Some(chunk) = paths.get(at..paths.len().min(at + 64)) else {
+                        break;
+                    };
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    for path in chunk {
+                        mine.extend(search_one(&matcher, &mut searcher, path, &report));
+                    }
+                }
+                if let Ok(mut all) = found.lock() {
+                    all.append(&mut mine);
+                }
+            });
+        }
+    });
+    // A thread that panicked is re-raised by the scope before this line.
+    let mut found = found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(report.finish(found))
+}
+
+/// The call's matcher, searcher and report, or why the pattern cannot be used.
+fn prepare(
+    args: &GrepArgs,
+    options: &SearchOptions,
+) -> Result<(RegexMatcher, SearcherBuilder, Report), SearchError> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.case_insensitive)
         .multi_line(true)
@@ -93,7 +156,6 @@ pub fn grep(
             pattern: args.pattern.clone(),
             message: e.to_string(),
         })?;
-    let (root, meta) = pinned_start(dir, &args.path)?;
     let context = args.context.unwrap_or(0);
     let mut searcher = SearcherBuilder::new();
     searcher
@@ -112,15 +174,7 @@ pub fn grep(
             .or(args.context)
             .is_some_and(|n| n > 0),
     };
-    let mut found = if meta.is_file() && !options.excludes(&root) {
-        search_one(&matcher, &mut searcher.build(), &root, &report)
-            .into_iter()
-            .collect()
-    } else {
-        search_tree(&root, args, options, &matcher, &searcher, &report)?
-    };
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(report.finish(found))
+    Ok((matcher, searcher, report))
 }
 
 fn search_tree(

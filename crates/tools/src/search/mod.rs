@@ -13,11 +13,13 @@
 
 mod glob;
 mod grep;
+mod index;
 mod list;
 mod walk;
 
 pub use glob::{GlobArgs, GlobResult, glob, glob_schema};
 pub use grep::{GrepArgs, GrepResult, OutputMode, grep, grep_schema};
+pub use index::{MAX_ENTRIES, MAX_TREES, WarmIndex};
 pub use list::{ListEntry, ListFilesArgs, ListFilesResult, list_files, list_files_schema};
 
 use std::path::{Path, PathBuf};

@@ -6,6 +6,7 @@ mod edit;
 mod fs;
 mod git;
 mod http_fetch;
+mod index;
 mod jobs;
 mod schemas;
 mod search;

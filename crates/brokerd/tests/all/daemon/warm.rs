@@ -186,6 +186,44 @@ fn a_sessions_next_file_calls_are_answered_by_the_box_its_first_call_built() {
 }
 
 #[test]
+fn a_warm_boxs_walkers_keep_an_index_that_sees_changes_made_outside_the_box() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    fs::create_dir_all(broker.work.join("src")).unwrap();
+    fs::write(broker.work.join("src/a.txt"), "needle\n").unwrap();
+    fs::write(broker.work.join("src/d.txt"), "needle\n").unwrap();
+    let mut client = AgentClient::open(&broker.socket(), None);
+    let args = serde_json::json!({ "pattern": "needle", "path": broker.work }).to_string();
+    let first = body(&client.call(1, "grep", &args).unwrap());
+    assert!(
+        first.contains("a.txt") && first.contains("d.txt"),
+        "{first}"
+    );
+    let workers = warm_workers(&broker);
+    assert_eq!(workers.len(), 1, "one warm box after the first call");
+    // The worker holds an inotify instance: its index was built, and watches, inside the box.
+    let fds: Vec<PathBuf> = fs::read_dir(format!("/proc/{}/fd", workers[0]))
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| fs::read_link(fd.path()).ok())
+        .collect();
+    assert!(
+        fds.iter().any(|l| l == Path::new("anon_inode:inotify")),
+        "{fds:?}"
+    );
+    // Changed outside the box, between two calls: a file made, one renamed, one deleted.
+    fs::write(broker.work.join("src/b.txt"), "needle too\n").unwrap();
+    fs::rename(broker.work.join("src/a.txt"), broker.work.join("src/c.txt")).unwrap();
+    fs::remove_file(broker.work.join("src/d.txt")).unwrap();
+    let second = body(&client.call(2, "grep", &args).unwrap());
+    let names: Vec<&str> = second
+        .lines()
+        .filter_map(|l| l.rsplit('/').next())
+        .collect();
+    assert_eq!(names, ["b.txt", "c.txt"], "{second}");
+    assert_eq!(warm_workers(&broker), workers, "the same box answered");
+}
+
+#[test]
 fn a_write_gets_a_read_write_box_and_the_read_box_stays_read_only() {
     let broker = BrokerProcess::start(GRANTS, FAST);
     fs::write(broker.work.join("a.txt"), "alpha\n").unwrap();
