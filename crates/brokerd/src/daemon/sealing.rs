@@ -182,6 +182,40 @@ pub async fn checkpoint_every(state: PathBuf, config: AuditConfig) {
     loop {
         ticks.tick().await;
         let (state, config) = (state.clone(), config.clone());
-        let _ = tokio::task::spawn_blocking(move || checkpoint_now(&state, &config)).await;
+        let done = tokio::task::spawn_blocking(move || checkpoint_now(&state, &config)).await;
+        if let Ok(done) = done {
+            if let Some(path) = done.sealed {
+                tracing::info!(checkpoint = %path.display(), "sealed the audit log");
+            }
+            if let Some(path) = done.cosigned {
+                tracing::info!(cosigned = %path.display(), "the witness cosigned the audit log");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_audit_section_reads_its_keys_and_names_a_bad_one() {
+        let config: AuditConfig = toml::from_str("").unwrap();
+        assert_eq!(config, AuditConfig::default());
+        assert_eq!(config.interval(), Duration::from_secs(600));
+        let config: AuditConfig =
+            toml::from_str("seal_interval_secs = 5\nwitness = \"unix:/run/w.sock\"\n").unwrap();
+        assert_eq!(config.interval(), Duration::from_secs(5));
+        assert_eq!(config.witness_socket(), Some(PathBuf::from("/run/w.sock")));
+        assert!(config.check().is_ok());
+        for (text, named) in [
+            ("witness = \"unix:w.sock\"", "witness"),
+            ("witness = \"/run/w.sock\"", "witness"),
+            ("witness_wait_ms = 0", "witness_wait_ms"),
+        ] {
+            let config: AuditConfig = toml::from_str(text).unwrap();
+            let error = config.check().unwrap_err();
+            assert!(error.contains(named), "{text}: {error}");
+        }
     }
 }

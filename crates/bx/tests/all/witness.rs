@@ -308,3 +308,37 @@ fn a_bad_audit_section_is_refused_naming_the_key() {
         assert!(stderr.contains(named), "{config}: {stderr}");
     }
 }
+
+#[test]
+fn the_broker_seals_and_sends_its_checkpoint_every_seal_interval_secs() {
+    let witness = Witness::start();
+    let config = format!(
+        "[audit]\nwitness = \"{}\"\nseal_interval_secs = 1\n",
+        witness.address()
+    );
+    let broker = BrokerProcess::start("", &config);
+    let init = super::bx(&broker, &["audit", "seal", "init"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    calls(&broker, 2);
+    // Both before any stop: the interval's, not the stop's.
+    for needle in ["sealed the audit log", "the witness cosigned the audit log"] {
+        assert!(
+            broker.wait_for_log(needle, 1, Duration::from_secs(30)),
+            "{needle}: {}",
+            broker.log()
+        );
+    }
+    assert!(!broker.log().contains("at stop"), "{}", broker.log());
+    let started: ledger::Record =
+        serde_json::from_str(&lines_of(&broker.state.join("audit.jsonl"))[0]).unwrap();
+    assert!(
+        matches!(
+            started.event,
+            ledger::Event::Started {
+                checkpoint_every_secs: Some(1),
+                ..
+            }
+        ),
+        "{started:?}"
+    );
+}
