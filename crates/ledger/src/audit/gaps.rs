@@ -69,6 +69,8 @@ pub fn gaps(path: &Path, checkpoints: &[u64]) -> Result<Vec<String>, AuditError>
                 last: at,
                 stopped: None,
             }),
+            // Written at the next start, before its `started` record: not the run's own.
+            (Event::Interrupted { .. } | Event::Cut { .. }, Some(_)) => {}
             (Event::Stopped { reason }, Some(run)) => {
                 run.last = at;
                 run.stopped = Some(reason.clone());
