@@ -179,7 +179,11 @@ fn serve(args: ServeArgs) -> ExitCode {
         tracing::info!(socket = %socket.display(), "brokerd is serving");
         let owner_socket = running.broker.dirs.owner_socket();
         let state_dir = running.broker.dirs.state.clone();
-        let sealing = tokio::spawn(seal_every(state_dir.clone()));
+        let audit = running.broker.config.audit.clone();
+        let sealing = tokio::spawn(brokerd::daemon::sealing::checkpoint_every(
+            state_dir.clone(),
+            audit.clone(),
+        ));
         let (config_dir, runtime_dir) = (
             running.broker.dirs.config.clone(),
             running.broker.dirs.runtime.clone(),
@@ -194,16 +198,34 @@ fn serve(args: ServeArgs) -> ExitCode {
             watcher,
         } = running;
         let owner = std::sync::Arc::clone(&broker);
+        let stopping = std::sync::Arc::clone(&broker);
         let jobs = std::sync::Arc::clone(&broker.jobs);
-        let served = tokio::select! {
-            served = brokerd::daemon::server::serve(broker, listener, agent_cap) => served,
-            served = brokerd::daemon::owner::serve(owner, owner_listener, owner_cap) => served,
-            _ = shutdown() => Ok(()),
+        let (served, reason) = tokio::select! {
+            served = brokerd::daemon::server::serve(broker, listener, agent_cap) => (served, "the agent socket failed"),
+            served = brokerd::daemon::owner::serve(owner, owner_listener, owner_cap) => (served, "the owner socket failed"),
+            signal = shutdown() => (Ok(()), signal),
         };
         sealing.abort();
-        let sealed = tokio::task::spawn_blocking(move || seal(&state_dir)).await;
-        if let Ok(Some(path)) = sealed {
-            tracing::info!(checkpoint = %path.display(), "sealed the audit log at stop");
+        // The run's last record says it stopped on purpose (a run without one ended in a
+        // crash), then the stop's checkpoint covers it.
+        let stopped = ledger::Event::Stopped {
+            reason: reason.to_string(),
+        };
+        if let Err(e) = stopping.journal.record(vec![stopped]).await {
+            tracing::error!("the stop could not be recorded: {e}");
+        }
+        drop(stopping);
+        let checkpointed = tokio::task::spawn_blocking(move || {
+            brokerd::daemon::sealing::checkpoint_now(&state_dir, &audit)
+        })
+        .await;
+        if let Ok(done) = checkpointed {
+            if let Some(path) = done.sealed {
+                tracing::info!(checkpoint = %path.display(), "sealed the audit log at stop");
+            }
+            if let Some(path) = done.cosigned {
+                tracing::info!(cosigned = %path.display(), "the witness cosigned the audit log at stop");
+            }
         }
         // No job outlives the broker: each is killed and its box gone before the exit.
         let stopped = tokio::task::spawn_blocking(move || jobs.stop_all()).await;
@@ -228,52 +250,18 @@ fn serve(args: ServeArgs) -> ExitCode {
     })
 }
 
-/// How often a broker whose state folder seals (`bx audit seal init`) seals its audit log's
-/// checkpoint, besides at stop: records newer than the last seal are what an intruder with
-/// the owner's powers could rewrite unnoticed.
-const SEAL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// One seal at a time (the interval's and the stop's).
-static SEALING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Seals the log now when sealing is set up; a failure is logged, the broker goes on.
-fn seal(state: &std::path::Path) -> Option<PathBuf> {
-    let _one = SEALING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match ledger::audit::seal_if_set_up(state) {
-        Ok(sealed) => sealed,
-        Err(e) => {
-            tracing::error!("the audit log could not be sealed: {e}");
-            None
-        }
-    }
-}
-
-/// Seals every [`SEAL_INTERVAL`].
-async fn seal_every(state: PathBuf) {
-    let mut ticks = tokio::time::interval(SEAL_INTERVAL);
-    ticks.tick().await;
-    loop {
-        ticks.tick().await;
-        let state = state.clone();
-        let _ = tokio::task::spawn_blocking(move || seal(&state)).await;
-    }
-}
-
-/// SIGTERM or SIGINT.
-async fn shutdown() {
+/// SIGTERM or SIGINT, named.
+async fn shutdown() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
     ) else {
-        std::future::pending::<()>().await;
-        return;
+        return std::future::pending().await;
     };
     tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
     }
 }
 

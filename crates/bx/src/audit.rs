@@ -2,8 +2,8 @@
 //! the Merkle tree over the audit log (RFC 9162), made and checked offline from the log in the
 //! state folder, with no broker.
 //!
-//! A checkpoint's origin names the log by the state folder's canonical path, so a checkpoint
-//! or proof of another state folder's log is refused as such.
+//! A checkpoint's origin names the log by its id (from its first record, so a moved state
+//! folder keeps it), so a checkpoint or proof of another log is refused as such.
 
 use std::path::{Path, PathBuf};
 
@@ -30,10 +30,15 @@ pub struct VerifyArgs {
     /// public key `bx audit seal init` printed (base64), and the log against each.
     #[arg(long, value_name = "KEY")]
     pub seal_root: Option<String>,
+    /// Also check the log against the folder of a witness (`bx audit witness --dir DIR`): every
+    /// cosignature with the witness's key, and every record it cosigned still as it was,
+    /// naming the first that is not. Needs only the log and DIR.
+    #[arg(long, value_name = "DIR")]
+    pub witness: Option<PathBuf>,
 }
 
 /// The tree of the state folder's log, or the exit after saying why there is none.
-fn tree(dirs: &Dirs) -> Result<LogTree, Exit> {
+pub fn tree(dirs: &Dirs) -> Result<LogTree, Exit> {
     let log = dirs.audit_log();
     if !log.exists() {
         eprintln!(
@@ -121,7 +126,11 @@ fn read_text<T>(
 /// proof given, one line each; exit 1 when any of them fails.
 pub fn verify(dirs: &Dirs, args: &VerifyArgs) -> Exit {
     let chain = crate::commands::audit_verify(dirs);
-    if args.checkpoint.is_empty() && args.proof.is_none() && args.seal_root.is_none() {
+    if args.checkpoint.is_empty()
+        && args.proof.is_none()
+        && args.seal_root.is_none()
+        && args.witness.is_none()
+    {
         return chain;
     }
     let Ok(tree) = tree(dirs) else {
@@ -162,9 +171,14 @@ pub fn verify(dirs: &Dirs, args: &VerifyArgs) -> Exit {
             None => held = false,
         }
     }
+    // The checkpoints that held: what the stops' windows are measured from.
+    let mut sizes = Vec::new();
     if let Some(root) = &args.seal_root {
         let line = match check_seals(dirs, &tree, root) {
-            Ok(line) => line,
+            Ok((line, sealed)) => {
+                sizes.extend(sealed);
+                line
+            }
             Err(line) => {
                 held = false;
                 line
@@ -172,18 +186,43 @@ pub fn verify(dirs: &Dirs, args: &VerifyArgs) -> Exit {
         };
         println!("seals: {}", escape_terminal(&line));
     }
+    if let Some(dir) = &args.witness {
+        let line = match ledger::audit::check_witnessed(&tree, dir) {
+            Ok(witnessed) => {
+                sizes.extend(witnessed.cosigned.iter().map(|(size, _)| *size));
+                witnessed.sentence()
+            }
+            Err(line) => {
+                held = false;
+                line
+            }
+        };
+        println!("witness: {}", escape_terminal(&line));
+    }
+    if args.seal_root.is_some() || args.witness.is_some() {
+        match ledger::audit::gaps(&dirs.audit_log(), &sizes) {
+            Ok(stops) => {
+                for line in stops {
+                    println!("stops: {}", escape_terminal(&line));
+                }
+            }
+            Err(e) => println!("stops: {}", escape_terminal(&e.to_string())),
+        }
+    }
     if held { Exit::Done } else { Exit::Failed }
 }
 
 /// Every sealed checkpoint: its seal from `root` through the epochs' certificates, then the
-/// log against it. The sentence saying what held, or the first thing that did not.
-fn check_seals(dirs: &Dirs, tree: &LogTree, root: &str) -> Result<String, String> {
+/// log against it. The sentence saying what held with the sealed sizes, or the first thing
+/// that did not.
+fn check_seals(dirs: &Dirs, tree: &LogTree, root: &str) -> Result<(String, Vec<u64>), String> {
     let root = ledger::audit::decode_hash(root)
         .ok_or("the root key must be 32 bytes in base64, as `bx audit seal init` printed it")?;
     let store = ledger::audit::SealStore::of(&dirs.state);
     let certs = store.certs().map_err(|e| e.to_string())?;
     let sealed = store.sealed().map_err(|e| e.to_string())?;
     let mut last = None;
+    let mut sizes = Vec::new();
     for (at, (path, text)) in sealed.iter().enumerate() {
         let name = path.display();
         let (checkpoint, epoch) = ledger::audit::seal::verify_seal(text, &root, &certs)
@@ -198,6 +237,7 @@ fn check_seals(dirs: &Dirs, tree: &LogTree, root: &str) -> Result<String, String
         tree.check_checkpoint(&checkpoint)
             .map_err(|e| format!("{name} (epoch {epoch}): the sealed checkpoint fails: {e}"))?;
         last = Some((epoch, checkpoint.size));
+        sizes.push(checkpoint.size);
     }
     let sealed_epochs = certs.len().saturating_sub(1);
     if sealed.len() < sealed_epochs {
@@ -208,9 +248,12 @@ fn check_seals(dirs: &Dirs, tree: &LogTree, root: &str) -> Result<String, String
         ));
     }
     match last {
-        Some((epoch, size)) => Ok(format!(
-            "{} sealed checkpoints hold, the last of epoch {epoch}: the log's first {size} records hash to its root",
-            sealed.len()
+        Some((epoch, size)) => Ok((
+            format!(
+                "{} sealed checkpoints hold, the last of epoch {epoch}: the log's first {size} records hash to its root",
+                sealed.len()
+            ),
+            sizes,
         )),
         None => Err("no sealed checkpoint (bx audit seal now makes one)".to_string()),
     }
@@ -221,6 +264,12 @@ pub fn seal_init(dirs: &Dirs) -> Exit {
     let Ok(tree) = tree(dirs) else {
         return Exit::Failed;
     };
+    if tree.size() == 0 {
+        eprintln!(
+            "bx: the audit log is empty: start the broker once, so that its first record gives the log its id, then set sealing up"
+        );
+        return Exit::Failed;
+    }
     match ledger::audit::SealStore::of(&dirs.state).init(tree.origin()) {
         Ok(root) => {
             println!("{}", ledger::audit::encode_hash(&root));

@@ -20,6 +20,7 @@ mod pin;
 mod pin_edit;
 mod show;
 mod watch;
+mod witness;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -257,7 +258,10 @@ enum MemoryCommand {
 enum AuditCommand {
     /// Check the audit log's hash chain: exit 0 with a summary, or 1 naming the first broken
     /// record; with --checkpoint, also that the log's first records still hash to that
-    /// checkpoint's root; with --proof, that the proof holds. Works with no broker running.
+    /// checkpoint's root; with --proof, that the proof holds; with --witness DIR, the log
+    /// against what a witness cosigned, naming the first record that no longer matches; with
+    /// --witness or --seal-root, what each of the broker's stops reads as (logging off, a
+    /// crash and its window). Works with no broker running.
     Verify(audit::VerifyArgs),
     /// Print the log's checkpoint: a text naming the log (origin), its size and its Merkle
     /// root (RFC 9162, base64). Keep it somewhere the agent cannot write.
@@ -282,6 +286,17 @@ enum AuditCommand {
         old: u64,
         /// The newer size.
         new: Option<u64>,
+    },
+    /// Run a witness: keep in DIR the checkpoints it cosigns and their records' leaf hashes,
+    /// receive checkpoints on the unix socket PATH, cosign each one consistent with the last
+    /// it cosigned for that log (a consistency proof), or refuse it saying why.
+    Witness(witness::WitnessArgs),
+    /// Send the log's checkpoint to a witness now (as the broker does at each seal) and keep
+    /// its cosignature in the state folder's `witness/`.
+    Cosign {
+        /// The witness: unix:PATH, the socket of a `bx audit witness`.
+        #[arg(long, value_name = "unix:PATH")]
+        witness: String,
     },
     /// Forward-secure seals on checkpoints (the state folder's `seal/`).
     Seal {
@@ -355,6 +370,8 @@ fn main() -> ExitCode {
             AuditCommand::Checkpoint { size } => audit::checkpoint(&dirs, size),
             AuditCommand::Prove { record, size } => audit::prove(&dirs, record, size),
             AuditCommand::Consistency { old, new } => audit::consistency(&dirs, old, new),
+            AuditCommand::Witness(args) => witness::serve(&args),
+            AuditCommand::Cosign { witness } => witness::cosign(&dirs, &witness),
             AuditCommand::Seal {
                 command: SealCommand::Init,
             } => audit::seal_init(&dirs),

@@ -530,6 +530,7 @@ impl Ledger {
                 sha256,
             } => self.record_read(session, path, sha256)?,
             Event::Started { .. }
+            | Event::Stopped { .. }
             | Event::Cut { .. }
             | Event::Segment { .. }
             | Event::MemoryOwner { .. } => {}

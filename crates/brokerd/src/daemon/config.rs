@@ -42,6 +42,10 @@
 //! warm_idle_ms = 60000        # a session's warm file-tool box ends after this long unused;
 //!                             #   0: a fresh box for every file call
 //! podman_image = "localhost/tools:1"  # optional: `shell` in a Podman container of this image
+//! [audit]                     # the log's checkpoints (see daemon::sealing)
+//! seal_interval_secs = 600    # how often it is sealed and sent to the witness
+//! witness = "unix:/run/w/witness.sock"  # a `bx audit witness` (optional)
+//! witness_wait_ms = 5000      # the longest an exchange with the witness may take
 //! [mcp]
 //! approve_in_client = ["claude-code"]  # MCP clients that may answer approvals themselves
 //! [[mcp.servers]]             # a downstream MCP server behind the gateway (see daemon::gateway)
@@ -130,6 +134,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// What MCP clients served by `bx mcp` may do.
     pub mcp: McpConfig,
+    /// How the audit log is checkpointed: sealed, sent to a witness.
+    pub audit: super::sealing::AuditConfig,
 }
 
 /// `[mcp]`: what the MCP clients `bx mcp` serves may do beside calling tools.
@@ -269,6 +275,7 @@ impl Default for Config {
             web_search: None,
             sandbox: SandboxConfig::default(),
             mcp: McpConfig::default(),
+            audit: super::sealing::AuditConfig::default(),
         }
     }
 }
@@ -330,6 +337,10 @@ impl Config {
             ));
         }
         check_servers(&config.mcp.servers).map_err(|e| format!("{}: {e}", path.display()))?;
+        config
+            .audit
+            .check()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(config)
     }
 

@@ -27,6 +27,7 @@ mod reads;
 pub mod render;
 pub mod runner;
 pub mod sandboxed;
+pub mod sealing;
 pub mod search;
 pub mod server;
 pub mod sessions;

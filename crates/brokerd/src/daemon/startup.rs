@@ -161,6 +161,10 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     events.push(Event::Started {
         pid: std::process::id(),
         version: crate::BUILD_VERSION.to_string(),
+        checkpoint_every_secs: config
+            .audit
+            .checkpoints(&dirs.state)
+            .then_some(config.audit.seal_interval_secs),
     });
     journal
         .record(events)

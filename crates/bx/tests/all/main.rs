@@ -12,7 +12,9 @@ mod mcp;
 mod memory;
 mod outside_text;
 mod preset;
+mod tamper_corpus;
 mod watch;
+mod witness;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -6,7 +6,7 @@
 //! A checkpoint:
 //!
 //! ```text
-//! boxmaker audit /home/me/.local/state/boxmaker
+//! boxmaker audit 5f0c3e1a9b7d2c4e6f8a0b1c2d3e4f50
 //! 12
 //! 3q2+7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
 //! ```
@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! boxmaker audit inclusion proof      boxmaker audit consistency proof
-//! boxmaker audit /home/me/...         boxmaker audit /home/me/...
+//! boxmaker audit 5f0c3e1a…            boxmaker audit 5f0c3e1a…
 //! record 5                            old 5
 //! leaf 4                              new 12
 //! size 12                             <hash>
@@ -39,7 +39,7 @@ const CONSISTENCY_HEADER: &str = "boxmaker audit consistency proof";
 /// A log's size and root at one moment, for one log (its origin).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
-    /// Which log: `boxmaker audit ` and the state folder's path.
+    /// Which log: `boxmaker audit ` and the log's id (`tree::log_id`, from its first record).
     pub origin: String,
     /// How many records the tree covers (the log's first `size` records).
     pub size: u64,

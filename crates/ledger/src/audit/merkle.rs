@@ -271,6 +271,50 @@ pub fn verify_consistency(
     }
 }
 
+/// The right edge of a tree being grown a leaf at a time (a compact range): the roots of its
+/// perfect subtrees, largest first, so the root of every size is known without keeping the
+/// leaves. What a witness uses to check that the leaves it is sent make the root it is shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frontier {
+    /// Each perfect subtree: its number of leaves (a power of two) and its root.
+    subtrees: Vec<(u64, Hash)>,
+    size: u64,
+}
+
+impl Frontier {
+    /// Adds one leaf hash.
+    pub fn push(&mut self, leaf: Hash) {
+        let mut node = (1u64, leaf);
+        while let Some(&(size, left)) = self.subtrees.last() {
+            if size != node.0 {
+                break;
+            }
+            self.subtrees.pop();
+            node = (size * 2, node_hash(&left, &node.1));
+        }
+        self.subtrees.push(node);
+        self.size += 1;
+    }
+
+    /// How many leaves it holds.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The root of the tree of every leaf pushed (RFC 9162's MTH: the largest perfect subtree
+    /// on the left, the rest folded from the right).
+    pub fn root(&self) -> Hash {
+        let mut subtrees = self.subtrees.iter().rev();
+        let Some(&(_, mut root)) = subtrees.next() else {
+            return empty_root();
+        };
+        for (_, left) in subtrees {
+            root = node_hash(left, &root);
+        }
+        root
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -419,5 +463,17 @@ mod tests {
                 prop_assert!(verify_consistency(old as u64, new as u64, &old_root, &new_root, &changed).is_err());
             }
         }
+    }
+
+    #[test]
+    fn a_frontier_gives_the_root_of_every_size() {
+        let leaves: Vec<Hash> = (0u8..40).map(|i| leaf_hash(&[i])).collect();
+        let mut frontier = Frontier::default();
+        assert_eq!(frontier.root(), empty_root());
+        for (n, leaf) in leaves.iter().enumerate() {
+            frontier.push(*leaf);
+            assert_eq!(frontier.root(), root(&leaves[..=n]), "size {}", n + 1);
+        }
+        assert_eq!(frontier.size(), 40);
     }
 }

@@ -10,15 +10,22 @@
 //! Beside the chain, a Merkle tree over the records (RFC 9162's hashing, [`merkle`]): a
 //! [`Checkpoint`] names the log's size and root, and inclusion and consistency proofs are made
 //! and checked from the log ([`LogTree`]), so a log rewritten after a checkpoint was taken
-//! fails against it even when its whole chain was recomputed.
+//! fails against it even when its whole chain was recomputed. A witness ([`witness`]) keeps
+//! the checkpoints it cosigned and their records' leaf hashes outside the machine's reach,
+//! so the first record rewritten after one is named ([`check_witnessed`]); [`gaps`] says what
+//! each stop of the broker reads as.
 
 mod checkpoint;
+mod gaps;
 mod log;
 pub mod merkle;
 pub mod seal;
 mod seal_store;
 mod tree;
 mod verify;
+pub mod witness;
+pub mod witness_wire;
+mod witnessed;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,10 +35,12 @@ use proto::{
 };
 
 pub use checkpoint::{Checkpoint, ORIGIN_PREFIX, Proof, TextError, decode_hash, encode_hash};
+pub use gaps::gaps;
 pub use log::{AuditLog, Opened};
 pub use seal_store::{SEAL_DIR, SealStore, SealStoreError, seal_if_set_up};
-pub use tree::{LogTree, TreeError, origin_of, record_leaf};
+pub use tree::{LogTree, TreeError, log_id, origin_of, record_leaf};
 pub use verify::{Anchor, Broken, Summary, verify};
+pub use witnessed::{Witnessed, check_witnessed, rfc3339};
 
 /// The `prev` of a segment's first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -144,6 +153,18 @@ pub enum Event {
         pid: u32,
         /// Its version and build.
         version: String,
+        /// How often it checkpoints the log (seals it, sends it to its witness), in seconds,
+        /// when it does: the longest a record waits unprotected while it runs. Absent in
+        /// records of brokers that neither seal nor have a witness.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint_every_secs: Option<u64>,
+    },
+    /// A broker stopped writing to this log on purpose (a signal, its socket failing): the
+    /// last record of its run before the stop's checkpoint. A run that ends without one
+    /// ended in a crash or a kill.
+    Stopped {
+        /// Why (`SIGTERM`, `SIGINT`, the error that stopped it).
+        reason: String,
     },
     /// At start, a torn last line (no final newline) was cut.
     Cut {

@@ -21,11 +21,30 @@ pub fn record_leaf(line: &[u8]) -> Hash {
     merkle::leaf_hash(line)
 }
 
-/// The origin line naming the log of the state folder `state_dir`: by its canonical path
-/// (as given when it has none), so that two spellings of one folder name one log.
+/// The log id of a log whose first record's leaf hash is `first`: its first 16 bytes in hex,
+/// or `empty` for a log with no record yet. The first record of a log holds when and by which
+/// process it was started, so two logs (two brokers, two machines) have two ids; the id moves
+/// with the log (a state folder moved or copied keeps it) and changes only if record 1 is
+/// rewritten, which every checkpoint of the log then shows.
+pub fn log_id(first: Option<&Hash>) -> String {
+    match first {
+        Some(leaf) => leaf[..16].iter().map(|b| format!("{b:02x}")).collect(),
+        None => "empty".to_string(),
+    }
+}
+
+/// The origin line naming the log of the state folder `state_dir`: [`ORIGIN_PREFIX`] and the
+/// log id of its `audit.jsonl` ([`log_id`], read from its first line).
 pub fn origin_of(state_dir: &Path) -> String {
-    let canonical = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
-    format!("{ORIGIN_PREFIX}{}", canonical.display())
+    let first = std::fs::File::open(state_dir.join(proto::dirs::AUDIT_FILE))
+        .ok()
+        .filter(|file| file.metadata().is_ok_and(|m| m.is_file()))
+        .and_then(|file| {
+            let mut line = Vec::new();
+            BufReader::new(file).read_until(b'\n', &mut line).ok()?;
+            line.strip_suffix(b"\n").map(record_leaf)
+        });
+    format!("{ORIGIN_PREFIX}{}", log_id(first.as_ref()))
 }
 
 /// The log's leaves, in order, and the number of its first record.
@@ -166,6 +185,16 @@ impl LogTree {
     /// The origin naming this log.
     pub fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// Every record's leaf hash, in the order of the file's lines.
+    pub fn leaves(&self) -> &[Hash] {
+        &self.leaves
+    }
+
+    /// The first line's record number, when it is a record.
+    pub fn first_seq(&self) -> Option<u64> {
+        self.first_seq
     }
 
     fn prefix(&self, size: u64) -> Result<&[Hash], TreeError> {
