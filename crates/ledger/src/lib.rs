@@ -14,6 +14,7 @@ mod anchored;
 pub mod approvals;
 pub mod audit;
 pub mod calls;
+pub mod engine;
 pub mod grant_uses;
 pub mod migrations;
 pub mod owner_words;

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod audit;
+mod engines;
 mod seal;
 mod store;
 mod tamper;
