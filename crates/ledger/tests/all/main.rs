@@ -4,6 +4,7 @@
 mod approvals;
 mod audit;
 mod engines;
+mod pg_ledger;
 mod seal;
 mod store;
 mod tamper;
