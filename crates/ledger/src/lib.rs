@@ -20,6 +20,7 @@ pub mod migrations;
 pub mod owner_words;
 pub mod private;
 pub mod reads;
+mod replay;
 pub mod store;
 
 pub use anchored::verify_with_ledger;

@@ -130,6 +130,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// What MCP clients served by `bx mcp` may do.
     pub mcp: McpConfig,
+    /// Where the ledger is: the state folder's SQLite file, or a PostgreSQL database.
+    pub ledger: super::ledger_settings::LedgerConfig,
 }
 
 /// `[mcp]`: what the MCP clients `bx mcp` serves may do beside calling tools.
@@ -269,6 +271,7 @@ impl Default for Config {
             web_search: None,
             sandbox: SandboxConfig::default(),
             mcp: McpConfig::default(),
+            ledger: Default::default(),
         }
     }
 }
@@ -283,6 +286,10 @@ impl Config {
         };
         let config: Config =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        config
+            .ledger
+            .postgres()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         if config.result_cap < 1024 {
             return Err(format!(
                 "{}: result_cap is {}; it must be at least 1024 bytes",
