@@ -4,13 +4,12 @@
 //! session untrusted. A pending approval survives a restart: the broker loads them at start, and a
 //! client that resumes its session and sends the same call id again waits for the same one.
 
-use rusqlite::{OptionalExtension, params};
-
 use proto::{
     ApprovalId, AskWhy, AskedValue, CallId, Class, GrantId, Resolution, SessionId, Timestamp,
 };
 
 use crate::audit::{Event, Field};
+use crate::engine::{Arg, Row};
 use crate::store::{CallRow, CallState, Ledger, LedgerError, damaged, field_digest};
 
 /// Where an approval stands.
@@ -78,23 +77,28 @@ type RawApproval = (
     Option<String>,
 );
 
-fn raw(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawApproval> {
+fn raw(row: &Row) -> Result<RawApproval, LedgerError> {
+    let what = match row.opt_int(0) {
+        Ok(Some(id)) => format!("approval {id}"),
+        _ => "an approval".to_string(),
+    };
+    let bad = |detail: String| damaged(&what, detail);
     Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-        row.get(8)?,
-        row.get(9)?,
-        row.get(10)?,
-        row.get(11)?,
-        row.get(12)?,
-        row.get(13)?,
-        row.get(14)?,
+        row.int(0).map_err(bad)?,
+        row.text(1).map_err(bad)?,
+        row.int(2).map_err(bad)?,
+        row.text(3).map_err(bad)?,
+        row.text(4).map_err(bad)?,
+        row.opt_text(5).map_err(bad)?,
+        row.text(6).map_err(bad)?,
+        row.text(7).map_err(bad)?,
+        row.int(8).map_err(bad)?,
+        row.int(9).map_err(bad)?,
+        row.int(10).map_err(bad)?,
+        row.text(11).map_err(bad)?,
+        row.opt_text(12).map_err(bad)?,
+        row.opt_text(13).map_err(bad)?,
+        row.opt_text(14).map_err(bad)?,
     ))
 }
 
@@ -176,11 +180,8 @@ impl Ledger {
     /// An approval by id.
     pub fn approval(&self, id: ApprovalId) -> Result<Option<ApprovalRow>, LedgerError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
-        let found = self
-            .query_one(&sql, [id.0 as i64], raw)
-            .optional()
-            .map_err(|e| self.sqlite(e))?;
-        found.map(parsed).transpose()
+        let found = self.row(&sql, &[Arg::Int(id.0 as i64)])?;
+        found.as_ref().map(raw).transpose()?.map(parsed).transpose()
     }
 
     /// The latest approval of a call, if it ever asked.
@@ -193,33 +194,24 @@ impl Ledger {
             "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE session = ?1 AND call_id = ?2
              ORDER BY id DESC LIMIT 1"
         );
-        let found = self
-            .query_one(&sql, params![session.as_str(), call_id.0 as i64], raw)
-            .optional()
-            .map_err(|e| self.sqlite(e))?;
-        found.map(parsed).transpose()
+        let found = self.row(&sql, &[session.as_str().into(), Arg::Int(call_id.0 as i64)])?;
+        found.as_ref().map(raw).transpose()?.map(parsed).transpose()
     }
 
     /// Every pending approval, oldest first.
     pub fn pending_approvals(&self) -> Result<Vec<ApprovalRow>, LedgerError> {
         let sql =
             format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY id");
-        let mut statement = self.conn().prepare(&sql).map_err(|e| self.sqlite(e))?;
-        let rows = statement
-            .query_map([], raw)
-            .map_err(|e| self.sqlite(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.sqlite(e))?;
-        rows.into_iter().map(parsed).collect()
+        self.rows(&sql, &[])?
+            .iter()
+            .map(|row| raw(row).and_then(parsed))
+            .collect()
     }
 
     /// The highest approval id ever issued (0 when none was).
     pub fn last_approval_id(&self) -> Result<u64, LedgerError> {
-        self.query_one("SELECT COALESCE(MAX(id), 0) FROM approvals", [], |row| {
-            row.get::<_, i64>(0)
-        })
-        .map(|id| id as u64)
-        .map_err(|e| self.sqlite(e))
+        self.number("SELECT COALESCE(MAX(id), 0) FROM approvals", &[])
+            .map(|id| id as u64)
     }
 
     /// Whether the owner's approvals for the rest of `session` cover an ask of `grant` for
@@ -233,13 +225,10 @@ impl Ledger {
         why: AskWhy,
         values: &[AskedValue],
     ) -> Result<bool, LedgerError> {
-        let whole = self
-            .query_one(
-                "SELECT COUNT(*) FROM session_grants WHERE session = ?1 AND grant_id = ?2",
-                params![session.as_str(), grant.as_str()],
-                |row| row.get::<_, i64>(0),
-            )
-            .map_err(|e| self.sqlite(e))?;
+        let whole = self.number(
+            "SELECT COUNT(*) FROM session_grants WHERE session = ?1 AND grant_id = ?2",
+            &[session.as_str().into(), grant.as_str().into()],
+        )?;
         if whole > 0 {
             return Ok(true);
         }
@@ -247,19 +236,16 @@ impl Ledger {
             return Ok(false);
         }
         for value in values {
-            let approved = self
-                .query_one(
-                    "SELECT COUNT(*) FROM session_values
-                     WHERE session = ?1 AND grant_id = ?2 AND argument = ?3 AND value = ?4",
-                    params![
-                        session.as_str(),
-                        grant.as_str(),
-                        value.argument,
-                        value.value
-                    ],
-                    |row| row.get::<_, i64>(0),
-                )
-                .map_err(|e| self.sqlite(e))?;
+            let approved = self.number(
+                "SELECT COUNT(*) FROM session_values
+                 WHERE session = ?1 AND grant_id = ?2 AND argument = ?3 AND value = ?4",
+                &[
+                    session.as_str().into(),
+                    grant.as_str().into(),
+                    Arg::Text(&value.argument),
+                    Arg::Text(&value.value),
+                ],
+            )?;
             if approved == 0 {
                 return Ok(false);
             }
@@ -280,49 +266,43 @@ impl Ledger {
             && row.why.scoped_to_values(&row.values)
         {
             for value in &row.values {
-                self.exec(
-                    "INSERT OR IGNORE INTO session_values (session, grant_id, argument, value)
-                     VALUES (?1, ?2, ?3, ?4)",
-                    params![
-                        session.as_str(),
-                        grant.as_str(),
-                        value.argument,
-                        value.value
+                self.run(
+                    "INSERT INTO session_values (session, grant_id, argument, value)
+                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                    &[
+                        session.as_str().into(),
+                        grant.as_str().into(),
+                        Arg::Text(&value.argument),
+                        Arg::Text(&value.value),
                     ],
-                )
-                .map_err(|e| self.sqlite(e))?;
+                )?;
             }
             return Ok(());
         }
-        self.exec(
-            "INSERT OR IGNORE INTO session_grants (session, grant_id) VALUES (?1, ?2)",
-            params![session.as_str(), grant.as_str()],
+        self.run(
+            "INSERT INTO session_grants (session, grant_id) VALUES (?1, ?2)
+             ON CONFLICT DO NOTHING",
+            &[session.as_str().into(), grant.as_str().into()],
         )
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// The call whose untrusted result first made `session` untrusted ("call 3 (read_file)").
     pub fn untrusted_by(&self, session: &SessionId) -> Result<Option<String>, LedgerError> {
-        self.query_one(
+        self.row(
             "SELECT untrusted_by FROM sessions WHERE id = ?1",
-            [session.as_str()],
-            |row| row.get::<_, Option<String>>(0),
-        )
-        .optional()
+            &[session.as_str().into()],
+        )?
+        .map(|row| row.opt_text(0))
+        .transpose()
         .map(Option::flatten)
-        .map_err(|e| self.sqlite(e))
+        .map_err(|detail| damaged(session.as_str(), detail))
     }
 
     /// How many sessions have not ended.
     pub fn open_sessions(&self) -> Result<u64, LedgerError> {
-        self.query_one(
-            "SELECT COUNT(*) FROM sessions WHERE ended_ms IS NULL",
-            [],
-            |row| row.get::<_, i64>(0),
-        )
-        .map(|n| n as u64)
-        .map_err(|e| self.sqlite(e))
+        self.number("SELECT COUNT(*) FROM sessions WHERE ended_ms IS NULL", &[])
+            .map(|n| n as u64)
     }
 
     /// Records the call that made `session` untrusted, unless one is already recorded.
@@ -331,12 +311,11 @@ impl Ledger {
         session: &SessionId,
         by: &str,
     ) -> Result<(), LedgerError> {
-        self.exec(
+        self.run(
             "UPDATE sessions SET untrusted_by = ?2 WHERE id = ?1 AND untrusted_by IS NULL",
-            params![session.as_str(), by],
+            &[session.as_str().into(), Arg::Text(by)],
         )
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// Replays an `ApprovalRequested` or `ApprovalResolved` record.
@@ -357,29 +336,37 @@ impl Ledger {
             } => {
                 let recorded = serde_json::to_string(arguments)
                     .map_err(|e| damaged("an approval's arguments", e.to_string()))?;
-                self.exec(
-                    "INSERT OR REPLACE INTO approvals
+                let (values, provenance) = (list_json(values)?, list_json(provenance)?);
+                self.run(
+                    "INSERT INTO approvals
                          (id, session, call_id, tool, arguments, grant_id, why, taint, untrusted,
                           requested_ms, expires_ms, state, resolution, asked_values, provenance)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', NULL,
-                                 ?12, ?13)",
-                    params![
-                        approval.0 as i64,
-                        session.as_str(),
-                        call_id.0 as i64,
-                        tool,
-                        recorded,
-                        grant.as_ref().map(GrantId::as_str),
-                        why_text(*why),
-                        labels.taint.as_str(),
-                        labels.untrusted as i64,
-                        at.as_millis(),
-                        expires.as_millis(),
-                        list_json(values)?,
-                        list_json(provenance)?,
+                                 ?12, ?13)
+                     ON CONFLICT (id) DO UPDATE SET session = excluded.session,
+                         call_id = excluded.call_id, tool = excluded.tool,
+                         arguments = excluded.arguments, grant_id = excluded.grant_id,
+                         why = excluded.why, taint = excluded.taint,
+                         untrusted = excluded.untrusted, requested_ms = excluded.requested_ms,
+                         expires_ms = excluded.expires_ms, state = excluded.state,
+                         resolution = excluded.resolution, asked_values = excluded.asked_values,
+                         provenance = excluded.provenance",
+                    &[
+                        Arg::Int(approval.0 as i64),
+                        session.as_str().into(),
+                        Arg::Int(call_id.0 as i64),
+                        Arg::Text(tool),
+                        Arg::Text(&recorded),
+                        grant.as_ref().map(GrantId::as_str).into(),
+                        why_text(*why).into(),
+                        labels.taint.as_str().into(),
+                        labels.untrusted.into(),
+                        Arg::Int(at.as_millis()),
+                        Arg::Int(expires.as_millis()),
+                        values.as_ref().into(),
+                        provenance.as_ref().into(),
                     ],
-                )
-                .map_err(|e| self.sqlite(e))?;
+                )?;
                 self.put_call(&CallRow {
                     session: session.clone(),
                     call_id: *call_id,
@@ -400,11 +387,10 @@ impl Ledger {
             } => {
                 let text = serde_json::to_string(resolution)
                     .map_err(|e| damaged("an approval's resolution", e.to_string()))?;
-                self.exec(
+                self.run(
                     "UPDATE approvals SET state = 'resolved', resolution = ?2 WHERE id = ?1",
-                    params![approval.0 as i64, text],
-                )
-                .map_err(|e| self.sqlite(e))?;
+                    &[Arg::Int(approval.0 as i64), Arg::Text(&text)],
+                )?;
                 if let (Resolution::ApprovedForSession, Some(grant)) = (resolution, grant) {
                     self.approve_for_session(*approval, session, grant)?;
                 }
@@ -418,17 +404,16 @@ impl Ledger {
                         return Ok(());
                     }
                 };
-                self.exec(
+                self.run(
                     "UPDATE calls SET state = ?3, updated_ms = ?4 WHERE session = ?1 AND call_id = ?2",
-                    params![
-                        session.as_str(),
-                        call_id.0 as i64,
-                        state.as_str(),
-                        at.as_millis()
+                    &[
+                        session.as_str().into(),
+                        Arg::Int(call_id.0 as i64),
+                        state.as_str().into(),
+                        Arg::Int(at.as_millis()),
                     ],
                 )
                 .map(|_| ())
-                .map_err(|e| self.sqlite(e))
             }
             _ => Ok(()),
         }

@@ -1,11 +1,10 @@
 //! How many calls each grant let run in each session: what a grant's `per_session` counts,
 //! kept so that a restarted broker goes on counting where it stopped.
 
-use rusqlite::params;
-
 use proto::SessionId;
 
-use crate::store::{Ledger, LedgerError};
+use crate::engine::Arg;
+use crate::store::{Ledger, LedgerError, damaged};
 
 impl Ledger {
     /// Counts one more call of `session` under each of `grants` (ids), in one transaction.
@@ -17,35 +16,33 @@ impl Ledger {
         if grants.is_empty() {
             return Ok(());
         }
-        let tx = self
-            .conn()
-            .unchecked_transaction()
-            .map_err(|e| self.sqlite(e))?;
+        self.begin()?;
         for grant in grants {
-            tx.execute(
+            let counted = self.run(
                 "INSERT INTO grant_uses (session, grant_id, count) VALUES (?1, ?2, 1)
-                 ON CONFLICT (session, grant_id) DO UPDATE SET count = count + 1",
-                params![session.as_str(), grant],
-            )
-            .map_err(|e| self.sqlite(e))?;
+                 ON CONFLICT (session, grant_id) DO UPDATE SET count = grant_uses.count + 1",
+                &[session.as_str().into(), Arg::Text(grant)],
+            );
+            if let Err(error) = counted {
+                self.rollback();
+                return Err(error);
+            }
         }
-        tx.commit().map_err(|e| self.sqlite(e))
+        self.commit()
     }
 
     /// The count of calls each grant let run in `session`, by grant id.
     pub fn grant_uses(&self, session: &SessionId) -> Result<Vec<(String, u64)>, LedgerError> {
-        let mut statement = self
-            .conn()
-            .prepare_cached("SELECT grant_id, count FROM grant_uses WHERE session = ?1")
-            .map_err(|e| self.sqlite(e))?;
-        let rows = statement
-            .query_map([session.as_str()], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-            })
-            .map_err(|e| self.sqlite(e))?;
-        rows.map(|r| {
-            r.map(|(grant, count)| (grant, u64::try_from(count).unwrap_or(0)))
-                .map_err(|e| self.sqlite(e))
+        self.rows(
+            "SELECT grant_id, count FROM grant_uses WHERE session = ?1",
+            &[session.as_str().into()],
+        )?
+        .iter()
+        .map(|row| {
+            let bad = |detail: String| damaged("a grant's count", detail);
+            let grant = row.text(0).map_err(bad)?;
+            let count = row.int(1).map_err(bad)?;
+            Ok((grant, u64::try_from(count).unwrap_or(0)))
         })
         .collect()
     }

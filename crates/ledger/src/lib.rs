@@ -14,11 +14,13 @@ mod anchored;
 pub mod approvals;
 pub mod audit;
 pub mod calls;
+pub mod engine;
 pub mod grant_uses;
 pub mod migrations;
 pub mod owner_words;
 pub mod private;
 pub mod reads;
+mod replay;
 pub mod store;
 
 pub use anchored::verify_with_ledger;

@@ -5,25 +5,31 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 
 use proto::{CallId, Class, SessionId, Timestamp, ToolResponse};
 
-use crate::audit::{Anchor, Event, INTERRUPTED, Record};
+use crate::audit::Anchor;
+use crate::engine::url::PgSettings;
+use crate::engine::{Arg, Engine, EngineError, Row, SchemaError, SqliteEngine};
 
 use crate::migrations::MIGRATIONS;
 
 /// Why the ledger cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
-    /// SQLite failed (a locked, missing or corrupt database).
+    /// The database failed: SQLite (a locked, missing or corrupt file) or PostgreSQL (a
+    /// statement refused, or the server unavailable: [`LedgerError::is_unavailable`]).
     #[error("the ledger {path}: {source}")]
-    Sqlite {
-        /// The database file.
+    Engine {
+        /// The database file, or its URL (without a password).
         path: String,
         /// The cause.
-        source: rusqlite::Error,
+        source: EngineError,
     },
+    /// A PostgreSQL ledger's settings are wrong (the text says which).
+    #[error("{0}")]
+    Settings(String),
     /// A row cannot be read back as what it should hold.
     #[error("the ledger's row for {what} is damaged: {detail}")]
     Damaged {
@@ -128,11 +134,28 @@ pub struct CallRow {
     pub updated: Timestamp,
 }
 
-/// The open ledger.
+/// The open ledger, on either engine.
 #[derive(Debug)]
 pub struct Ledger {
-    conn: Connection,
+    db: Engine,
     path: String,
+    /// What this broker's audit anchor's keys end with: nothing in its own SQLite file, `:`
+    /// and the broker's name in a database several brokers share.
+    anchor_suffix: String,
+}
+
+impl LedgerError {
+    /// Whether the ledger's database server is unavailable (stopped, unreachable, the
+    /// connection lost): the broker refuses calls saying so until it is back.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            LedgerError::Engine {
+                source: EngineError::Unavailable(_),
+                ..
+            }
+        )
+    }
 }
 
 /// How many parsed statements a connection keeps: more than the ledger has.
@@ -147,21 +170,46 @@ impl Ledger {
             path: shown.clone(),
             source,
         })?;
-        let conn = Connection::open(path).map_err(|source| LedgerError::Sqlite {
+        let conn = Connection::open(path).map_err(|source| LedgerError::Engine {
             path: shown.clone(),
-            source,
+            source: EngineError::Sqlite(source.to_string()),
         })?;
         // Every statement the ledger runs stays parsed (rusqlite keeps 16 by default).
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let ledger = Ledger { conn, path: shown };
-        ledger
-            .conn
-            .execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
-            )
-            .map_err(|e| ledger.sqlite(e))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+        )
+        .map_err(|source| LedgerError::Engine {
+            path: shown.clone(),
+            source: EngineError::Sqlite(source.to_string()),
+        })?;
+        let ledger = Ledger::on(Engine::Sqlite(SqliteEngine::new(conn)), shown, "");
         ledger.migrate()?;
         Ok(ledger)
+    }
+
+    /// Connects to the PostgreSQL ledger `settings` names, shared with other brokers, as the
+    /// broker called `broker` (whose audit anchor is its own); migrations applied.
+    pub fn connect(settings: &PgSettings, broker: &str) -> Result<Ledger, LedgerError> {
+        let config = settings.config().map_err(LedgerError::Settings)?;
+        let shown = settings.shown();
+        let db = crate::engine::postgres::PgEngine::connect(config).map_err(|source| {
+            LedgerError::Engine {
+                path: shown.clone(),
+                source,
+            }
+        })?;
+        let ledger = Ledger::on(Engine::Postgres(db), shown, &format!(":{broker}"));
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    fn on(db: Engine, path: String, anchor_suffix: &str) -> Ledger {
+        Ledger {
+            db,
+            path,
+            anchor_suffix: anchor_suffix.to_string(),
+        }
     }
 
     /// Opens an existing ledger to read it (while a broker may be writing it): no migration,
@@ -174,54 +222,80 @@ impl Ledger {
             source,
         })?;
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|source| LedgerError::Sqlite {
+            .map_err(|source| LedgerError::Engine {
                 path: shown.clone(),
-                source,
+                source: EngineError::Sqlite(source.to_string()),
             })?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let ledger = Ledger { conn, path: shown };
-        ledger
-            .conn
-            .execute_batch("PRAGMA busy_timeout = 5000;")
-            .map_err(|e| ledger.sqlite(e))?;
-        Ok(ledger)
+        conn.execute_batch("PRAGMA busy_timeout = 5000;")
+            .map_err(|source| LedgerError::Engine {
+                path: shown.clone(),
+                source: EngineError::Sqlite(source.to_string()),
+            })?;
+        Ok(Ledger::on(
+            Engine::Sqlite(SqliteEngine::new(conn)),
+            shown,
+            "",
+        ))
     }
 
-    /// The connection, for the other modules of this crate.
-    pub(crate) fn conn(&self) -> &Connection {
-        &self.conn
+    /// The engine the ledger runs on.
+    pub fn engine(&self) -> &Engine {
+        &self.db
     }
 
-    /// Runs a statement through the connection's statement cache (parsed once, not per call).
-    pub(crate) fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
-        self.conn.prepare_cached(sql)?.execute(params)
+    /// Runs a statement; how many rows it changed.
+    pub(crate) fn run(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, LedgerError> {
+        self.db.exec(sql, args).map_err(|e| self.failed(e))
     }
 
-    /// Reads one row through the statement cache.
-    pub(crate) fn query_one<T>(
-        &self,
-        sql: &str,
-        params: impl rusqlite::Params,
-        row: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
-        self.conn.prepare_cached(sql)?.query_row(params, row)
+    /// Runs a query; its rows.
+    pub(crate) fn rows(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>, LedgerError> {
+        self.db.query(sql, args).map_err(|e| self.failed(e))
     }
 
-    pub(crate) fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
-        LedgerError::Sqlite {
+    /// Runs a query of at most one row.
+    pub(crate) fn row(&self, sql: &str, args: &[Arg<'_>]) -> Result<Option<Row>, LedgerError> {
+        self.db.query_opt(sql, args).map_err(|e| self.failed(e))
+    }
+
+    /// Runs a query whose one row's first column is a number (a count).
+    pub(crate) fn number(&self, sql: &str, args: &[Arg<'_>]) -> Result<i64, LedgerError> {
+        self.row(sql, args)?
+            .map_or(Ok(0), |row| row.int(0))
+            .map_err(|detail| damaged(sql, detail))
+    }
+
+    pub(crate) fn failed(&self, source: EngineError) -> LedgerError {
+        LedgerError::Engine {
             path: self.path.clone(),
             source,
         }
     }
 
+    /// Begins a transaction that writes.
+    pub(crate) fn begin(&self) -> Result<(), LedgerError> {
+        self.db.begin().map_err(|e| self.failed(e))
+    }
+
+    /// Commits it.
+    pub(crate) fn commit(&self) -> Result<(), LedgerError> {
+        self.db.commit().map_err(|e| self.failed(e))
+    }
+
+    /// Rolls it back.
+    pub(crate) fn rollback(&self) {
+        self.db.rollback();
+    }
+
     fn migrate(&self) -> Result<(), LedgerError> {
-        crate::migrations::migrate(&self.conn, MIGRATIONS).map_err(|error| match error {
-            crate::migrations::MigrateError::TooNew { found, known } => LedgerError::TooNew {
+        self.db.migrate(MIGRATIONS).map_err(|error| match error {
+            SchemaError::TooNew { found, known } => LedgerError::TooNew {
                 path: self.path.clone(),
                 found,
                 known,
             },
-            crate::migrations::MigrateError::Sqlite(e) => self.sqlite(e),
+            SchemaError::Engine(e) => self.failed(e),
         })
     }
 
@@ -230,73 +304,67 @@ impl Ledger {
         // One statement, so one snapshot: read in two, a reader beside a running broker could
         // pair one record's number with the next one's hash (and `audit verify` would call the
         // log changed).
-        let (seq, hash): (Option<String>, Option<String>) = self
-            .query_one(
-                "SELECT (SELECT value FROM meta WHERE key = 'audit_seq'),
-                        (SELECT value FROM meta WHERE key = 'audit_hash')",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .map_err(|e| self.sqlite(e))?;
+        let (seq_key, hash_key) = self.anchor_keys();
+        let row = self.row(
+            "SELECT (SELECT value FROM meta WHERE key = ?1),
+                    (SELECT value FROM meta WHERE key = ?2)",
+            &[Arg::Text(&seq_key), Arg::Text(&hash_key)],
+        )?;
+        let anchor_damaged = |detail: String| damaged("the audit anchor", detail);
+        let Some(row) = row else { return Ok(None) };
+        let seq = row.opt_text(0).map_err(anchor_damaged)?;
+        let hash = row.opt_text(1).map_err(anchor_damaged)?;
         match (seq, hash) {
             (Some(seq), Some(hash)) => {
-                let seq = seq.parse().map_err(|_| LedgerError::Damaged {
-                    what: "the audit anchor".to_string(),
-                    detail: format!("audit_seq {seq:?} is not a number"),
-                })?;
+                let seq = seq
+                    .parse()
+                    .map_err(|_| anchor_damaged(format!("audit_seq {seq:?} is not a number")))?;
                 Ok(Some(Anchor { seq, hash }))
             }
             _ => Ok(None),
         }
     }
 
+    fn anchor_keys(&self) -> (String, String) {
+        (
+            format!("audit_seq{}", self.anchor_suffix),
+            format!("audit_hash{}", self.anchor_suffix),
+        )
+    }
+
     /// Records that the audit log holds `anchor` on disk.
     pub fn set_anchor(&self, anchor: &Anchor) -> Result<(), LedgerError> {
-        self.exec(
-            "INSERT INTO meta (key, value) VALUES ('audit_seq', ?1), ('audit_hash', ?2)
-                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![anchor.seq.to_string(), anchor.hash],
+        let (seq_key, hash_key) = self.anchor_keys();
+        let seq = anchor.seq.to_string();
+        self.run(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2), (?3, ?4)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[
+                Arg::Text(&seq_key),
+                Arg::Text(&seq),
+                Arg::Text(&hash_key),
+                Arg::Text(&anchor.hash),
+            ],
         )
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// A session, or `None` when there is no such session; a row that cannot be read back is
     /// [`LedgerError::Damaged`] for that session only.
     pub fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, LedgerError> {
-        let raw = self
-            .query_one(
-                "SELECT token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms
-                 FROM sessions WHERE id = ?1",
-                [id.as_str()],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, i64>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, i64>(4)?,
-                        row.get::<_, Option<i64>>(5)?,
-                    ))
-                },
-            )
-            .optional();
-        let raw = match raw {
-            Ok(raw) => raw,
-            Err(rusqlite::Error::FromSqlConversionFailure(_, _, e)) => {
-                return Err(damaged(id.as_str(), e.to_string()));
-            }
-            Err(rusqlite::Error::InvalidColumnType(_, column, kind)) => {
-                return Err(damaged(
-                    id.as_str(),
-                    format!("column {column} holds {kind}"),
-                ));
-            }
-            Err(e) => return Err(self.sqlite(e)),
-        };
-        let Some((token, created, last_used, taint, untrusted, ended)) = raw else {
-            return Ok(None);
-        };
+        let row = self.row(
+            "SELECT token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms
+             FROM sessions WHERE id = ?1",
+            &[Arg::Text(id.as_str())],
+        )?;
+        let Some(row) = row else { return Ok(None) };
+        let bad = |detail: String| damaged(id.as_str(), detail);
+        let token = row.text(0).map_err(bad)?;
+        let created = row.int(1).map_err(bad)?;
+        let last_used = row.int(2).map_err(bad)?;
+        let taint = row.text(3).map_err(bad)?;
+        let untrusted = row.int(4).map_err(bad)?;
+        let ended = row.opt_int(5).map_err(bad)?;
         let taint = Class::parse(&taint)
             .ok_or_else(|| damaged(id.as_str(), format!("taint {taint:?} is not a class")))?;
         if token.len() != 64 {
@@ -317,32 +385,35 @@ impl Ledger {
 
     /// Adds a session (or replaces a row of the same id while rebuilding).
     pub fn put_session(&self, row: &SessionRow) -> Result<(), LedgerError> {
-        self.exec(
-            "INSERT OR REPLACE INTO sessions
+        self.run(
+            "INSERT INTO sessions
                  (id, token_sha256, created_ms, last_used_ms, taint, untrusted, ended_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                row.id.as_str(),
-                row.token_sha256,
-                row.created.as_millis(),
-                row.last_used.as_millis(),
-                row.taint.as_str(),
-                row.untrusted as i64,
-                row.ended.map(|t| t.as_millis()),
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (id) DO UPDATE SET token_sha256 = excluded.token_sha256,
+                 created_ms = excluded.created_ms, last_used_ms = excluded.last_used_ms,
+                 taint = excluded.taint, untrusted = excluded.untrusted,
+                 ended_ms = excluded.ended_ms, untrusted_by = NULL",
+            &[
+                row.id.as_str().into(),
+                Arg::Text(&row.token_sha256),
+                Arg::Int(row.created.as_millis()),
+                Arg::Int(row.last_used.as_millis()),
+                Arg::Text(row.taint.as_str()),
+                row.untrusted.into(),
+                row.ended.map(|t| t.as_millis()).into(),
             ],
         )
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// Records that `id` was used at `at`: a resume or an answered call keeps a session alive.
     pub fn touch(&self, id: &SessionId, at: Timestamp) -> Result<(), LedgerError> {
-        self.exec(
-            "UPDATE sessions SET last_used_ms = max(last_used_ms, ?2) WHERE id = ?1",
-            params![id.as_str(), at.as_millis()],
+        self.run(
+            "UPDATE sessions SET last_used_ms = CASE WHEN last_used_ms > CAST(?2 AS INTEGER)
+                 THEN last_used_ms ELSE CAST(?2 AS INTEGER) END WHERE id = ?1",
+            &[id.as_str().into(), Arg::Int(at.as_millis())],
         )
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// Sets a session's labels and last use.
@@ -353,192 +424,46 @@ impl Ledger {
         untrusted: bool,
         now: Timestamp,
     ) -> Result<(), LedgerError> {
-        self.exec(
+        self.run(
             "UPDATE sessions SET taint = ?2, untrusted = ?3, last_used_ms = ?4 WHERE id = ?1",
-            params![
-                id.as_str(),
-                taint.as_str(),
-                untrusted as i64,
-                now.as_millis()
+            &[
+                id.as_str().into(),
+                taint.as_str().into(),
+                untrusted.into(),
+                Arg::Int(now.as_millis()),
             ],
         )
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// Ends a session: its calls' answers are dropped; a later resume is refused.
     pub fn end_session(&self, id: &SessionId, now: Timestamp) -> Result<(), LedgerError> {
-        self.exec(
+        self.run(
             "UPDATE sessions SET ended_ms = ?2 WHERE id = ?1 AND ended_ms IS NULL",
-            params![id.as_str(), now.as_millis()],
+            &[id.as_str().into(), Arg::Int(now.as_millis())],
+        )?;
+        self.run(
+            "DELETE FROM calls WHERE session = ?1",
+            &[id.as_str().into()],
         )
-        .and_then(|_| self.exec("DELETE FROM calls WHERE session = ?1", [id.as_str()]))
         .map(|_| ())
-        .map_err(|e| self.sqlite(e))
     }
 
     /// The sessions not ended and unused since `before`.
     pub fn idle_sessions(&self, before: Timestamp) -> Result<Vec<SessionId>, LedgerError> {
-        let mut statement = self
-            .conn
-            .prepare(
-                "SELECT id FROM sessions WHERE ended_ms IS NULL AND last_used_ms < ?1
-                 AND NOT EXISTS (SELECT 1 FROM calls WHERE calls.session = sessions.id
-                                 AND calls.updated_ms >= ?1)",
-            )
-            .map_err(|e| self.sqlite(e))?;
-        let rows = statement
-            .query_map([before.as_millis()], |row| row.get::<_, String>(0))
-            .map_err(|e| self.sqlite(e))?;
-        rows.map(|r| r.map(SessionId).map_err(|e| self.sqlite(e)))
-            .collect()
-    }
-
-    /// Replays records (each with its line's hash) in one transaction: the ledger follows the
-    /// log, at start (catching up) and after every append.
-    pub fn apply_all(&mut self, records: &[(Record, String)]) -> Result<(), LedgerError> {
-        self.apply_all_then(records, |_| Ok(()))
-    }
-
-    /// [`Ledger::apply_all`], then `also` in the same transaction (what the records do not
-    /// carry, such as whole answers kept only as digests in the log): one commit for all, or
-    /// nothing when any part fails.
-    pub fn apply_all_then(
-        &mut self,
-        records: &[(Record, String)],
-        also: impl FnOnce(&Ledger) -> Result<(), LedgerError>,
-    ) -> Result<(), LedgerError> {
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.sqlite(e))?;
-        let applied = records
-            .iter()
-            .try_for_each(|(record, hash)| self.apply(record, hash))
-            .and_then(|()| also(self));
-        if let Err(error) = applied {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            return Err(error);
-        }
-        self.conn
-            .execute_batch("COMMIT")
-            .map_err(|e| self.sqlite(e))
-    }
-
-    /// Brings the ledger forward from the audit log at `log`: every whole record after the
-    /// ledger's anchor is applied. Returns how many were.
-    pub fn catch_up(&mut self, log: &Path) -> Result<usize, LedgerError> {
-        let from = self.anchor()?.map_or(0, |a| a.seq);
-        let text = match std::fs::read(log) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => {
-                return Err(damaged("the audit log", e.to_string()));
-            }
-        };
-        let mut behind = Vec::new();
-        for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let Ok(record) = serde_json::from_slice::<Record>(line) else {
-                break; // a torn last line: the log's own open cuts it
-            };
-            if record.seq > from {
-                behind.push((record, crate::audit::sha256_hex(line)));
-            }
-        }
-        self.apply_all(&behind)?;
-        Ok(behind.len())
-    }
-
-    /// Replays one audit record into the ledger and records it as the anchor: how a ledger
-    /// behind the log is brought forward at start.
-    pub fn apply(&self, record: &Record, line_hash: &str) -> Result<(), LedgerError> {
-        let at = record.at;
-        match &record.event {
-            Event::SessionOpened {
-                session,
-                token_sha256,
-            } => self.put_session(&SessionRow {
-                id: session.clone(),
-                token_sha256: token_sha256.clone(),
-                created: at,
-                last_used: at,
-                taint: Class::Public,
-                untrusted: false,
-                ended: None,
-            })?,
-            Event::SessionEnded { session, .. } => self.end_session(session, at)?,
-            Event::Decided {
-                session,
-                call_id,
-                tool,
-                arguments,
-                ..
-            } => self.put_call(&CallRow {
-                session: session.clone(),
-                call_id: *call_id,
-                tool: tool.clone(),
-                arguments_sha256: field_digest(arguments),
-                state: CallState::Running,
-                response: None,
-                updated: at,
-            })?,
-            Event::Answered {
-                session,
-                call_id,
-                tool,
-                arguments,
-                labels,
-                answer,
-                ..
-            } => {
-                self.put_call(&CallRow {
-                    session: session.clone(),
-                    call_id: *call_id,
-                    tool: tool.clone(),
-                    arguments_sha256: field_digest(arguments),
-                    state: CallState::Done,
-                    response: Some(answer.response()),
-                    updated: at,
-                })?;
-                self.touch(session, at)?;
-                if let Some(labels) = labels {
-                    self.set_labels(session, labels.taint, labels.untrusted, at)?;
-                    if labels.untrusted {
-                        self.set_untrusted_by(session, &format!("call {call_id} ({tool})"))?;
-                    }
-                }
-            }
-            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. } => {
-                self.apply_approval(&record.event, at)?
-            }
-            Event::Interrupted { session, call_id } => {
-                if let Some(mut row) = self.call(session, *call_id)? {
-                    row.state = CallState::Done;
-                    row.response = Some(ToolResponse::Failed {
-                        message: INTERRUPTED.to_string(),
-                    });
-                    row.updated = at;
-                    self.put_call(&row)?;
-                }
-            }
-            Event::SessionResumed { session, .. } => self.touch(session, at)?,
-            Event::OwnerWords { session, text } => {
-                self.put_owner_words(session, record.seq, text.text())?
-            }
-            Event::FileSeen {
-                session,
-                path,
-                sha256,
-            } => self.record_read(session, path, sha256)?,
-            Event::Started { .. }
-            | Event::Stopped { .. }
-            | Event::Cut { .. }
-            | Event::Segment { .. }
-            | Event::MemoryOwner { .. } => {}
-        }
-        self.set_anchor(&Anchor {
-            seq: record.seq,
-            hash: line_hash.to_string(),
+        self.rows(
+            "SELECT id FROM sessions WHERE ended_ms IS NULL AND last_used_ms < ?1
+             AND NOT EXISTS (SELECT 1 FROM calls WHERE calls.session = sessions.id
+                             AND calls.updated_ms >= ?1)",
+            &[Arg::Int(before.as_millis())],
+        )?
+        .iter()
+        .map(|row| {
+            row.text(0)
+                .map(SessionId)
+                .map_err(|detail| damaged("a session id", detail))
         })
+        .collect()
     }
 }
 

@@ -136,6 +136,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// How the audit log is checkpointed: sealed, sent to a witness.
     pub audit: super::sealing::AuditConfig,
+    /// Where the ledger is: the state folder's SQLite file, or a PostgreSQL database.
+    pub ledger: super::ledger_settings::LedgerConfig,
 }
 
 /// `[mcp]`: what the MCP clients `bx mcp` serves may do beside calling tools.
@@ -276,6 +278,7 @@ impl Default for Config {
             sandbox: SandboxConfig::default(),
             mcp: McpConfig::default(),
             audit: super::sealing::AuditConfig::default(),
+            ledger: Default::default(),
         }
     }
 }
@@ -290,6 +293,10 @@ impl Config {
         };
         let config: Config =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        config
+            .ledger
+            .postgres()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         if config.result_cap < 1024 {
             return Err(format!(
                 "{}: result_cap is {}; it must be at least 1024 bytes",

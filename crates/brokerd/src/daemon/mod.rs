@@ -14,6 +14,7 @@ pub mod gateway;
 pub mod grants_watch;
 pub mod jobs;
 pub mod journal;
+pub mod ledger_settings;
 pub mod memo;
 pub mod memory;
 pub mod misfit;
@@ -165,7 +166,7 @@ impl Broker {
         ledger: Arc<Mutex<Ledger>>,
         runner: Arc<dyn Runner>,
     ) -> Result<Broker, ledger::LedgerError> {
-        let reader = Ledger::open_read_only(&dirs.ledger())?;
+        let reader = config.ledger.open(&dirs.ledger(), true)?;
         let memory = MemoryService::new(dirs.memory().join(self::memory::STORE_FILE), None);
         Ok(Broker {
             config,

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use ledger::{AuditLog, CallState, Event, Ledger};
+use ledger::{AuditLog, CallState, Event};
 use proto::Timestamp;
 use proto::dirs::Dirs;
 use tokio::net::UnixListener;
@@ -125,7 +125,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
     let xdg_config = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
     let protected = Protected::new(&folders).with_home(&home, xdg_config.as_deref());
 
-    let mut ledger = Ledger::open(&dirs.ledger())?;
+    let mut ledger = config.ledger.open(&dirs.ledger(), false)?;
     let anchor = ledger.anchor()?;
     let now = Timestamp::now();
     let opened = if options.new_audit_segment {

@@ -297,6 +297,7 @@ pub fn session_of(event: &Event) -> Option<&SessionId> {
         | Event::OwnerWords { session, .. }
         | Event::Interrupted { session, .. } => Some(session),
         Event::Started { .. }
+        | Event::Stopped { .. }
         | Event::Cut { .. }
         | Event::Segment { .. }
         | Event::MemoryOwner { .. } => None,

@@ -3,6 +3,8 @@
 
 mod approvals;
 mod audit;
+mod engines;
+mod pg_ledger;
 mod seal;
 mod store;
 mod tamper;
