@@ -41,8 +41,21 @@ fn a_broker_on_postgresql_keeps_its_sessions_there_across_a_restart() {
         "{read:?}"
     );
     let session = client.session_id();
-    // The session and its label are in the database, and no SQLite ledger was made.
+    // The session and its label are in the database, and no SQLite ledger was made. The ledger
+    // follows the audit log after the answer has left (the log is the record), so the probe
+    // waits for the broker's apply: up to a minute, however slow the machine.
     let probe = Ledger::connect(&PgSettings::url(&server.url()), "probe").unwrap();
+    let applied = |probe: &Ledger| {
+        probe
+            .session(&session)
+            .unwrap()
+            .is_some_and(|row| row.taint == Class::Secret)
+            && probe.call(&session, proto::CallId(1)).unwrap().is_some()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !applied(&probe) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let row = probe.session(&session).unwrap().unwrap();
     assert_eq!(row.taint, Class::Secret);
     assert!(probe.call(&session, proto::CallId(1)).unwrap().is_some());
