@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 use ledger::audit::witness::WitnessDir;
-use ledger::audit::witness_wire::{Reply, Request, answer, exchange, read_line};
+use ledger::audit::witness_wire::{Reply, Request, answer, exchange, keep_cosigned, read_line};
 use proto::dirs::Dirs;
 use proto::text::escape_terminal;
 
@@ -158,13 +158,7 @@ pub fn cosign(dirs: &Dirs, witness: &str) -> Exit {
         .and_then(|(mut writer, stream)| {
             exchange(&mut BufReader::new(stream), &mut writer, &tree).map_err(|e| e.to_string())
         })
-        .and_then(|(checkpoint, note)| {
-            let dir = dirs.state.join("witness");
-            let path = dir.join(checkpoint.size.to_string());
-            write_private(&dir, &path, note.as_bytes())
-                .map_err(|e| format!("{}: {e}", path.display()))
-                .map(|()| path)
-        });
+        .and_then(|(checkpoint, note)| keep_cosigned(&dirs.state, &checkpoint, &note));
     match sent {
         Ok(path) => {
             println!("{}", escape_terminal(&path.display().to_string()));
@@ -175,21 +169,4 @@ pub fn cosign(dirs: &Dirs, witness: &str) -> Exit {
             Exit::Failed
         }
     }
-}
-
-/// Writes `bytes` to `path` (0600) in `dir` (made 0700), as every file of the state folder.
-fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }

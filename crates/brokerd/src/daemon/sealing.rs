@@ -12,12 +12,11 @@
 //! ```
 
 use std::io::BufReader;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ledger::audit::witness_wire::{WitnessError, exchange};
+use ledger::audit::witness_wire::{WitnessError, exchange, keep_cosigned};
 use ledger::audit::{LogTree, SealStore, origin_of};
 use serde::Deserialize;
 
@@ -152,27 +151,7 @@ fn witness(
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let (checkpoint, note) = exchange(&mut reader, &mut writer, tree).map_err(|e| e.to_string())?;
-    let dir = state.join("witness");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join(checkpoint.size.to_string());
-    write_private(&path, note.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    keep_cosigned(state, &checkpoint, &note)
 }
 
 /// Checkpoints every interval, from the first interval on.

@@ -63,7 +63,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
     move |e| format!("{}: {e}", path.display())
 }
 
-fn private_dir(path: &Path) -> Result<(), String> {
+/// Makes `path` and the folders above it, 0700.
+pub(super) fn private_dir(path: &Path) -> Result<(), String> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -71,7 +72,8 @@ fn private_dir(path: &Path) -> Result<(), String> {
         .map_err(io(path))
 }
 
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Writes `bytes` to `path` (0600), replacing what was there, synced.
+pub(super) fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)

@@ -8,6 +8,7 @@
 //! `{"cosigned":{"note":…}}` or `{"refused":{"why":…}}`.
 
 use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::checkpoint::{Checkpoint, Proof, encode_hash};
 use super::merkle::Hash;
 use super::tree::LogTree;
-use super::witness::WitnessDir;
+use super::witness::{WitnessDir, private_dir, write_new};
 
 /// The longest line either side reads: a first submission of a large log sends every leaf
 /// hash (44 bytes of base64 for 32 bytes); 64 MiB is over a million records at once.
@@ -219,4 +220,15 @@ pub fn answer(witness: &WitnessDir, request: &Request, time: u64) -> Reply {
             }
         }
     }
+}
+
+/// Keeps a witness's cosigned `note` of `checkpoint` where the broker and `bx audit cosign`
+/// keep them: `witness/SIZE` in the state folder `state` (0600 in a 0700 folder, synced).
+/// Returns its path.
+pub fn keep_cosigned(state: &Path, checkpoint: &Checkpoint, note: &str) -> Result<PathBuf, String> {
+    let dir = state.join("witness");
+    private_dir(&dir)?;
+    let path = dir.join(checkpoint.size.to_string());
+    write_new(&path, note.as_bytes())?;
+    Ok(path)
 }
