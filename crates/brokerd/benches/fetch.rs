@@ -2,7 +2,7 @@
 //! through a broker over the agent socket (decided, audited with its fsync, rendered) with the
 //! fetch in the session's warm fetcher behind its proxy (the default), in a fresh box per call
 //! (`[sandbox] warm_idle_ms = 0`), and in the broker's process (`[sandbox] file_walls =
-//! false`); beside them the fetch alone, `tools::web::http_fetch` in this process, the floor.
+//! false`); beside them the fetch alone, `nettools::web::http_fetch` in this process, the floor.
 //! Calls interleaved, median and p99.
 //!
 //! `cargo build --release -p brokerd -p worker && cargo bench -p brokerd --bench fetch [-- CALLS]`.
@@ -62,9 +62,9 @@ fn main() {
         AgentClient::open(&fresh.socket(), None),
         AgentClient::open(&unboxed.socket(), None),
     ];
-    let fetch_args = tools::web::HttpFetchArgs::new(&url);
-    let options = tools::web::FetchOptions::with_verdicts(|_: &str, _: u16| {
-        tools::web::HostVerdict::NamedItself
+    let fetch_args = nettools::web::HttpFetchArgs::new(&url);
+    let options = nettools::web::FetchOptions::with_verdicts(|_: &str, _: u16| {
+        nettools::web::HostVerdict::NamedItself
     })
     .with_resolver(testkit_resolver())
     .with_root_certificate(ca.cert_pem());
@@ -80,7 +80,7 @@ fn main() {
             }
         }
         let start = Instant::now();
-        let fetched = tools::web::http_fetch(&fetch_args, &options).unwrap();
+        let fetched = nettools::web::http_fetch(&fetch_args, &options).unwrap();
         let took = start.elapsed();
         assert_eq!(fetched.status, 200);
         if id > 10 {
@@ -117,7 +117,7 @@ fn main() {
 }
 
 /// `page.test` on loopback, as the brokers resolve it.
-fn testkit_resolver() -> impl tools::web::Resolve {
+fn testkit_resolver() -> impl nettools::web::Resolve {
     |name: &str| -> std::io::Result<Vec<std::net::IpAddr>> {
         if name == "page.test" {
             Ok(vec![std::net::IpAddr::from([127, 0, 0, 1])])

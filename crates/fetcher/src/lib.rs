@@ -29,7 +29,7 @@ pub const REQUEST: &str = "/tmp/boxmaker-fetch.json";
 #[serde(deny_unknown_fields)]
 pub struct FetchRequest {
     /// The call's arguments.
-    pub args: tools::web::HttpFetchArgs,
+    pub args: nettools::web::HttpFetchArgs,
     /// The whole fetch's time limit, in milliseconds.
     pub timeout_ms: u64,
     /// Trusted roots beside (instead of) the built-in ones, as the broker has them.
@@ -39,7 +39,9 @@ pub struct FetchRequest {
 
 /// The outcome of a fetch: the page with its header fields, a denial for a host no grant
 /// allows or an address refused, or the failure's sentence.
-pub fn fetch_outcome(result: Result<tools::web::FetchResult, tools::web::FetchError>) -> Outcome {
+pub fn fetch_outcome(
+    result: Result<nettools::web::FetchResult, nettools::web::FetchError>,
+) -> Outcome {
     match result {
         Ok(fetched) => Outcome::Ran {
             fields: match json!({
@@ -59,10 +61,10 @@ pub fn fetch_outcome(result: Result<tools::web::FetchResult, tools::web::FetchEr
             },
             body: fetched.body,
         },
-        Err(error @ tools::web::FetchError::UnsafeAddress { .. }) => {
+        Err(error @ nettools::web::FetchError::UnsafeAddress { .. }) => {
             Outcome::Denied(DenyReason::UnsafeAddress, error.to_string())
         }
-        Err(error @ tools::web::FetchError::HostNotAllowed { .. }) => {
+        Err(error @ nettools::web::FetchError::HostNotAllowed { .. }) => {
             Outcome::Denied(DenyReason::NoGrant, error.to_string())
         }
         Err(error) => Outcome::Failed(error.to_string()),
@@ -105,11 +107,11 @@ fn box_proxy() -> Result<String, String> {
 /// One fetch in the fetcher's box: the proxy decides every hop; the worker only keeps to https
 /// and the redirect limit.
 fn fetch_through(request: FetchRequest, proxy: &str) -> Outcome {
-    let mut options = tools::web::FetchOptions::new(|_: &str, _: u16| true)
+    let mut options = nettools::web::FetchOptions::new(|_: &str, _: u16| true)
         .with_timeout(Duration::from_millis(request.timeout_ms))
         .with_proxy(proxy);
     for root in request.root_certificates {
         options = options.with_root_certificate(root);
     }
-    fetch_outcome(tools::web::http_fetch(&request.args, &options))
+    fetch_outcome(nettools::web::http_fetch(&request.args, &options))
 }

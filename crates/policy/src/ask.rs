@@ -1,4 +1,4 @@
 //! `ask`, a question for the owner: its argument shape and limits are the `tools` crate's
-//! (`tools::args::ask`), re-exported here.
+//! (`nettools::args::ask`), re-exported here.
 
-pub use tools::args::ask::*;
+pub use nettools::args::ask::*;

@@ -1,12 +1,12 @@
 //! `consult`'s configuration and the body of its question (seed M6b/04): the exact JSON the
-//! broker POSTs; its argument shape and cap are `tools::args::consult`'s, re-exported here. Sending it is
+//! broker POSTs; its argument shape and cap are `nettools::args::consult`'s, re-exported here. Sending it is
 //! the broker's (`brokerd::consult::ConsultClient`); everything here is pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+pub use nettools::args::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
 pub use proto::tools::schemas::consult_schema;
-pub use tools::args::consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
 
 /// The tool's name.
 pub const CONSULT: &str = "consult";

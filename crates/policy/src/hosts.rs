@@ -1,4 +1,4 @@
 //! Reading hosts: the host and port of an `https://` URL (a call's) and of a `host[:port]`
-//! entry (a grant's), in `tools::web::url`, re-exported here.
+//! entry (a grant's), in `nettools::web::url`, re-exported here.
 
-pub use tools::web::url::*;
+pub use nettools::web::url::*;

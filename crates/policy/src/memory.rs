@@ -1,4 +1,4 @@
 //! The memory tools' argument shapes and limits (`memory`, `recall`, `ask_memory`): the
-//! `tools` crate's (`tools::args::memory`), re-exported here.
+//! `tools` crate's (`nettools::args::memory`), re-exported here.
 
-pub use tools::args::memory::*;
+pub use nettools::args::memory::*;

@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-pub use tools::args::MAX_PATH_BYTES;
+pub use nettools::args::MAX_PATH_BYTES;
 
 /// Why a path cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,5 +1,5 @@
 //! What the proxy checks before it connects: the host and port against the box's granted host
-//! rules, then every address the host resolves to (`tools::web::address`): metadata,
+//! rules, then every address the host resolves to (`nettools::web::address`): metadata,
 //! unspecified, broadcast and multicast addresses always refused; loopback, private, link-local
 //! and the other non-public ranges refused unless a rule names the host itself (no wildcard).
 
@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tools::web::address::classify;
-use tools::web::{Resolve, SystemResolver};
+use nettools::web::address::classify;
+use nettools::web::{Resolve, SystemResolver};
 
 use super::request::{Refusal, RefusalKind, host_port};
 use policy::grants::HostRule;

@@ -3,7 +3,7 @@
 //! bound into the box, where the box's relay forwards every TCP connection made to
 //! `127.0.0.1:P`. The listener knows that box's host rules and speaks HTTP `CONNECT host:port`:
 //! the host must be granted (port included), it is resolved, every address is classified
-//! (`tools::web::address`: metadata, unspecified, broadcast and multicast always refused;
+//! (`nettools::web::address`: metadata, unspecified, broadcast and multicast always refused;
 //! loopback, private, link-local and the other non-public ranges unless a rule names the host
 //! itself), then the proxy connects to a checked address, never resolving again, and carries
 //! bytes both ways. Every refusal is a status with one sentence naming the host and why, and
@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tools::web::Resolve;
+use nettools::web::Resolve;
 
 use policy::grants::HostRule;
 

@@ -340,7 +340,7 @@ pub fn find_shell() -> PathBuf {
 }
 
 /// One stream's bytes: the first `head` of them, the last `tail`, and how many in all.
-pub(crate) struct Captured {
+pub struct Captured {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     head_cap: usize,
@@ -376,13 +376,13 @@ impl Captured {
     }
 
     /// Bytes dropped between head and tail.
-    pub(crate) fn cut(&self) -> u64 {
+    pub fn cut(&self) -> u64 {
         self.total - self.head.len() as u64 - self.tail.len() as u64
     }
 
     /// The head and the tail, each cleaned ([`clean_output`]), with a marker between when
     /// bytes were cut.
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         let mut text = clean_output(&self.head);
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         if self.cut() > 0 {

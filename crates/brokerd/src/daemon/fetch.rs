@@ -12,7 +12,7 @@ use std::sync::Arc;
 use proto::{DenyReason, Timestamp};
 use serde_json::json;
 
-use tools::web::HostVerdict;
+use nettools::web::HostVerdict;
 
 use super::runner::{DirectRunner, Outcome, RunContext};
 use policy::args::{ToolArgs, ToolName};
@@ -93,7 +93,7 @@ impl DirectRunner {
     /// addresses checked and pinned here.
     pub(super) fn fetch(
         &self,
-        args: &tools::web::HttpFetchArgs,
+        args: &nettools::web::HttpFetchArgs,
         allowed: &Allowed,
         context: &RunContext,
     ) -> Outcome {
@@ -103,8 +103,8 @@ impl DirectRunner {
         let noted = Arc::clone(&why);
         // Private addresses only where the grant deciding that hop names its host itself, as
         // the proxy judges a boxed fetch's hops.
-        let mut options = tools::web::FetchOptions::with_verdicts(move |host: &str, port: u16| {
-            match decider(host, port) {
+        let mut options = nettools::web::FetchOptions::with_verdicts(
+            move |host: &str, port: u16| match decider(host, port) {
                 Ok(rules) if policy::grants::names_itself(&rules, host, port) => {
                     HostVerdict::NamedItself
                 }
@@ -115,14 +115,14 @@ impl DirectRunner {
                     }
                     HostVerdict::Refused
                 }
-            }
-        })
+            },
+        )
         .with_timeout(context.limit);
         options.resolver = Arc::clone(&self.resolver);
         for root in &self.root_certificates {
             options = options.with_root_certificate(root.clone());
         }
-        match fetch_outcome(tools::web::http_fetch(args, &options)) {
+        match fetch_outcome(nettools::web::http_fetch(args, &options)) {
             Outcome::Denied(DenyReason::NoGrant, detail) => {
                 let why = why.lock().ok().and_then(|mut w| w.take());
                 let detail = match why {

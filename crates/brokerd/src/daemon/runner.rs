@@ -147,7 +147,7 @@ pub struct DirectRunner {
     pub git_clone_bytes: u64,
     /// The resolver of `http_fetch`'s and `git_clone`'s host checks, the one the proxy of
     /// granted hosts uses too (the system's, or `BOXMAKER_TEST_RESOLVE`'s test names first).
-    pub resolver: Arc<dyn tools::web::Resolve>,
+    pub resolver: Arc<dyn nettools::web::Resolve>,
 }
 
 /// The bytes of a rendered `read_file` result kept for its header, beside its path: the
@@ -357,15 +357,15 @@ impl DirectRunner {
         // The call was decided for this host and port; git follows no redirect to another.
         // Private addresses only where the deciding grant names the host itself.
         let verdict = if policy::grants::names_itself(&allowed.hosts, &host, port) {
-            tools::web::HostVerdict::NamedItself
+            nettools::web::HostVerdict::NamedItself
         } else {
-            tools::web::HostVerdict::Granted
+            nettools::web::HostVerdict::Granted
         };
-        let mut fetch = tools::web::FetchOptions::with_verdicts(move |h: &str, p: u16| {
+        let mut fetch = nettools::web::FetchOptions::with_verdicts(move |h: &str, p: u16| {
             if h == host && p == port {
                 verdict
             } else {
-                tools::web::HostVerdict::Refused
+                nettools::web::HostVerdict::Refused
             }
         })
         .with_timeout(context.limit);
@@ -373,10 +373,10 @@ impl DirectRunner {
         for root in &self.root_certificates {
             fetch = fetch.with_root_certificate(root.clone());
         }
-        let mut options = tools::git::CloneOptions::new(fetch);
+        let mut options = nettools::git::CloneOptions::new(fetch);
         options.max_bytes = self.git_clone_bytes;
         options.walls = walls;
-        match tools::git::git_clone(args, &options) {
+        match nettools::git::git_clone(args, &options) {
             Ok(result) if result.cloned() => Outcome::Ran {
                 fields: fields(json!({
                     "url": result.url,
@@ -407,10 +407,12 @@ impl DirectRunner {
                 result.output
             )),
             Err(
-                error @ tools::git::GitError::Host(tools::web::FetchError::UnsafeAddress { .. }),
+                error @ nettools::git::CloneError::Host(nettools::web::FetchError::UnsafeAddress {
+                    ..
+                }),
             ) => Outcome::Denied(DenyReason::UnsafeAddress, error.to_string()),
             Err(
-                error @ tools::git::GitError::Host(tools::web::FetchError::HostNotAllowed {
+                error @ nettools::git::CloneError::Host(nettools::web::FetchError::HostNotAllowed {
                     ..
                 }),
             ) => Outcome::Denied(DenyReason::NoGrant, error.to_string()),
@@ -420,10 +422,10 @@ impl DirectRunner {
 
     fn search(
         &self,
-        args: &tools::web::web_search::WebSearchArgs,
+        args: &nettools::web::web_search::WebSearchArgs,
         context: &RunContext,
     ) -> Outcome {
-        use tools::web::web_search::{SearchOptions, web_search};
+        use nettools::web::web_search::{SearchOptions, web_search};
         let mut options = SearchOptions::new(self.web_search.as_ref().map(|s| s.provider.clone()));
         options.timeout = context.limit;
         if let Some(settings) = &self.web_search {

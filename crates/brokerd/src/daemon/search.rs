@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
+use nettools::web::web_search::Provider;
 use serde::Deserialize;
-use tools::web::web_search::Provider;
 
 /// The providers `web_search` can ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

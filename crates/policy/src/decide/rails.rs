@@ -31,7 +31,7 @@ pub(super) fn unsafe_literal_address(
         .iter()
         .any(|(g, _)| g.hosts.iter().any(|h| !h.wildcard && h.host == host));
     let (grant, _) = live.first()?;
-    (tools::web::address::classify(ip).is_some() && !named).then(|| {
+    (nettools::web::address::classify(ip).is_some() && !named).then(|| {
         deny(
             DenyReason::UnsafeAddress,
             Some(grant),

@@ -239,7 +239,7 @@ fn unescape(text: &str) -> String {
 pub struct HostRule {
     /// As the owner wrote it.
     pub written: String,
-    /// The host in canonical form (`tools::web::canonical_host`); for a wildcard, the domain
+    /// The host in canonical form (`nettools::web::canonical_host`); for a wildcard, the domain
     /// after `*.`.
     pub host: String,
     /// Whether it names subdomains of `host` rather than `host` itself.
@@ -249,7 +249,7 @@ pub struct HostRule {
 }
 
 impl HostRule {
-    /// Whether `host` (canonical: `tools::web::canonical_host`) on `port` is covered; a
+    /// Whether `host` (canonical: `nettools::web::canonical_host`) on `port` is covered; a
     /// wildcard never covers an address.
     pub fn covers(&self, host: &str, port: u16) -> bool {
         if port != self.port {
@@ -275,7 +275,7 @@ pub fn names_itself(rules: &[HostRule], host: &str, port: u16) -> bool {
 }
 
 /// Reads one `hosts` entry: its host in the canonical form of every host check
-/// ([`tools::web::canonical_host`]); a wildcard's domain must be a name, not an address.
+/// ([`nettools::web::canonical_host`]); a wildcard's domain must be a name, not an address.
 pub fn host_rule(written: &str) -> Result<HostRule, RuleError> {
     let trimmed = written.trim();
     let (wildcard, rest) = match trimmed.strip_prefix("*.") {

@@ -13,8 +13,6 @@
 //! folder's parent), else the one sub-folder of the requested folder that is a repository. Its
 //! work tree and git folders must be inside the granted folder.
 
-#[cfg(feature = "net")]
-mod clone;
 mod repo;
 
 use std::ffi::OsString;
@@ -27,8 +25,6 @@ use sandbox::{CommandSpec, ContainOptions, Containment, Exit};
 
 use crate::shell::{Captured, DEFAULT_PATH, FIXED_ENV, GIT_ENV, HEAD_BYTES, TAIL_BYTES};
 
-#[cfg(feature = "net")]
-pub use clone::{CloneOptions, CloneResult, git_clone};
 pub use repo::{Repository, find_repository, git_diff, git_status};
 
 pub use proto::tools::schemas::{
@@ -280,10 +276,6 @@ pub enum GitError {
     /// The URL is refused (not `https://`, its host not allowed or not public).
     #[error("{0}")]
     Url(String),
-    /// The host check refused the URL's host.
-    #[cfg(feature = "net")]
-    #[error(transparent)]
-    Host(#[from] crate::web::FetchError),
     /// The destination cannot be cloned into.
     #[error("{0}")]
     Destination(String),
@@ -322,10 +314,7 @@ pub fn find_git() -> Result<PathBuf, GitError> {
 /// [`FIXED_ENV`], [`GIT_TOOL_ENV`], `GIT_CONFIG_NOSYSTEM`, `GIT_CEILING_DIRECTORIES` when
 /// given, and every setting of [`GIT_ENV`], [`GIT_TOOL_CONFIG`] and `extra` as
 /// `GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` (a key with any character stays one key).
-pub(crate) fn git_env(
-    ceiling: Option<&Path>,
-    extra: &[(String, String)],
-) -> Vec<(OsString, OsString)> {
+pub fn git_env(ceiling: Option<&Path>, extra: &[(String, String)]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = GIT_PASSED_ENV
         .iter()
         .filter_map(|name| std::env::var_os(name).map(|value| ((*name).into(), value)))
@@ -365,34 +354,43 @@ pub(crate) fn git_env(
 }
 
 /// What one git run gave.
-pub(crate) struct Ran {
-    pub(crate) exit: Option<Exit>,
-    pub(crate) timed_out: bool,
+pub struct Ran {
+    /// How git ended, if it did.
+    pub exit: Option<Exit>,
+    /// Whether the time limit stopped it.
+    pub timed_out: bool,
     /// Standard output and standard error, merged and bounded.
-    pub(crate) merged: Captured,
+    pub merged: Captured,
     /// Standard output alone, its first 64 KiB (for the commands whose output is read).
-    pub(crate) stdout: Vec<u8>,
-    pub(crate) containment: Containment,
+    pub stdout: Vec<u8>,
+    /// How it was held.
+    pub containment: Containment,
 }
 
 impl Ran {
-    pub(crate) fn succeeded(&self) -> bool {
+    /// Whether git ended in time with code 0.
+    pub fn succeeded(&self) -> bool {
         !self.timed_out && self.exit == Some(Exit::Code(0))
     }
 }
 
 /// How one git run is held and bounded.
-pub(crate) struct Run<'a> {
-    pub(crate) walls: &'a GitContainment,
-    pub(crate) timeout: Duration,
-    pub(crate) head_bytes: usize,
-    pub(crate) tail_bytes: usize,
+pub struct Run<'a> {
+    /// Its box, or its containment.
+    pub walls: &'a GitContainment,
+    /// Its time limit.
+    pub timeout: Duration,
+    /// Bytes of merged output kept from the start.
+    pub head_bytes: usize,
+    /// Bytes of merged output kept from the end.
+    pub tail_bytes: usize,
     /// Called once git started with what stops its box (the clone's size watch).
-    pub(crate) on_start: Option<&'a mut dyn FnMut(sandbox::Stopper)>,
+    pub on_start: Option<&'a mut dyn FnMut(sandbox::Stopper)>,
 }
 
-/// Runs git with `args` in `cwd` under `env`, and waits for it.
-pub(crate) fn run_git(
+/// Runs git with `args` in `cwd` under `env`, and waits for it. Every git tool runs git this
+/// way, `nettools`' `git_clone` too.
+pub fn run_git(
     args: Vec<OsString>,
     cwd: &Path,
     env: Vec<(OsString, OsString)>,
@@ -462,18 +460,21 @@ pub(crate) fn left(started: Instant, timeout: Duration) -> Duration {
         .max(Duration::from_millis(1))
 }
 
-pub(crate) fn millis(started: Instant) -> u64 {
+/// Milliseconds since `started`.
+pub fn millis(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-pub(crate) fn exit_code(ran: &Ran) -> Option<i32> {
+/// Git's exit code, when it ended in time by itself.
+pub fn exit_code(ran: &Ran) -> Option<i32> {
     match ran.exit {
         Some(Exit::Code(code)) if !ran.timed_out => Some(code),
         _ => None,
     }
 }
 
-pub(crate) fn signal(ran: &Ran) -> Option<i32> {
+/// The signal that ended git, if one did.
+pub fn signal(ran: &Ran) -> Option<i32> {
     match ran.exit {
         Some(Exit::Signal(signal)) => Some(signal),
         _ => None,

@@ -1,5 +1,5 @@
-//! Each tool's hand-written schema and its args struct agree exactly, and loopd's seed schema
-//! functions (the texts of seed M3a/16) are these schemas.
+//! Each tool's hand-written schema and its args struct agree exactly, and the seed schema functions
+//! (the texts of seed M3a/16, `toolport`'s, which loopd re-exports) are these schemas.
 
 use proto::ToolSchema;
 use serde::de::DeserializeOwned;
@@ -99,32 +99,32 @@ fn is_superset(wide: &ToolSchema, narrow: &ToolSchema) -> bool {
 #[test]
 fn the_brokers_read_file_schema_is_a_superset_of_the_seeds() {
     let broker = tools::fs::broker_read_file_schema();
-    assert!(is_superset(&broker, &loopd::tools::read_file_schema()));
-    assert_ne!(broker, loopd::tools::read_file_schema());
+    assert!(is_superset(&broker, &toolport::read_file_schema()));
+    assert_ne!(broker, toolport::read_file_schema());
     accepts_exactly::<tools::fs::ReadFileArgs>(&broker);
 }
 
 #[test]
 fn the_brokers_shell_schema_is_a_superset_of_the_seeds() {
     let broker = tools::shell::broker_shell_schema();
-    assert!(is_superset(&broker, &loopd::tools::shell_schema()));
+    assert!(is_superset(&broker, &toolport::shell_schema()));
     assert!(broker.parameters["properties"]["timeout_secs"].is_object());
     accepts_exactly::<tools::shell::ShellArgs>(&broker);
 }
 
 #[test]
 fn the_brokers_http_fetch_schema_is_a_superset_of_the_seeds() {
-    let broker = tools::web::broker_http_fetch_schema();
-    assert!(is_superset(&broker, &loopd::tools::http_fetch_schema()));
+    let broker = nettools::web::broker_http_fetch_schema();
+    assert!(is_superset(&broker, &toolport::http_fetch_schema()));
     assert!(broker.parameters["properties"]["max_length"].is_object());
     assert!(broker.parameters["properties"]["start_index"].is_object());
-    accepts_exactly::<tools::web::HttpFetchArgs>(&broker);
+    accepts_exactly::<nettools::web::HttpFetchArgs>(&broker);
 }
 
 #[test]
 fn the_coding_tools_args_accept_exactly_their_schemas() {
-    accepts_exactly::<tools::web::web_search::WebSearchArgs>(
-        &tools::web::web_search::web_search_schema(),
+    accepts_exactly::<nettools::web::web_search::WebSearchArgs>(
+        &nettools::web::web_search::web_search_schema(),
     );
     accepts_exactly::<tools::fs::EditFileArgs>(&tools::fs::edit_file_schema());
     accepts_exactly::<tools::search::ListFilesArgs>(&tools::search::list_files_schema());
@@ -155,39 +155,36 @@ fn each_args_struct_accepts_exactly_its_schemas_properties() {
     accepts_exactly::<tools::fs::ReadFileArgs>(&tools::fs::read_file_schema());
     accepts_exactly::<tools::fs::WriteFileArgs>(&tools::fs::write_file_schema());
     accepts_exactly::<tools::shell::ShellArgs>(&tools::shell::shell_schema());
-    accepts_exactly::<tools::web::HttpFetchArgs>(&tools::web::http_fetch_schema());
+    accepts_exactly::<nettools::web::HttpFetchArgs>(&nettools::web::http_fetch_schema());
 }
 
 #[test]
-fn loopds_seed_schema_functions_are_these_schemas() {
+fn the_seed_schema_functions_are_these_schemas() {
+    assert_eq!(toolport::read_file_schema(), tools::fs::read_file_schema());
     assert_eq!(
-        loopd::tools::read_file_schema(),
-        tools::fs::read_file_schema()
-    );
-    assert_eq!(
-        loopd::tools::write_file_schema(),
+        toolport::write_file_schema(),
         tools::fs::write_file_schema()
     );
-    assert_eq!(loopd::tools::shell_schema(), tools::shell::shell_schema());
+    assert_eq!(toolport::shell_schema(), tools::shell::shell_schema());
     assert_eq!(
-        loopd::tools::http_fetch_schema(),
-        tools::web::http_fetch_schema()
+        toolport::http_fetch_schema(),
+        nettools::web::http_fetch_schema()
     );
 }
 
 #[test]
-fn the_schemas_serialize_byte_for_byte_like_loopds() {
+fn the_schemas_serialize_byte_for_byte_like_the_seeds() {
     let ours = [
         tools::fs::read_file_schema(),
         tools::fs::write_file_schema(),
         tools::shell::shell_schema(),
-        tools::web::http_fetch_schema(),
+        nettools::web::http_fetch_schema(),
     ];
     let theirs = [
-        loopd::tools::read_file_schema(),
-        loopd::tools::write_file_schema(),
-        loopd::tools::shell_schema(),
-        loopd::tools::http_fetch_schema(),
+        toolport::read_file_schema(),
+        toolport::write_file_schema(),
+        toolport::shell_schema(),
+        toolport::http_fetch_schema(),
     ];
     for (a, b) in ours.iter().zip(&theirs) {
         assert_eq!(

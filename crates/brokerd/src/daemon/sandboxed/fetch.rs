@@ -33,7 +33,7 @@ impl SandboxedRunner {
     /// Runs `http_fetch` in a box through a proxy that decides each hop.
     pub(super) fn fetch_in_box(
         &self,
-        args: &tools::web::HttpFetchArgs,
+        args: &nettools::web::HttpFetchArgs,
         allowed: &Allowed,
         context: &RunContext,
     ) -> Outcome {

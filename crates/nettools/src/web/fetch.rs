@@ -420,7 +420,7 @@ fn read_result(
     }
     // Cleaned as every tool's output is (no terminal control reaches the model), before it is
     // paged, so pages count the characters the model reads.
-    let text = crate::clean::clean_output(&body);
+    let text = tools::clean::clean_output(&body);
     let (text, format) = match kind {
         content::Kind::Html => match content::markdown(&text) {
             Some(markdown) => (markdown, "markdown"),

@@ -3,17 +3,17 @@
 //! [`ArgsError`], with a detail for the owner; the broker answers them as a failure that names
 //! the argument and what it must be (the model's to fix), not as a denial.
 
-use crate::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
-use crate::git::{
-    GitCloneArgs, GitDiffArgs, GitStatusArgs, MAX_DIFF_PATHS, SSH_NOT_SUPPORTED, check_diff_path,
-};
-use crate::jobs::{BashBgArgs, BashKillArgs, BashTailArgs};
-use crate::search::{GlobArgs, GrepArgs, ListFilesArgs};
-use crate::shell::ShellArgs;
 use crate::web::HttpFetchArgs;
 use crate::web::url::https_host;
 use crate::web::web_search::{MAX_RESULTS, WebSearchArgs};
 use serde::Serialize;
+use tools::fs::{EditFileArgs, ReadFileArgs, WriteFileArgs};
+use tools::git::{
+    GitCloneArgs, GitDiffArgs, GitStatusArgs, MAX_DIFF_PATHS, SSH_NOT_SUPPORTED, check_diff_path,
+};
+use tools::jobs::{BashBgArgs, BashKillArgs, BashTailArgs};
+use tools::search::{GlobArgs, GrepArgs, ListFilesArgs};
+use tools::shell::ShellArgs;
 
 use ask::{AskArgs, parse_ask};
 use consult::{ConsultArgs, QUESTION_CAP, cap_bytes};

@@ -7,10 +7,10 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
-use tools::web::{
+use nettools::web::{
     FetchError, FetchOptions, FetchResult, HttpFetchArgs, USER_AGENT, http_fetch, http_fetch_schema,
 };
+use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
 
 const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
@@ -643,9 +643,9 @@ fn the_grant_check_sees_each_hops_host_and_port() {
                 .unwrap_or_else(|p| p.into_inner())
                 .push((host.to_string(), port));
             if host == "fetch.test" {
-                tools::web::HostVerdict::Granted
+                nettools::web::HostVerdict::Granted
             } else {
-                tools::web::HostVerdict::Refused
+                nettools::web::HostVerdict::Refused
             }
         })
     };
@@ -691,9 +691,9 @@ fn only_a_hop_whose_grant_names_the_host_itself_may_reach_loopback() {
             .unwrap_or_else(|p| p.into_inner())
             .push(host.to_string());
         match host {
-            "fetch.test" => tools::web::HostVerdict::NamedItself,
-            "other.test" => tools::web::HostVerdict::Granted,
-            _ => tools::web::HostVerdict::Refused,
+            "fetch.test" => nettools::web::HostVerdict::NamedItself,
+            "other.test" => nettools::web::HostVerdict::Granted,
+            _ => nettools::web::HostVerdict::Refused,
         }
     })
     .with_resolver(resolver(&[
@@ -792,7 +792,10 @@ fn a_long_text_is_read_page_by_page_with_start_index() {
     let past = fetch_page(&f, "/long", None, Some(total + 5));
     assert_eq!((past.body.as_str(), past.next_start_index), ("", None));
     let default = fetch_page(&f, "/long", None, None);
-    assert_eq!(default.body.chars().count(), tools::web::DEFAULT_MAX_LENGTH);
+    assert_eq!(
+        default.body.chars().count(),
+        nettools::web::DEFAULT_MAX_LENGTH
+    );
 }
 
 #[test]

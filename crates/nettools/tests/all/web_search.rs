@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
+use nettools::web::web_search::{
+    Provider, SearchError, SearchHit, SearchOptions, WebSearchArgs, web_search, web_search_schema,
+};
 use serde_json::{Value, json};
 use testkit::PlainServer;
 use testkit::tls_server::{TestCa, TlsResponse, TlsServer};
-use tools::web::web_search::{
-    Provider, SearchError, SearchHit, SearchOptions, WebSearchArgs, web_search, web_search_schema,
-};
 
 struct Fake {
     ca: TestCa,

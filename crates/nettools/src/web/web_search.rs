@@ -359,7 +359,7 @@ fn try_once(client: &Client, provider: &Provider, query: &str, wanted: u32) -> R
     }
     if !status.is_success() {
         // The provider's text reaches the agent in the failure: cleaned as a result would be.
-        let detail: String = crate::clean::clean_output(&body)
+        let detail: String = tools::clean::clean_output(&body)
             .chars()
             .take(300)
             .collect();
@@ -404,7 +404,7 @@ fn parse_answer(provider: &Provider, answer: &Value) -> Result<Vec<SearchHit>, S
     // start a line that looks like another result.
     let text = |item: &Value, key: &str| {
         let raw = item.get(key).and_then(Value::as_str).unwrap_or_default();
-        crate::clean::clean_output(raw.as_bytes())
+        tools::clean::clean_output(raw.as_bytes())
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")

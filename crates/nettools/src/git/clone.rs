@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{
+use crate::web::{FetchError, FetchOptions, check_url_host};
+use tools::git::{
     GitCloneArgs, GitContainment, GitError, Run, SSH_NOT_SUPPORTED, exit_code, git_env, millis,
     run_git, signal,
 };
-use crate::shell::{Containment, HEAD_BYTES, TAIL_BYTES};
-use crate::web::{FetchOptions, check_url_host};
+use tools::shell::{Containment, HEAD_BYTES, TAIL_BYTES};
 
 /// How often the destination's size is summed during a clone.
 pub const WATCH_EVERY: Duration = Duration::from_millis(100);
@@ -97,23 +97,35 @@ impl CloneResult {
     }
 }
 
+/// Why a clone failed: git's reasons, or the host check's.
+#[derive(Debug, thiserror::Error)]
+pub enum CloneError {
+    /// The URL, the destination, or git itself.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// The host check refused the URL's host.
+    #[error(transparent)]
+    Host(#[from] FetchError),
+}
+
 /// Clones `args.url` into `args.path` (see the module docs).
-pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneResult, GitError> {
+pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneResult, CloneError> {
     let started = Instant::now();
     if args.url.starts_with("git@") || args.url.starts_with("ssh://") {
-        return Err(GitError::Url(SSH_NOT_SUPPORTED.to_string()));
+        return Err(GitError::Url(SSH_NOT_SUPPORTED.to_string()).into());
     }
     if !args.url.starts_with("https://") {
         return Err(GitError::Url(format!(
             "{:?} is not an https:// URL: git_clone clones only over https",
             args.url
-        )));
+        ))
+        .into());
     }
     let destination = PathBuf::from(&args.path);
     let existed = check_destination(&destination)?;
     let checked = check_url_host(&args.url, &options.fetch)?;
     let Some(first) = checked.addresses.first().copied() else {
-        return Err(GitError::Url(format!("{} has no address", checked.host)));
+        return Err(GitError::Url(format!("{} has no address", checked.host)).into());
     };
     let roots = RootsFile::write(&options.fetch.root_certificates)?;
     let mut command: Vec<OsString> = vec!["--no-pager".into()];
@@ -186,7 +198,7 @@ pub fn git_clone(args: &GitCloneArgs, options: &CloneOptions) -> Result<CloneRes
         Ok(ran) => ran,
         Err(error) => {
             remove_clone(&destination, existed);
-            return Err(error);
+            return Err(error.into());
         }
     };
     let mut result = CloneResult {
