@@ -54,8 +54,10 @@ impl Registry {
         Registry::new(vec![core(clock_schema()), found(echo_schema())])
     }
 
-    /// The broker's registry: `clock` (core), then `read_file`, `write_file`, `shell`,
-    /// `http_fetch`.
+    /// Seed M3a/16's registry, named as it spells it: `clock` (core), then `read_file`,
+    /// `write_file`, `shell`, `http_fetch`, the broker's tools as that seed knew them. A port
+    /// with a catalog (the broker's `list_tools`) puts that behind the core tools instead
+    /// ([`Registry::with_catalog`]).
     pub fn m3a() -> Registry {
         Registry::new(vec![
             core(clock_schema()),

@@ -144,7 +144,8 @@ pub struct Write {
     pub place: Option<Reached>,
 }
 
-/// Whether `grant` covers `call`: `None` if not; `Some(None)` for a tool without constraints
+/// Whether `grant` covers `call` (seed 001's signature, `Option<Option<Scope>>`): `None` if
+/// not; `Some(None)` for a tool without constraints
 /// (`consult`, and the memory tools like it when the grant names no `tags`);
 /// `Some(Some(scope))` with what the covering paths, host or tags are. A `memory` entry is
 /// covered when each of its tags is one of the grant's (an entry without tags gets them).

@@ -327,7 +327,10 @@ impl ToolName {
             .join(", ")
     }
 
-    /// The tools that run in a sandbox.
+    /// Seed 001's name, kept as it spells it: its four container tools (`read_file`,
+    /// `write_file`, `shell`, `http_fetch`) and the file and search tools added beside them;
+    /// not every built-in tool ([`ToolName::EVERY`]) nor every tool a grant may name
+    /// ([`ToolName::KNOWN`]).
     pub const ALL: [ToolName; 8] = [
         ToolName::ReadFile,
         ToolName::WriteFile,

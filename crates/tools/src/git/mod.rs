@@ -1,4 +1,5 @@
-//! The git tools: `git_status`, `git_diff` (seed 003) and `git_clone`.
+//! The git tools: `git_status`, `git_diff` (seed 003), and the arguments of `git_clone`, which
+//! `nettools` runs.
 //!
 //! Every git here runs with a scrubbed environment (no `HOME`, no global or system
 //! configuration) and the settings of [`crate::shell::GIT_ENV`] plus [`GIT_TOOL_CONFIG`], so a

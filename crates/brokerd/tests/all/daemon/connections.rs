@@ -7,13 +7,13 @@ use std::os::unix::net::UnixStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use loopd::broker::BrokerPort;
-use loopd::tools::ToolPort;
 use proto::{
     AgentFrame, BrokerFrame, ErrorCode, OwnerErrorCode, OwnerReply, OwnerRequest, PROTOCOL_VERSION,
     ToolRequest, ToolResponse, read_frame,
 };
 use testkit::{AgentClient, BrokerProcess, OwnerClient};
+use toolport::BrokerPort;
+use toolport::ToolPort;
 
 use super::{FAST, WORK, content, path_args};
 

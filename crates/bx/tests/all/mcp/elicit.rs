@@ -92,7 +92,7 @@ fn a_client_the_owner_names_approves_and_refuses_in_its_own_interface() {
         assert_eq!(result(&lines)["isError"], true, "{mode}: {lines:?}");
         assert_eq!(
             result(&lines)["text"],
-            loopd::tools::denial_text(proto::DenyReason::ApprovalRefused)
+            toolport::denial_text(proto::DenyReason::ApprovalRefused)
         );
         assert!(!broker.work.join("asked").join(&name).exists());
     }

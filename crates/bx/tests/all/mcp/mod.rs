@@ -165,9 +165,9 @@ const FAST: &str = "idle_timeout_ms = 1000\nshell_ms = 5000\n";
 fn the_core_tools_are_loopds_tools_array_on_every_era() {
     let broker = BrokerProcess::start(GRANTS, FAST);
     let expected = [
-        loopd::tools::clock_schema(),
-        loopd::tools::find_tool_schema(),
-        loopd::tools::call_tool_schema(),
+        toolport::clock_schema(),
+        toolport::find_tool_schema(),
+        toolport::call_tool_schema(),
     ];
     for (mode, protocol) in [
         ("modern", "2026-07-28"),
@@ -238,7 +238,7 @@ fn an_allowed_call_runs_through_the_broker_with_its_labels_and_a_denied_one_is_a
         assert_eq!(denied["isError"], true, "{mode}: {denied}");
         assert_eq!(
             denied["text"],
-            loopd::tools::denial_text(proto::DenyReason::NoGrant),
+            toolport::denial_text(proto::DenyReason::NoGrant),
             "{denied}"
         );
         assert!(!broker.work.join("elsewhere.txt").exists());
@@ -360,7 +360,7 @@ fn a_restarted_client_resumes_its_session_and_labels_and_only_new_session_starts
     assert_eq!(answers[0]["isError"], true, "{}", answers[0]);
     assert_eq!(
         answers[0]["text"],
-        loopd::tools::denial_text(proto::DenyReason::UntrustedInput),
+        toolport::denial_text(proto::DenyReason::UntrustedInput),
         "{}",
         answers[0]
     );
