@@ -10,7 +10,7 @@ use proto::dirs::Dirs;
 
 use super::broker;
 use super::http::{Body, html, no_broker};
-use super::page::{self, header, shown};
+use super::page::{self, header, shown, shown_lines};
 use crate::check_json::{Checked, Found};
 use crate::downstream::{ServerReport, Status, change, pin_line, pretty};
 use crate::grants::check_dirs;
@@ -143,15 +143,15 @@ fn server_section(body: &mut String, server: &ServerReport) {
         let definition = match (tool.status, change(tool)) {
             (Status::Changed, Some(diff)) => format!(
                 "<p>Changed since pinned; hidden until pinned again:</p><pre class=\"diff\">{}</pre>",
-                shown(&diff)
+                shown_lines(&diff)
             ),
             (Status::Changed, None) => format!(
                 "<p>Changed; the pinned definition was never seen by this broker. Now:</p><pre>{}</pre>",
-                shown(&pretty(&tool.definition))
+                shown_lines(&pretty(&tool.definition))
             ),
             _ => format!(
                 "<details><summary>definition</summary><pre>{}</pre></details>",
-                shown(&pretty(&tool.definition))
+                shown_lines(&pretty(&tool.definition))
             ),
         };
         let pin = match tool.status {

@@ -78,6 +78,12 @@ pub fn shown(raw: &str) -> String {
     text(&escape_terminal(raw))
 }
 
+/// Outside text of several lines for a `<pre>`, as [`shown`] line by line: its line feeds
+/// stay line feeds, every other control and bidirectional character is a visible escape.
+pub fn shown_lines(raw: &str) -> String {
+    raw.split('\n').map(shown).collect::<Vec<_>>().join("\n")
+}
+
 /// The inbox page: every waiting approval and question, newest first.
 pub fn inbox(pending: &[PendingView], csrf: &str) -> String {
     let mut views: Vec<&PendingView> = pending.iter().collect();
@@ -249,5 +255,9 @@ mod tests {
         assert!(short.starts_with("<pre>"), "{short}");
         assert!(short.contains("a\\u202Eb"), "{short}");
         assert_eq!(arguments("not json <b>"), "<pre>not json &lt;b&gt;</pre>");
+        assert_eq!(
+            shown_lines("- a <b>\n+ \u{202e}c\r"),
+            "- a &lt;b&gt;\n+ \\u{202e}c\\r"
+        );
     }
 }

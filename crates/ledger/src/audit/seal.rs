@@ -19,6 +19,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ring::rand::SystemRandom;
 use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
+use zeroize::Zeroizing;
 
 use super::checkpoint::Checkpoint;
 
@@ -33,8 +34,8 @@ pub struct SealKey {
     epoch: u64,
     origin: String,
     pair: Ed25519KeyPair,
-    /// The key as PKCS#8, what is written to the broker's key file.
-    pkcs8: Vec<u8>,
+    /// The key as PKCS#8, what is written to the broker's key file; zeroed when dropped.
+    pkcs8: Zeroizing<Vec<u8>>,
 }
 
 impl fmt::Debug for SealKey {
@@ -73,10 +74,10 @@ pub enum SealError {
     Signature(u64),
 }
 
-fn new_pair(random: &SystemRandom) -> Result<(Ed25519KeyPair, Vec<u8>), SealError> {
+fn new_pair(random: &SystemRandom) -> Result<(Ed25519KeyPair, Zeroizing<Vec<u8>>), SealError> {
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(random).map_err(|_| SealError::Key)?;
     let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|_| SealError::Key)?;
-    Ok((pair, pkcs8.as_ref().to_vec()))
+    Ok((pair, Zeroizing::new(pkcs8.as_ref().to_vec())))
 }
 
 fn public_of(pair: &Ed25519KeyPair) -> Result<PublicKey, SealError> {
@@ -186,14 +187,16 @@ impl SealKey {
         ))
     }
 
-    /// The key file's text: its epoch, its log's origin and the key (PKCS#8, base64).
-    pub fn to_text(&self) -> String {
-        format!(
+    /// The key file's text: its epoch, its log's origin and the key (PKCS#8, base64); zeroed
+    /// when dropped.
+    pub fn to_text(&self) -> Zeroizing<String> {
+        let encoded = Zeroizing::new(STANDARD.encode(self.pkcs8.as_slice()));
+        Zeroizing::new(format!(
             "epoch {}\n{}\n{}\n",
             self.epoch,
             self.origin,
-            STANDARD.encode(&self.pkcs8)
-        )
+            encoded.as_str()
+        ))
     }
 
     /// A key file's text, read back.
@@ -209,8 +212,9 @@ impl SealKey {
         let pkcs8 = lines
             .next()
             .and_then(|l| STANDARD.decode(l).ok())
+            .map(Zeroizing::new)
             .ok_or_else(bad)?;
-        let pair = Ed25519KeyPair::from_pkcs8(&pkcs8).map_err(|_| bad())?;
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_slice()).map_err(|_| bad())?;
         Ok(SealKey {
             epoch,
             origin,

@@ -1,9 +1,12 @@
 //! Where sealing keeps its files, in the state folder's `seal/` (all 0600):
 //!
 //! - `epoch.key`: the current epoch's signing key and its certificate. Sealing replaces it
-//!   with the next epoch's (written beside it, fsynced, renamed over it), so the old key is no
-//!   longer in any file the folder names (the filesystem may still hold its blocks: erasure is
-//!   as good as the disk's).
+//!   with the next epoch's: the next key is written beside it (`epoch.new`, fsynced), the old
+//!   file's bytes are overwritten with zeros in place and fsynced, then the new file is renamed
+//!   over it. In memory the key's PKCS#8 bytes and its file's text are zeroed when dropped
+//!   (`zeroize`); `ring`'s key pair does not zero its own copy. Erasure is as good as the
+//!   filesystem's in-place writes: a copy-on-write or data-journalling filesystem, or an SSD's
+//!   remapping, may keep the old blocks.
 //! - `certs`: every epoch's certificate, one a line, from epoch 1.
 //! - `checkpoints/<size>.e<epoch>`: each sealed checkpoint.
 //!
@@ -14,6 +17,8 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use zeroize::Zeroizing;
 
 use super::checkpoint::Checkpoint;
 use super::seal::{self, EpochCert, PublicKey, SealError, SealKey};
@@ -70,6 +75,12 @@ fn seal_error(path: &Path) -> impl Fn(SealError) -> SealStoreError + '_ {
 
 /// Writes `text` to `path` (0600) through a file beside it, fsynced and renamed over it.
 fn replace(path: &Path, text: &str) -> Result<(), SealStoreError> {
+    let fresh = write_beside(path, text)?;
+    rename_over(&fresh, path)
+}
+
+/// Writes `text` to `path`'s `.new` file (0600), fsynced; returns that file.
+fn write_beside(path: &Path, text: &str) -> Result<PathBuf, SealStoreError> {
     let fresh = path.with_extension("new");
     let mut file = OpenOptions::new()
         .write(true)
@@ -81,13 +92,38 @@ fn replace(path: &Path, text: &str) -> Result<(), SealStoreError> {
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(io(&fresh))?;
-    fs::rename(&fresh, path).map_err(io(path))?;
+    Ok(fresh)
+}
+
+/// Renames `fresh` over `path` and syncs their folder.
+fn rename_over(fresh: &Path, path: &Path) -> Result<(), SealStoreError> {
+    fs::rename(fresh, path).map_err(io(path))?;
     if let Some(dir) = path.parent() {
         fs::File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io(dir))?;
     }
     Ok(())
+}
+
+/// Overwrites every byte of the file `path` with zeros in place (same file, no truncation)
+/// and fsyncs it, so that the key it held is not left in its blocks when it is replaced. A
+/// missing file is nothing to erase.
+fn erase_in_place(path: &Path) -> Result<(), SealStoreError> {
+    let mut file = match OpenOptions::new().write(true).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    let len = file.metadata().map_err(io(path))?.len();
+    let zeros = [0u8; 4096];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        file.write_all(&zeros[..n]).map_err(io(path))?;
+        left -= n as u64;
+    }
+    file.sync_all().map_err(io(path))
 }
 
 impl SealStore {
@@ -126,11 +162,38 @@ impl SealStore {
         Ok(root)
     }
 
+    /// Writes `key` as the current key: beside the key file first (fsynced), then the old
+    /// key's bytes overwritten in place, then renamed over it.
     fn write_key(&self, key: &SealKey, cert: &EpochCert) -> Result<(), SealStoreError> {
-        replace(
-            &self.key_path(),
-            &format!("{}{}\n", key.to_text(), cert.to_line()),
-        )
+        let path = self.key_path();
+        let text = Zeroizing::new(format!("{}{}\n", key.to_text().as_str(), cert.to_line()));
+        let fresh = write_beside(&path, &text)?;
+        erase_in_place(&path)?;
+        rename_over(&fresh, &path)
+    }
+
+    /// Finishes a key replacement a stop interrupted: a complete next key beside the key
+    /// file replaces it (the old one erased first); an incomplete one is erased and removed.
+    fn finish_key_replacement(&self) -> Result<(), SealStoreError> {
+        let path = self.key_path();
+        let fresh = path.with_extension("new");
+        let text = match fs::read_to_string(&fresh) {
+            Ok(text) => Zeroizing::new(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(&fresh)(e)),
+        };
+        let complete = SealKey::from_text(&text).is_ok()
+            && text
+                .lines()
+                .nth(3)
+                .is_some_and(|line| EpochCert::from_line(line).is_ok());
+        if complete {
+            erase_in_place(&path)?;
+            rename_over(&fresh, &path)
+        } else {
+            erase_in_place(&fresh)?;
+            fs::remove_file(&fresh).map_err(io(&fresh))
+        }
     }
 
     fn append_cert(&self, cert: &EpochCert) -> Result<(), SealStoreError> {
@@ -154,11 +217,12 @@ impl SealStore {
             .collect()
     }
 
-    /// The current key; a certificate the key file holds that `certs` lacks (a stop between
-    /// the two writes) is appended first.
+    /// The current key; a key replacement a stop interrupted is finished, and a certificate
+    /// the key file holds that `certs` lacks (a stop between the two writes) appended, first.
     fn key(&self) -> Result<SealKey, SealStoreError> {
+        self.finish_key_replacement()?;
         let path = self.key_path();
-        let text = fs::read_to_string(&path).map_err(io(&path))?;
+        let text = Zeroizing::new(fs::read_to_string(&path).map_err(io(&path))?);
         let key = SealKey::from_text(&text).map_err(seal_error(&path))?;
         let cert_line = text.lines().nth(3).unwrap_or_default();
         let cert = EpochCert::from_line(cert_line).map_err(seal_error(&path))?;

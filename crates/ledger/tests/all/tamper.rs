@@ -212,3 +212,14 @@ fn a_device_where_the_log_should_be_has_no_tree_rather_than_a_hang() {
     let error = LogTree::read(Path::new("/dev/zero"), ORIGIN.to_string()).unwrap_err();
     assert!(error.to_string().contains("not a regular file"), "{error}");
 }
+
+#[test]
+fn a_zeroed_tail_after_the_last_record_as_preallocation_leaves_is_no_record_and_keeps_the_root() {
+    let (_dir, path, before) = logged(5);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.extend(std::iter::repeat_n(0u8, 1 << 16));
+    fs::write(&path, &bytes).unwrap();
+    let now = tree(&path);
+    assert_eq!(now.checkpoint(None).unwrap(), before);
+    assert_eq!(now.check_checkpoint(&before), Ok(()));
+}
