@@ -62,8 +62,8 @@ const MESSAGE_CHARS: usize = 300;
 pub fn check(entries: &mut [DiagnosticsConfig], home: Option<&Path>) -> Result<(), String> {
     for (i, entry) in entries.iter_mut().enumerate() {
         let at = format!("[[diagnostics]] entry {}", i + 1);
-        if let (Some(home), true) = (home, entry.workspace.starts_with("~")) {
-            entry.workspace = super::config::expand_home(&entry.workspace, home);
+        if let (Some(home), Ok(rest)) = (home, entry.workspace.strip_prefix("~")) {
+            entry.workspace = home.join(rest);
         }
         if !entry.workspace.is_absolute() {
             return Err(format!(
