@@ -145,6 +145,8 @@ impl BrokerProcess {
         };
         must(std::fs::create_dir_all(broker.config.join("grants")));
         must(std::fs::create_dir_all(&broker.work));
+        // `{work}` in the configuration too (a `[[diagnostics]]` workspace).
+        let config = config.replace("{work}", &broker.work.display().to_string());
         must(std::fs::write(broker.config.join("brokerd.toml"), config));
         broker.write_grants("grants.toml", grants);
         broker

@@ -46,6 +46,14 @@
 //! seal_interval_secs = 600    # how often it is sealed and sent to the witness
 //! witness = "unix:/run/w/witness.sock"  # a `bx audit witness` (optional)
 //! witness_wait_ms = 5000      # the longest an exchange with the witness may take
+//! [[diagnostics]]            # a checker run after a write (see daemon::diagnostics)
+//! workspace = "~/src/app"     # files under it with one of its extensions
+//! extensions = ["py"]
+//! command = ["python3", "/opt/check.py", "{file}"]
+//! runs_project_code = false   # true: only as a `shell` call a shell grant covers
+//! format = "gcc"              # "json-cargo", "gcc" or "lines"
+//! timeout_ms = 10000
+//! max = 20                    # the most diagnostics appended
 //! [mcp]
 //! approve_in_client = ["claude-code"]  # MCP clients that may answer approvals themselves
 //! [[mcp.servers]]             # a downstream MCP server behind the gateway (see daemon::gateway)
@@ -138,6 +146,8 @@ pub struct Config {
     pub audit: super::sealing::AuditConfig,
     /// Where the ledger is: the state folder's SQLite file, or a PostgreSQL database.
     pub ledger: super::ledger_settings::LedgerConfig,
+    /// The checkers run after a write, per workspace (none by default).
+    pub diagnostics: Vec<super::diagnostics::DiagnosticsConfig>,
 }
 
 /// `[mcp]`: what the MCP clients `bx mcp` serves may do beside calling tools.
@@ -279,6 +289,7 @@ impl Default for Config {
             mcp: McpConfig::default(),
             audit: super::sealing::AuditConfig::default(),
             ledger: Default::default(),
+            diagnostics: Vec::new(),
         }
     }
 }
@@ -291,8 +302,13 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
-        let config: Config =
+        let mut config: Config =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute());
+        super::diagnostics::check(&mut config.diagnostics, home.as_deref())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         config
             .ledger
             .postgres()

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod box_error;
 pub mod calls;
 pub mod config;
+pub mod diagnostics;
 pub mod dirs;
 pub mod fetch;
 pub mod gateway;

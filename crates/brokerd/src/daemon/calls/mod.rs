@@ -26,6 +26,7 @@ use super::sessions::Refusal;
 use super::values::{self, Handed};
 use super::{Broker, GrantsState, SessionSlot};
 
+mod checker;
 mod decide;
 mod downstream;
 mod record;

@@ -9,7 +9,8 @@ use ledger::{Event, Field};
 use proto::{GrantId, ToolResponse};
 
 use super::record::{Ran, finish_blocking, finish_with, unavailable};
-use super::{Answered, Pending};
+use super::{Answered, Pending, checker};
+use crate::daemon::diagnostics;
 use crate::daemon::runner::{Outcome, Raised, RunContext};
 use crate::daemon::sessions::Refusal;
 use crate::daemon::{Broker, nearest};
@@ -89,7 +90,22 @@ pub(super) async fn run(
     let raised = context.raised.clone();
     let allowed_labels = (allowed.class, allowed.untrusted);
     let claimed = Arc::new(AtomicBool::new(false));
-    let backstop = limit + std::time::Duration::from_secs(2);
+    // A write whose file a `[[diagnostics]]` checker covers: the checker runs after it, on
+    // the same thread, within its own limit, which the backstop waits for too.
+    let checker = tool
+        .echoes_arguments()
+        .then(|| allowed.args.path().map(std::path::PathBuf::from))
+        .flatten()
+        .and_then(|file| {
+            let checker = diagnostics::checker_for(&broker.config.diagnostics, &file)?;
+            Some((checker.clone(), file))
+        });
+    let checker_limit = checker
+        .as_ref()
+        .map_or(std::time::Duration::ZERO, |(c, _)| {
+            std::time::Duration::from_millis(c.timeout_ms)
+        });
+    let backstop = limit + checker_limit + std::time::Duration::from_secs(2);
     let mut handle = tokio::task::spawn_blocking({
         let broker = Arc::clone(broker);
         let call = call.clone();
@@ -123,10 +139,31 @@ pub(super) async fn run(
                 }
                 _ => None,
             };
+            let (mut class, mut untrusted) = context.raised.over(allowed.class, allowed.untrusted);
+            if let (Some((checker, file)), Outcome::Ran { body, .. }) = (&checker, &mut outcome) {
+                let after = Labels {
+                    taint: labels.taint.max(class),
+                    untrusted: labels.untrusted || untrusted,
+                };
+                let file_untrusted = file_untrusted.unwrap_or(true);
+                let checked = checker::check(
+                    &broker,
+                    &call,
+                    (checker, file),
+                    &allowed,
+                    &context,
+                    (after, file_untrusted),
+                );
+                if !body.is_empty() && !body.ends_with('\n') {
+                    body.push('\n');
+                }
+                body.push_str(&checked.block);
+                class = class.max(checked.class);
+                untrusted |= checked.untrusted;
+            }
             if claimed.swap(true, Ordering::SeqCst) {
                 return None;
             }
-            let (class, untrusted) = context.raised.over(allowed.class, allowed.untrusted);
             let ran = Ran {
                 outcome,
                 class,
