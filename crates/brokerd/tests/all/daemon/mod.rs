@@ -9,6 +9,7 @@ mod audit;
 mod calls;
 mod coding;
 mod connections;
+mod delegate;
 mod eval;
 mod fetch;
 mod frames;
