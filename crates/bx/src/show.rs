@@ -19,9 +19,14 @@ pub fn pending(view: &PendingView) -> String {
         PendingKind::Approval => "approval",
         PendingKind::Question => "question",
     };
+    let parent = view
+        .parent
+        .as_ref()
+        .map(|p| format!(", a child of session {p}"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{what} {}: {} call {} of session {} (expires in {left} s, at {})",
+        "{what} {}: {} call {} of session {}{parent} (expires in {left} s, at {})",
         view.approval,
         escape_terminal(&view.tool),
         view.call_id,
@@ -242,6 +247,7 @@ mod tests {
 
     fn provenance_view(values: Vec<AskedValue>, provenance: Vec<String>) -> PendingView {
         PendingView {
+            parent: None,
             approval: proto::ApprovalId(5),
             kind: PendingKind::Approval,
             session: SessionId("s1".into()),
@@ -403,5 +409,27 @@ mod tests {
             json.get("values").is_none() && json.get("provenance").is_none(),
             "{json}"
         );
+    }
+
+    #[test]
+    fn a_child_sessions_approval_names_its_parent() {
+        let child = PendingView {
+            session: proto::SessionId("s-child".into()),
+            parent: Some(proto::SessionId("s-parent".into())),
+            ..provenance_view(Vec::new(), Vec::new())
+        };
+        let shown = pending(&child);
+        assert!(
+            shown.contains("of session s-child, a child of session s-parent"),
+            "{shown}"
+        );
+        let json = serde_json::to_value(&child).unwrap();
+        assert_eq!(json["parent"], "s-parent");
+        let root = PendingView {
+            parent: None,
+            ..child
+        };
+        assert!(!pending(&root).contains("a child of"));
+        assert!(serde_json::to_value(&root).unwrap().get("parent").is_none());
     }
 }

@@ -74,6 +74,13 @@ pub enum AgentFrame {
     /// cancelled it): its approval is abandoned, recorded as such, and the call answers
     /// `Failed` without running. Sent when no call waits, it does nothing.
     Withdraw {},
+    /// A child session's final answer for its parent (`delegate`): kept for the parent's
+    /// `collect`, after which the session ends as `close` ends it. Answered by `closed`; a
+    /// session no `delegate` opened gets an error.
+    Report {
+        /// The child's report, as its model wrote it.
+        text: String,
+    },
     /// An event of the agent loop's own for the owner (`loopd`'s code mode: `role`,
     /// `verify_done`): the broker passes it to the owner's `watch` streams with the session
     /// ([`crate::OwnerEvent::Agent`]) and decides nothing on it. Answered by

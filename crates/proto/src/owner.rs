@@ -310,6 +310,9 @@ pub struct PendingView {
     pub kind: PendingKind,
     /// The session.
     pub session: SessionId,
+    /// The session that opened it with `delegate`, when it is a child session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<SessionId>,
     /// The call within the session.
     pub call_id: CallId,
     /// The tool.
@@ -558,6 +561,9 @@ mod tests {
             AgentFrame::Withdraw {},
             AgentFrame::OwnerWords {
                 text: "run the tests".into(),
+            },
+            AgentFrame::Report {
+                text: "done".into(),
             },
         ];
         for frame in &agent {

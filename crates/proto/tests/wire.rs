@@ -240,6 +240,12 @@ fn broker_frames_have_golden_json() {
     golden(&AgentFrame::Close {}, r#"{"type":"close"}"#);
     golden(&AgentFrame::Withdraw {}, r#"{"type":"withdraw"}"#);
     golden(
+        &AgentFrame::Report {
+            text: "done".into(),
+        },
+        r#"{"type":"report","text":"done"}"#,
+    );
+    golden(
         &AgentFrame::Answer {
             approve: true,
             text: None,

@@ -7,7 +7,9 @@ pub mod approvals;
 pub mod audit;
 pub mod box_error;
 pub mod calls;
+pub mod children;
 pub mod config;
+pub mod delegate;
 pub mod diagnostics;
 pub mod dirs;
 pub mod fetch;
@@ -104,6 +106,8 @@ pub struct Broker {
     pub jobs: Arc<jobs::Jobs>,
     /// The downstream MCP servers.
     pub gateway: gateway::Gateway,
+    /// The child sessions `delegate` opened, bound by their parents.
+    pub children: children::Children,
     session_slots: Mutex<HashMap<SessionId, Arc<SessionSlot>>>,
 }
 
@@ -183,6 +187,7 @@ impl Broker {
             memory: Arc::new(memory),
             jobs: Arc::default(),
             gateway: gateway::Gateway::default(),
+            children: children::Children::default(),
             session_slots: Mutex::new(HashMap::new()),
         })
     }

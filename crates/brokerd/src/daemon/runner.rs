@@ -215,6 +215,10 @@ impl Runner for DirectRunner {
             }
             // The broker answers `ask` from the owner's answer; it never reaches a runner.
             ToolArgs::Ask(_) => Outcome::Failed("ask is answered by the owner".to_string()),
+            // The broker's child sessions answer `delegate`; it never reaches a runner.
+            ToolArgs::Delegate(_) => {
+                Outcome::Failed("delegate is answered by the broker's child sessions".to_string())
+            }
             // The router sends the memory tools to the store; one here is refused, never run.
             ToolArgs::Recall(_) | ToolArgs::Memory(_) | ToolArgs::AskMemory(_) => {
                 Outcome::Failed(IN_STORE.to_string())

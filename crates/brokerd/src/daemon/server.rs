@@ -124,8 +124,11 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
                 return refuse(&mut writer, idle, refusal).await;
             }
             AgentFrame::ListTools {} => {
-                let mut tools = catalog(&broker);
-                if let GrantsState::Loaded(_, downstream) = broker.grants_now() {
+                let mut tools = catalog(&broker, &session);
+                // A child session is listed no downstream server's tools.
+                if let GrantsState::Loaded(_, downstream) = broker.grants_now()
+                    && broker.children.binding(&session).is_none()
+                {
                     let runner = broker.runner.as_ref();
                     let protected = broker.protected.as_ref();
                     let gateway = &broker.gateway;
@@ -234,6 +237,22 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
             }
             // Nothing waits (the call it meant was answered before it arrived).
             AgentFrame::Withdraw {} | AgentFrame::Answer { .. } => {}
+            // A child's report: kept for its parent's collect, then the child ends.
+            AgentFrame::Report { text } => {
+                let text = proto::text::cut_at_boundary(&text, super::delegate::REPORT_CAP);
+                if !broker.children.report(&session, text.to_string()) {
+                    let refusal = Refusal::new(
+                        ErrorCode::BadFrame,
+                        "only a child session (one that delegate opened) sends a report",
+                    );
+                    return refuse(&mut writer, idle, refusal).await;
+                }
+                match sessions::close(&broker, &session, "reported to its parent").await {
+                    Ok(()) => write(&mut writer, &BrokerFrame::Closed {}, idle).await?,
+                    Err(refusal) => return refuse(&mut writer, idle, refusal).await,
+                }
+                return Ok(());
+            }
             AgentFrame::Close {} => {
                 match sessions::close(&broker, &session, "closed by its client").await {
                     Ok(()) => write(&mut writer, &BrokerFrame::Closed {}, idle).await?,
@@ -245,12 +264,13 @@ async fn connection(broker: Arc<Broker>, stream: UnixStream) -> Result<(), Close
     }
 }
 
-/// The schemas of every tool at least one live allow grant could cover (`bash_tail` and
-/// `bash_kill` with `bash_bg`).
-pub fn catalog(broker: &Broker) -> Vec<ToolSchema> {
+/// The schemas of every tool at least one live allow grant of `session` could cover
+/// (`bash_tail` and `bash_kill` with `bash_bg`; a child session's own grants only).
+pub fn catalog(broker: &Broker, session: &proto::SessionId) -> Vec<ToolSchema> {
     let GrantsState::Loaded(grants, _) = broker.grants_now() else {
         return Vec::new();
     };
+    let grants = broker.children.narrowed(session, grants);
     let now = proto::Timestamp::now();
     ToolName::EVERY
         .into_iter()

@@ -5,7 +5,8 @@ use ledger::{Event, sha256_hex};
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::{ErrorCode, OwnerEvent, Resume, SessionId, Timestamp};
+use policy::decide::Labels;
+use proto::{Class, ErrorCode, OwnerEvent, Resume, SessionId, Timestamp};
 
 use super::Broker;
 
@@ -39,10 +40,14 @@ fn random_hex(bytes: usize) -> Result<String, Refusal> {
     Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// A new session id and resume token, not yet recorded.
+pub fn fresh_ids() -> Result<(SessionId, String), Refusal> {
+    Ok((SessionId(format!("s-{}", random_hex(12)?)), random_hex(32)?))
+}
+
 /// Opens a new session: its id and resume token.
 pub async fn open(broker: &Broker) -> Result<(SessionId, String), Refusal> {
-    let session = SessionId(format!("s-{}", random_hex(12)?));
-    let token = random_hex(32)?;
+    let (session, token) = fresh_ids()?;
     broker
         .journal
         .record(vec![Event::SessionOpened {
@@ -76,7 +81,14 @@ pub async fn resume(broker: &Broker, resume: &Resume) -> Result<SessionId, Refus
             ));
         }
     };
-    if !proto::ids::digests_equal(&row.token_sha256, &sha256_hex(resume.token.as_bytes())) {
+    let digest = sha256_hex(resume.token.as_bytes());
+    // A child session resumes only in the broker that holds its binding (its ledger row
+    // holds the digest of a token nobody was given).
+    let token_right = broker
+        .children
+        .token_matches(&resume.session, &digest)
+        .unwrap_or_else(|| proto::ids::digests_equal(&row.token_sha256, &digest));
+    if !token_right {
         return Err(Refusal::new(
             ErrorCode::ResumeRefused,
             format!("the resume token for session {} is wrong", resume.session),
@@ -128,6 +140,24 @@ pub async fn close(broker: &Arc<Broker>, session: &SessionId, reason: &str) -> R
         .map_err(|e| Refusal::new(ErrorCode::Internal, e.to_string()))?;
     // On disk: the session has ended, whatever becomes of the ledger's copy.
     broker.mark_ended(session);
+    // A child's end is kept for its parent's collect, with its labels and values now.
+    if broker.children.binding(session).is_some() {
+        let slot = broker.session_slot(session);
+        let labels = slot.raised_over(Labels {
+            taint: Class::Public,
+            untrusted: false,
+        });
+        let values = slot.with_values(broker, session, |values| values.map(|i| i.clone()));
+        broker.children.ended(session, reason, labels, values);
+    }
+    // A parent's end ends its children (and theirs).
+    for child in broker.children.open_children_of(session) {
+        let reason = format!("its parent {session} ended");
+        if let Err(refusal) = Box::pin(close(broker, &child, &reason)).await {
+            tracing::error!(%child, error = %refusal.message, "a child session was not ended");
+        }
+    }
+    broker.children.forget_children_of(session);
     let followed = applied.wait().await;
     broker.approvals.end_session(broker, session).await;
     broker.jobs.end_session(session).await;

@@ -262,6 +262,11 @@ pub async fn relist(broker: &Broker, session: &SessionId, slot: &SessionSlot) {
 }
 
 impl SessionSlot {
+    /// Gives a new session `index` to start from (a child session: a copy of its parent's).
+    pub fn start_values(&self, index: ValueIndex) {
+        *self.values.lock().unwrap_or_else(PoisonError::into_inner) = Some(index);
+    }
+
     /// Runs `f` on the session's index: built (rebuilt from the ledger) the first time this
     /// broker needs it; `None` when it cannot be had (the ledger unreadable, no randomness),
     /// and then no value is proven clean.

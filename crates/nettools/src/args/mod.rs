@@ -17,6 +17,7 @@ use tools::shell::ShellArgs;
 
 use ask::{AskArgs, parse_ask};
 use consult::{ConsultArgs, QUESTION_CAP, cap_bytes};
+use delegate::{DelegateArgs, parse_delegate};
 use memory::{
     AskMemoryArgs, MemoryAction, MemoryArgs, RecallArgs, parse_ask_memory, parse_memory,
     parse_recall,
@@ -24,6 +25,7 @@ use memory::{
 
 pub mod ask;
 pub mod consult;
+pub mod delegate;
 pub mod memory;
 
 /// The longest path a call or a grant may name, in bytes (Linux's `PATH_MAX`).
@@ -64,6 +66,8 @@ pub enum ToolArgs {
     Memory(MemoryArgs),
     /// `ask_memory`.
     AskMemory(AskMemoryArgs),
+    /// `delegate`: open a child session, or collect its report.
+    Delegate(DelegateArgs),
     /// `web_search`.
     WebSearch(WebSearchArgs),
     /// `git_status`.
@@ -102,6 +106,7 @@ macro_rules! path_of {
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
             | ToolArgs::AskMemory(_)
+            | ToolArgs::Delegate(_)
             | ToolArgs::WebSearch(_)
             | ToolArgs::BashBg(_)
             | ToolArgs::BashTail(_)
@@ -128,6 +133,7 @@ macro_rules! script_of {
             | ToolArgs::Recall(_)
             | ToolArgs::Memory(_)
             | ToolArgs::AskMemory(_)
+            | ToolArgs::Delegate(_)
             | ToolArgs::WebSearch(_)
             | ToolArgs::GitStatus(_)
             | ToolArgs::GitDiff(_)
@@ -156,6 +162,7 @@ impl ToolArgs {
             ToolArgs::Recall(_) => ToolName::Recall,
             ToolArgs::Memory(_) => ToolName::Memory,
             ToolArgs::AskMemory(_) => ToolName::AskMemory,
+            ToolArgs::Delegate(_) => ToolName::Delegate,
             ToolArgs::GitStatus(_) => ToolName::GitStatus,
             ToolArgs::GitDiff(_) => ToolName::GitDiff,
             ToolArgs::GitClone(_) => ToolName::GitClone,
@@ -209,9 +216,10 @@ impl ToolArgs {
             ToolArgs::Recall(_) | ToolArgs::AskMemory(_) => CallReach::MemoryRead,
             ToolArgs::Memory(a) => CallReach::MemoryChange(a.action()),
             ToolArgs::BashTail(_) | ToolArgs::BashKill(_) => CallReach::OwnJob,
-            ToolArgs::Consult { .. } | ToolArgs::Ask(_) | ToolArgs::WebSearch(_) => {
-                CallReach::Unconstrained
-            }
+            ToolArgs::Consult { .. }
+            | ToolArgs::Ask(_)
+            | ToolArgs::WebSearch(_)
+            | ToolArgs::Delegate(_) => CallReach::Unconstrained,
         }
     }
 
@@ -283,6 +291,7 @@ impl ToolArgs {
             ToolArgs::Recall(args) => json(args),
             ToolArgs::Memory(args) => json(args),
             ToolArgs::AskMemory(args) => json(args),
+            ToolArgs::Delegate(args) => json(args),
             ToolArgs::WebSearch(args) => json(args),
             ToolArgs::GitStatus(args) => json(args),
             ToolArgs::GitDiff(args) => json(args),

@@ -96,6 +96,9 @@ pub fn parse(tool: ToolName, arguments: &str) -> Result<ToolArgs, ArgsError> {
         ToolName::AskMemory => parse_ask_memory(arguments)
             .map(ToolArgs::AskMemory)
             .map_err(ArgsError::Shape),
+        ToolName::Delegate => parse_delegate(arguments)
+            .map(ToolArgs::Delegate)
+            .map_err(ArgsError::Shape),
         ToolName::WebSearch => {
             let args: WebSearchArgs = shape(arguments)?;
             within_cap("query", &args.query)?;

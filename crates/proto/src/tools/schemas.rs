@@ -362,6 +362,23 @@ pub fn ask_schema() -> ToolSchema {
     }
 }
 
+/// `delegate`'s schema: open a child session bound by the caller's grants, or collect its
+/// report.
+pub fn delegate_schema() -> ToolSchema {
+    ToolSchema {
+        name: "delegate".to_string(),
+        description: "Hand a task to a child session that may use only the grants you name (a subset of yours), or collect a child's report. Open with task and grants; collect with collect (the child's session id), which waits until the child reports or ends. The child starts with this session's labels, and its labels come back with its report.".to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "task": { "type": "string", "description": "The child's task, complete enough to do without seeing this conversation." },
+                "grants": { "type": "array", "items": { "type": "string" }, "description": "The ids of the grants the child may use, each one that covers this session." },
+                "collect": { "type": "string", "description": "Instead of task and grants: the child session whose report to wait for." }
+            }
+        }),
+    }
+}
+
 /// `recall`'s schema.
 pub fn recall_schema() -> ToolSchema {
     ToolSchema {

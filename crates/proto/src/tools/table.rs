@@ -96,6 +96,8 @@ builtin_tools! {
         Memory => MEMORY,
         /// Ask a question answered from the memory.
         AskMemory => ASK_MEMORY,
+        /// Open a child session bound by its parent, or collect its report.
+        Delegate => DELEGATE,
     }
     companions {
         /// Read a background job's output since the last read.
@@ -531,6 +533,26 @@ static MEMORY: Builtin = with_words(
         Home::Memory,
     ),
     &["remember", "note", "save"],
+);
+
+const DELEGATE_ARGS: &[Arg] = &[
+    Arg::new("task", Role::FreeText),
+    Arg::new("grants", Role::Identifier),
+    Arg::new("collect", Role::Identifier),
+];
+/// Opens a child session (the broker's own state: a session, its grants and labels) or waits
+/// for one's report; the child's calls are decided like any other.
+static DELEGATE: Builtin = with_words(
+    row(
+        "delegate",
+        delegate_schema,
+        DELEGATE_ARGS,
+        Effect::LocalWrite,
+        TimeLimit::Approval,
+        Hints::new(false, false, false, false),
+        Home::Broker,
+    ),
+    &["subagent", "child", "task", "helper"],
 );
 
 /// A read of the memory; when the broker has a consult model the entries go to it, and the

@@ -109,7 +109,7 @@ fn the_side_effect_classes_keep_the_tools_that_had_side_effects() {
     use ToolName::*;
     let had = [
         WriteFile, EditFile, Shell, HttpFetch, Consult, WebSearch, GitClone, BashBg, BashKill,
-        Memory,
+        Memory, Delegate,
     ];
     for tool in ToolName::EVERY {
         assert_eq!(
@@ -241,6 +241,7 @@ fn the_time_limit_buckets_are_the_brokers_configured_limits() {
         (Memory, L::Memory),
         (AskMemory, L::Memory),
         (Ask, L::Approval),
+        (Delegate, L::Approval),
         (GitStatus, L::Git),
         (GitDiff, L::Git),
         (GitClone, L::GitClone),

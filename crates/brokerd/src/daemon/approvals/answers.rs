@@ -147,6 +147,7 @@ pub(super) fn view_of(broker: &Broker, row: &ApprovalRow) -> PendingView {
             PendingKind::Approval
         },
         session: row.session.clone(),
+        parent: broker.children.binding(&row.session).map(|b| b.parent),
         call_id: row.call_id,
         tool: row.tool.clone(),
         arguments,

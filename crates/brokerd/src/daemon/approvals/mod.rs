@@ -227,6 +227,7 @@ impl Approvals {
             } else {
                 PendingKind::Approval
             },
+            parent: broker.children.binding(&request.session).map(|b| b.parent),
             session: request.session,
             call_id: request.call_id,
             tool: request.tool,

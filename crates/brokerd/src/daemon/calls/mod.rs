@@ -188,7 +188,15 @@ async fn answer_locked(
                 return deny(broker, &call, DenyReason::GrantsInvalid, None, detail).await;
             }
         };
+        // A child session: its own grants and every deny grant, and no downstream tool.
+        let grants = broker.children.narrowed(session, grants);
+        let child = broker.children.binding(session).is_some();
         let step = match policy::downstream::split(&request.tool) {
+            Some(_) if child => Step::Denied(Refused::new(
+                DenyReason::NoGrant,
+                None,
+                "a child session uses no downstream server's tools".to_string(),
+            )),
             Some((server, tool)) => {
                 let target = downstream::Target { server, tool };
                 downstream::decide(broker, &call, target, (slot, labels), &downstream).await?

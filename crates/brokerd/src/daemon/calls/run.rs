@@ -60,7 +60,8 @@ pub(super) async fn run(
     // the entries they hold, not the grant's.
     // Jobs belong to the session: its job table starts, reads and kills them, and their output
     // carries the labels of the call that started them.
-    if tool.is_memory() || tool.is_job() {
+    // `delegate` is the broker's own: its child sessions open and report there.
+    if tool.is_memory() || tool.is_job() || tool == ToolName::Delegate {
         if let Some(decided) = decided
             && let Err(error) = broker.journal.record(vec![decided]).await
         {
@@ -69,6 +70,9 @@ pub(super) async fn run(
         }
         let routed = if tool.is_job() {
             crate::daemon::jobs::route(broker, &call.session, call.call_id, &allowed, context).await
+        } else if tool == ToolName::Delegate {
+            let (session, id) = (&call.session, call.call_id);
+            crate::daemon::delegate::route(broker, session, id, &allowed, labels, limit).await
         } else {
             let memory = &broker.memory;
             crate::daemon::memory::route(memory, &call.session, &allowed, context, limit).await

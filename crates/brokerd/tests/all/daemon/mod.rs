@@ -9,6 +9,7 @@ mod audit;
 mod calls;
 mod coding;
 mod connections;
+mod delegate;
 mod diagnostics;
 mod eval;
 mod fetch;
