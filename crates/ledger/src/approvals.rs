@@ -54,10 +54,13 @@ pub struct ApprovalRow {
     pub values: Vec<AskedValue>,
     /// When provenance asked: where each value came from, one sentence each.
     pub provenance: Vec<String>,
+    /// The broker the call waits in, in a database several brokers share (`None` in a
+    /// broker's own SQLite file).
+    pub broker: Option<String>,
 }
 
 const APPROVAL_COLUMNS: &str = "id, session, call_id, tool, arguments, grant_id, why, taint, \
-     untrusted, requested_ms, expires_ms, state, resolution, asked_values, provenance";
+     untrusted, requested_ms, expires_ms, state, resolution, asked_values, provenance, broker";
 
 type RawApproval = (
     i64,
@@ -72,6 +75,7 @@ type RawApproval = (
     i64,
     i64,
     String,
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -99,6 +103,7 @@ fn raw(row: &Row) -> Result<RawApproval, LedgerError> {
         row.opt_text(12).map_err(bad)?,
         row.opt_text(13).map_err(bad)?,
         row.opt_text(14).map_err(bad)?,
+        row.opt_text(15).map_err(bad)?,
     ))
 }
 
@@ -119,6 +124,7 @@ fn parsed(raw: RawApproval) -> Result<ApprovalRow, LedgerError> {
         res,
         values,
         provenance,
+        broker,
     ) = raw;
     let what = format!("approval {id}");
     let bad = |detail: String| damaged(&what, detail);
@@ -148,6 +154,7 @@ fn parsed(raw: RawApproval) -> Result<ApprovalRow, LedgerError> {
         values: json_list(values.as_deref()).map_err(|e| bad(format!("asked_values: {e}")))?,
         provenance: json_list(provenance.as_deref())
             .map_err(|e| bad(format!("provenance: {e}")))?,
+        broker: broker.filter(|name| !name.is_empty()),
     })
 }
 
@@ -198,8 +205,20 @@ impl Ledger {
         found.as_ref().map(raw).transpose()?.map(parsed).transpose()
     }
 
-    /// Every pending approval, oldest first.
+    /// Every approval pending in this broker, oldest first.
     pub fn pending_approvals(&self) -> Result<Vec<ApprovalRow>, LedgerError> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals
+             WHERE state = 'pending' AND COALESCE(broker, '') = ?1 ORDER BY id"
+        );
+        self.rows(&sql, &[self.broker_name().into()])?
+            .iter()
+            .map(|row| raw(row).and_then(parsed))
+            .collect()
+    }
+
+    /// Every approval pending in any broker sharing the database, oldest first.
+    pub fn pending_anywhere(&self) -> Result<Vec<ApprovalRow>, LedgerError> {
         let sql =
             format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY id");
         self.rows(&sql, &[])?
@@ -340,9 +359,10 @@ impl Ledger {
                 self.run(
                     "INSERT INTO approvals
                          (id, session, call_id, tool, arguments, grant_id, why, taint, untrusted,
-                          requested_ms, expires_ms, state, resolution, asked_values, provenance)
+                          requested_ms, expires_ms, state, resolution, asked_values, provenance,
+                          broker)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', NULL,
-                                 ?12, ?13)
+                                 ?12, ?13, ?14)
                      ON CONFLICT (id) DO UPDATE SET session = excluded.session,
                          call_id = excluded.call_id, tool = excluded.tool,
                          arguments = excluded.arguments, grant_id = excluded.grant_id,
@@ -350,7 +370,7 @@ impl Ledger {
                          untrusted = excluded.untrusted, requested_ms = excluded.requested_ms,
                          expires_ms = excluded.expires_ms, state = excluded.state,
                          resolution = excluded.resolution, asked_values = excluded.asked_values,
-                         provenance = excluded.provenance",
+                         provenance = excluded.provenance, broker = excluded.broker",
                     &[
                         Arg::Int(approval.0 as i64),
                         session.as_str().into(),
@@ -365,6 +385,9 @@ impl Ledger {
                         Arg::Int(expires.as_millis()),
                         values.as_ref().into(),
                         provenance.as_ref().into(),
+                        Some(self.broker_name())
+                            .filter(|name| !name.is_empty())
+                            .into(),
                     ],
                 )?;
                 self.put_call(&CallRow {

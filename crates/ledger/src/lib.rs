@@ -16,6 +16,7 @@ pub mod audit;
 pub mod calls;
 pub mod engine;
 pub mod grant_uses;
+pub mod handed;
 pub mod migrations;
 pub mod owner_words;
 pub mod private;

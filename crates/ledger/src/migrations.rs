@@ -85,6 +85,20 @@ pub const MIGRATIONS: &[&str] = &[
          count INTEGER NOT NULL,
          PRIMARY KEY (session, grant_id)
      );",
+    // 7: several brokers on one database (issue 39): one approval id space (the last id
+    // claimed, never below the approvals' highest), the broker each approval waits in, and the
+    // owner's answers given through another broker, for the one whose call waits to take.
+    "CREATE TABLE approval_ids (last INTEGER NOT NULL);
+     INSERT INTO approval_ids (last) SELECT COALESCE(MAX(id), 0) FROM approvals;
+     ALTER TABLE approvals ADD COLUMN broker TEXT;
+     CREATE TABLE handed_answers (
+         approval INTEGER PRIMARY KEY,
+         answer TEXT NOT NULL,
+         text TEXT,
+         through TEXT NOT NULL,
+         answered_ms INTEGER NOT NULL,
+         taken INTEGER NOT NULL
+     );",
 ];
 
 /// Why a database's schema could not be brought up to date.

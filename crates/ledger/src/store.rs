@@ -244,6 +244,11 @@ impl Ledger {
         &self.db
     }
 
+    /// What this broker's audit anchor's keys end with (`:` and its name when shared).
+    pub(crate) fn anchor_suffix(&self) -> &str {
+        &self.anchor_suffix
+    }
+
     /// Runs a statement; how many rows it changed.
     pub(crate) fn run(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, LedgerError> {
         self.db.exec(sql, args).map_err(|e| self.failed(e))

@@ -245,6 +245,12 @@ impl Broker {
         let _ = self.events.send(event);
     }
 
+    /// Whether other brokers may share the ledger (it is on PostgreSQL): approvals may then be
+    /// answered through them.
+    pub fn ledger_shared(&self) -> bool {
+        self.config.ledger.url.is_some()
+    }
+
     /// Runs `f` on the ledger.
     pub fn with_ledger<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
         let ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);

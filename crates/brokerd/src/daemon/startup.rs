@@ -250,6 +250,7 @@ pub async fn start(options: StartOptions) -> Result<Running, StartError> {
             "calls waiting for the owner were loaded; their clients may resume them"
         );
     }
+    super::approvals::listen(&broker).map_err(StartError::Other)?;
     tokio::spawn(super::sessions::sweep_idle(Arc::clone(&broker)));
     tokio::spawn(super::gateway::sweep_idle(Arc::clone(&broker)));
     let watcher = grants_watch::watch(Arc::clone(&broker), home)

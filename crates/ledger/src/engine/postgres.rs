@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, Config, NoTls, Statement};
 
@@ -373,4 +374,48 @@ fn migrate_locked(
     let applied = applied?;
     unlocked?;
     Ok(applied)
+}
+
+/// Listens on `channel` on a connection and thread of its own: calls `wake` after each
+/// (re)connection and on each notification, checks the connection every `tick` and connects
+/// again (every `tick`) when it is lost. It stops when `wake` returns `false`; while the server
+/// is away it keeps trying, for as long as the process lives.
+pub fn listen(
+    mut config: Config,
+    channel: &'static str,
+    tick: Duration,
+    mut wake: impl FnMut() -> bool + Send + 'static,
+) -> Result<(), EngineError> {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    std::thread::Builder::new()
+        .name("ledger-listen".into())
+        .spawn(move || {
+            loop {
+                if let Ok(mut client) = config.connect(NoTls)
+                    && client.batch_execute(&format!("LISTEN {channel}")).is_ok()
+                {
+                    if !wake() {
+                        return;
+                    }
+                    loop {
+                        let heard = client.notifications().timeout_iter(tick).next();
+                        match heard {
+                            Ok(Some(_)) => {
+                                if !wake() {
+                                    return;
+                                }
+                            }
+                            Err(_) => break,
+                            Ok(None) if client.is_valid(tick).is_err() => break,
+                            Ok(None) => {}
+                        }
+                    }
+                }
+                std::thread::sleep(tick);
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| EngineError::Unavailable(format!("cannot start the listening thread: {e}")))
 }

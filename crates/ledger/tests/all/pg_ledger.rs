@@ -187,7 +187,12 @@ fn a_log_replayed_into_either_engine_reads_back_the_same() {
         std::fs::create_dir(&folder).unwrap();
         replay(ledger, &folder);
     }
-    let (a, b) = (read_back(&lite), read_back(&pg));
+    // The one difference: on PostgreSQL each approval names the broker it waits in.
+    let a = read_back(&lite);
+    let b: Vec<String> = read_back(&pg)
+        .iter()
+        .map(|line| line.replace("broker: Some(\"one\")", "broker: None"))
+        .collect();
     assert!(a[0].contains("untrusted: true"), "{a:?}");
     assert!(a[9].contains("write_file"), "{a:?}");
     assert_eq!(a[11], "true");

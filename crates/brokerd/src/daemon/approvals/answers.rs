@@ -167,3 +167,26 @@ pub(super) fn view_of(broker: &Broker, row: &ApprovalRow) -> PendingView {
         expires: row.expires,
     }
 }
+
+/// The refusal for an answer of the wrong kind: a text for an approval, or an approval's answer
+/// for a question.
+pub(super) fn wrong_kind(
+    id: ApprovalId,
+    kind: PendingKind,
+    tool: &str,
+    answer: &OwnerAnswer,
+) -> Result<(), OwnerRefusal> {
+    match (answer, kind) {
+        (OwnerAnswer::Text(_), PendingKind::Approval) => Err(OwnerRefusal::new(
+            OwnerErrorCode::WrongKind,
+            format!(
+                "approval {id} is a {tool} call, not a question: use `bx approve {id}` or `bx refuse {id}`"
+            ),
+        )),
+        (OwnerAnswer::Text(_), PendingKind::Question) | (_, PendingKind::Approval) => Ok(()),
+        (_, PendingKind::Question) => Err(OwnerRefusal::new(
+            OwnerErrorCode::WrongKind,
+            format!("approval {id} is a question: answer it with `bx answer {id} TEXT`"),
+        )),
+    }
+}

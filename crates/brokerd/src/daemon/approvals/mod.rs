@@ -13,7 +13,6 @@
 //! `pending_grace_ms` for the client to resume, then abandoned (never run, and recorded).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use ledger::{CallState, Event, Field, Labels};
@@ -25,8 +24,10 @@ use tokio::sync::watch;
 
 mod answers;
 mod client;
+mod handed;
 
-use answers::{final_answer, not_pending, view_of};
+use answers::{final_answer, not_pending, view_of, wrong_kind};
+pub use handed::{listen, take_handed};
 
 use super::Broker;
 use super::journal::WholeAnswer;
@@ -85,9 +86,11 @@ struct Entry {
     settled: watch::Sender<Option<Settled>>,
 }
 
+/// An entry taken to be settled: its view, its recorded arguments, and where its waiters hear.
+type Claimed = (PendingView, Field, watch::Sender<Option<Settled>>);
+
 /// The waiting calls.
 pub struct Approvals {
-    next: AtomicU64,
     entries: Mutex<HashMap<ApprovalId, Entry>>,
 }
 
@@ -159,10 +162,9 @@ impl Default for Approvals {
 }
 
 impl Approvals {
-    /// No approval yet; [`Approvals::load`] continues the ids after the ledger's last.
+    /// No approval yet (the ledger hands out the ids: [`ledger::Ledger::claim_approval_id`]).
     pub fn new() -> Approvals {
         Approvals {
-            next: AtomicU64::new(1),
             entries: Mutex::new(HashMap::new()),
         }
     }
@@ -189,8 +191,11 @@ impl Approvals {
         &self,
         broker: &Arc<Broker>,
         request: Request,
-    ) -> Result<(Waiter, Timestamp), super::journal::JournalError> {
-        let id = ApprovalId(self.next.fetch_add(1, Ordering::Relaxed));
+    ) -> Result<(Waiter, Timestamp), String> {
+        // One id space for every broker sharing the ledger's database.
+        let id = broker
+            .with_ledger(|l| l.claim_approval_id())
+            .map_err(|e| e.to_string())?;
         let now = Timestamp::now();
         let wait = broker.config.approval_ms.min(i64::MAX as u64) as i64;
         let expires = now.plus_millis(wait);
@@ -218,7 +223,8 @@ impl Approvals {
                 values: request.values.clone(),
                 provenance: request.provenance.clone(),
             }])
-            .await?;
+            .await
+            .map_err(|e| e.to_string())?;
         let (question, choices) = request.question.unzip();
         let view = PendingView {
             approval: id,
@@ -247,6 +253,10 @@ impl Approvals {
         tracing::info!(approval = %id, session = %view.session, call = %view.call_id, tool = %view.tool, "waiting for the owner");
         let waiter = self.insert(broker, view.clone(), arguments, false, true);
         broker.publish(OwnerEvent::Pending { pending: view });
+        if broker.ledger_shared() {
+            // An answer handed through another broker before this one held the entry.
+            tokio::spawn(take_handed(Arc::clone(broker)));
+        }
         Ok((waiter, expires))
     }
 
@@ -300,13 +310,15 @@ impl Approvals {
     /// Loads what the ledger holds as waiting (at start): pending approvals, and approved calls
     /// not yet run. Nobody waits for them yet, so their grace periods start now.
     pub fn load(&self, broker: &Arc<Broker>) -> Result<usize, ledger::LedgerError> {
-        let last = broker.with_ledger(|l| l.last_approval_id())?;
-        self.next.fetch_max(last + 1, Ordering::Relaxed);
         let mut rows = broker.with_ledger(|l| l.pending_approvals())?;
         let approved = broker.with_ledger(|l| {
             let mut found = Vec::new();
+            let mine = Some(l.broker_name()).filter(|name| !name.is_empty());
             for (session, call_id) in l.calls_in(CallState::Approved)? {
-                if let Some(row) = l.approval_of_call(&session, call_id)? {
+                // Another broker's approved call (a shared ledger) is that broker's to run.
+                if let Some(row) = l.approval_of_call(&session, call_id)?
+                    && row.broker.as_deref() == mine
+                {
                     found.push(row);
                 }
             }
@@ -338,6 +350,11 @@ impl Approvals {
             },
             entry.view.expires,
         ))
+    }
+
+    /// Whether approval `id` waits here, unanswered.
+    pub fn holds(&self, id: ApprovalId) -> bool {
+        self.entries().get(&id).is_some_and(|e| !e.approved)
     }
 
     /// The connection that waited for an approved call takes it to run it.
@@ -424,8 +441,60 @@ impl Approvals {
         self.settle_through(broker, id, ending, None).await
     }
 
+    /// Takes approval `id` to settle it with `ending`, under the lock: `None` when it does not
+    /// wait here; an error when the ending does not fit it or it was approved already.
+    fn claim(
+        &self,
+        broker: &Broker,
+        id: ApprovalId,
+        ending: &Ending,
+    ) -> Result<Option<Claimed>, OwnerRefusal> {
+        let mut entries = self.entries();
+        let Some(entry) = entries.get_mut(&id) else {
+            return Ok(None);
+        };
+        if let Ending::Owner(answer) = ending {
+            wrong_kind(id, entry.view.kind, &entry.view.tool, answer)?;
+        }
+        if entry.approved && !matches!(ending, Ending::Abandoned(_)) {
+            drop(entries);
+            return Err(not_pending(broker, id));
+        }
+        let keep = matches!(
+            ending,
+            Ending::Owner(OwnerAnswer::Once | OwnerAnswer::ForSession)
+        );
+        if keep {
+            entry.approved = true;
+            return Ok(Some((
+                entry.view.clone(),
+                entry.arguments.clone(),
+                entry.settled.clone(),
+            )));
+        }
+        Ok(entries
+            .remove(&id)
+            .map(|entry| (entry.view, entry.arguments, entry.settled)))
+    }
+
+    /// An ending for approval `id`, which does not wait here: the owner's answer is handed to
+    /// the broker it waits in when the ledger is shared; otherwise it is no longer pending.
+    async fn not_here(
+        &self,
+        broker: &Arc<Broker>,
+        id: ApprovalId,
+        ending: Ending,
+    ) -> Result<String, OwnerRefusal> {
+        match ending {
+            Ending::Owner(answer) if broker.ledger_shared() => {
+                handed::hand_over(broker, id, answer).await
+            }
+            _ => Err(not_pending(broker, id)),
+        }
+    }
+
     /// [`Approvals::settle`], recording who answered when not the owner (`channel`).
-    async fn settle_through(
+    pub(super) async fn settle_through(
         &self,
         broker: &Arc<Broker>,
         id: ApprovalId,
@@ -433,56 +502,8 @@ impl Approvals {
         channel: Option<String>,
     ) -> Result<String, OwnerRefusal> {
         // Whoever changes the entry under the lock settles it; the others are told.
-        let (view, arguments, settled) = {
-            let mut entries = self.entries();
-            let Some(entry) = entries.get_mut(&id) else {
-                drop(entries);
-                return Err(not_pending(broker, id));
-            };
-            let kind = entry.view.kind;
-            match (&ending, kind) {
-                (Ending::Owner(OwnerAnswer::Text(_)), PendingKind::Approval) => {
-                    return Err(OwnerRefusal::new(
-                        OwnerErrorCode::WrongKind,
-                        format!(
-                            "approval {id} is a {} call, not a question: use `bx approve {id}` or `bx refuse {id}`",
-                            entry.view.tool
-                        ),
-                    ));
-                }
-                (Ending::Owner(OwnerAnswer::Text(_)), PendingKind::Question)
-                | (Ending::Owner(_), PendingKind::Approval)
-                | (Ending::Expired | Ending::Abandoned(_), _) => {}
-                (Ending::Owner(_), PendingKind::Question) => {
-                    return Err(OwnerRefusal::new(
-                        OwnerErrorCode::WrongKind,
-                        format!(
-                            "approval {id} is a question: answer it with `bx answer {id} TEXT`"
-                        ),
-                    ));
-                }
-            }
-            if entry.approved && !matches!(ending, Ending::Abandoned(_)) {
-                drop(entries);
-                return Err(not_pending(broker, id));
-            }
-            let keep = matches!(
-                ending,
-                Ending::Owner(OwnerAnswer::Once | OwnerAnswer::ForSession)
-            );
-            if keep {
-                entry.approved = true;
-                (
-                    entry.view.clone(),
-                    entry.arguments.clone(),
-                    entry.settled.clone(),
-                )
-            } else {
-                let Some(entry) = entries.remove(&id) else {
-                    return Err(not_pending(broker, id));
-                };
-                (entry.view, entry.arguments, entry.settled)
-            }
+        let Some((view, arguments, settled)) = self.claim(broker, id, &ending)? else {
+            return self.not_here(broker, id, ending).await;
         };
         let resolution = ending.resolution();
         let mut events = vec![Event::ApprovalResolved {

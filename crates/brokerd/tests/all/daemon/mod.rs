@@ -24,6 +24,7 @@ mod net;
 mod non_root;
 mod outside_text;
 mod owner_socket;
+mod pg_approvals;
 mod pg_ledger;
 mod podman;
 mod provenance;
