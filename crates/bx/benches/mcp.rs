@@ -95,7 +95,7 @@ fn main() {
         vec![reference.as_os_str(), broker.work.as_os_str()];
     let ours = serde_json::json!({ "path": file });
     let theirs = serde_json::json!({ "path": file });
-    // Interleaved, twice each, so that neither side has the machine to itself.
+    // Interleaved, twice each (and `clock` beside them), so that neither side has the machine to itself.
     let mut rows = Vec::new();
     for round in 0..2 {
         rows.push((
@@ -107,6 +107,12 @@ fn main() {
             round,
             "server-filesystem read_text_file",
             measure(runs, "read_text_file", &theirs, &reference_command),
+        ));
+        // `clock` is answered in `bx mcp` itself: the MCP front alone, no broker, no file.
+        rows.push((
+            round,
+            "bx mcp clock (no broker)",
+            measure(runs, "clock", &serde_json::json!({}), &bx_command),
         ));
     }
     println!("{runs} calls each, one after another, 4 KiB file:");
@@ -120,12 +126,19 @@ fn main() {
         );
     }
     for round in 0..2 {
-        let ours = &rows[round * 2].2;
-        let theirs = &rows[round * 2 + 1].2;
+        let ours = &rows[round * 3].2;
+        let theirs = &rows[round * 3 + 1].2;
+        let front = &rows[round * 3 + 2].2;
         println!(
-            "  round {round}: bx mcp / reference: median {:.2}x, calls/s {:.2}x",
+            "  round {round}: bx mcp / reference: median {:.2}x, p99 {:.2}x, calls/s {:.2}x",
             ours["median_ms"].as_f64().unwrap() / theirs["median_ms"].as_f64().unwrap(),
+            ours["p99_ms"].as_f64().unwrap() / theirs["p99_ms"].as_f64().unwrap(),
             ours["calls_per_s"].as_f64().unwrap() / theirs["calls_per_s"].as_f64().unwrap()
+        );
+        println!(
+            "  round {round}: bx mcp's front alone (clock) / reference: median {:.2}x, p99 {:.2}x",
+            front["median_ms"].as_f64().unwrap() / theirs["median_ms"].as_f64().unwrap(),
+            front["p99_ms"].as_f64().unwrap() / theirs["p99_ms"].as_f64().unwrap()
         );
     }
 }
