@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ledger::{Event, sha256_hex};
+use nettools::args::delegate::DelegateArgs;
 use policy::args::ToolArgs;
 use policy::decide::{Allowed, Labels};
 use proto::{CallId, OwnerEvent, SessionId, Timestamp};
 use serde_json::{Map, Value};
-use tools::args::delegate::DelegateArgs;
 
 use super::children::Binding;
 use super::memory::Routed;
