@@ -16,6 +16,8 @@ pub mod clean;
 pub mod fs;
 pub mod git;
 pub mod jobs;
+#[cfg(feature = "net")]
+pub mod pages;
 pub mod search;
 pub mod shell;
 #[cfg(feature = "net")]
