@@ -15,6 +15,7 @@ pub mod schemas;
 mod table;
 #[cfg(test)]
 mod tests;
+pub mod web_pages;
 
 use std::borrow::Cow;
 
