@@ -153,7 +153,7 @@ fn an_unknown_tool_names_every_known_tool() {
     assert_eq!(
         problems("[[grant]]\nid=\"x\"\ntool=\"rm_rf\"\n"),
         [
-            "3: unknown tool \"rm_rf\"; the known tools are read_file, write_file, edit_file, list_files, glob, grep, shell, bash_bg, http_fetch, web_search, git_status, git_diff, git_clone, consult, ask, recall, memory, ask_memory, and the groups read and write"
+            "3: unknown tool \"rm_rf\"; the known tools are read_file, write_file, edit_file, list_files, glob, grep, shell, bash_bg, http_fetch, web_search, git_status, git_diff, git_clone, consult, ask, recall, memory, ask_memory, delegate, and the groups read and write"
         ]
     );
 }
@@ -495,7 +495,7 @@ fn a_wrong_tool_list_is_named_with_its_line() {
     assert_eq!(
         problems("[[grant]]\nid=\"a\"\ntool=[\"read\",\n\"reed\"]\npaths=[\"/a\"]\n"),
         [
-            "4: unknown tool \"reed\"; the known tools are read_file, write_file, edit_file, list_files, glob, grep, shell, bash_bg, http_fetch, web_search, git_status, git_diff, git_clone, consult, ask, recall, memory, ask_memory, and the groups read and write"
+            "4: unknown tool \"reed\"; the known tools are read_file, write_file, edit_file, list_files, glob, grep, shell, bash_bg, http_fetch, web_search, git_status, git_diff, git_clone, consult, ask, recall, memory, ask_memory, delegate, and the groups read and write"
         ]
     );
     assert_eq!(

@@ -200,14 +200,6 @@ impl Approvals {
         let wait = broker.config.approval_ms.min(i64::MAX as u64) as i64;
         let expires = now.plus_millis(wait);
         let arguments = Field::of(&request.arguments);
-        let untrusted_by = if request.labels.untrusted {
-            broker
-                .with_ledger(|l| l.untrusted_by(&request.session))
-                .ok()
-                .flatten()
-        } else {
-            None
-        };
         broker
             .journal
             .record(vec![Event::ApprovalRequested {
@@ -225,6 +217,17 @@ impl Approvals {
             }])
             .await
             .map_err(|e| e.to_string())?;
+        // Read once the request is in the ledger: the ledger's thread applies records in
+        // order, so the answer that made the session untrusted (written before this call came)
+        // is applied by now, however far behind that thread was.
+        let untrusted_by = if request.labels.untrusted {
+            broker
+                .with_ledger(|l| l.untrusted_by(&request.session))
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
         let (question, choices) = request.question.unzip();
         let view = PendingView {
             approval: id,
