@@ -63,6 +63,9 @@ mod tests {
             ("web_search", (true, false, true, true)),
             ("consult", (true, false, false, true)),
             ("ask", (true, false, false, false)),
+            // Added after the table: it opens a child session or reads its report; what the
+            // child then does is decided call by call.
+            ("delegate", (false, false, false, false)),
         ];
         for (tool, (r, d, i, o)) in listed {
             assert_eq!(of(tool), Some(Hints::new(r, d, i, o)), "{tool}");
