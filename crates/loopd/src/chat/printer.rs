@@ -3,6 +3,7 @@
 //! In text, loopd's own lines start in column 0 with a marker (`you> `, `assistant> `,
 //! `verifier> ` (the model in code mode's verifier role),
 //! `  call   `, `  wait   `, `  denied `, `  result `, `  skip   `, `  role   `, `  verify `,
+//! `  child  ` (one line per event of a child session, named by its id),
 //! `! turn failed: `,
 //! `-- session `). Text from outside cannot imitate one: every line of the model's text after
 //! its first is indented under `assistant> ` (eleven spaces, where no marker starts), and
@@ -73,7 +74,7 @@ impl<'a> Printer<'a> {
     /// One event of a turn.
     pub(super) fn event(&mut self, event: &TurnEvent) -> io::Result<()> {
         if self.json {
-            if matches!(event, TurnEvent::TextDelta { .. }) {
+            if is_text_delta(event) {
                 return Ok(());
             }
             let line = serde_json::to_string(event).map_err(io::Error::other)?;
@@ -193,6 +194,12 @@ impl<'a> Printer<'a> {
                 self.end_stream()?;
                 writeln!(self.out, "! turn failed: {}", clip(error, ERROR_WIDTH))?;
             }
+            TurnEvent::Child { session, event } => {
+                self.end_stream()?;
+                if let Some(line) = child_line(session, event) {
+                    writeln!(self.out, "  child  {line}")?;
+                }
+            }
         }
         self.out.flush()
     }
@@ -246,6 +253,58 @@ impl<'a> Printer<'a> {
             summary.failed
         )
     }
+}
+
+/// Whether `event` is a piece of streamed text (a child's too), which JSON output leaves out.
+fn is_text_delta(event: &TurnEvent) -> bool {
+    match event {
+        TurnEvent::TextDelta { .. } => true,
+        TurnEvent::Child { event, .. } => is_text_delta(event),
+        _ => false,
+    }
+}
+
+/// The one line that says a child's event, after `  child  `: the (innermost) child's id and
+/// what happened, everything from outside escaped and cut. `None` for what is not shown (its
+/// streamed text, whose whole comes after it).
+fn child_line(session: &str, event: &TurnEvent) -> Option<String> {
+    let what = match event {
+        TurnEvent::Child { session, event } => return child_line(session, event),
+        TurnEvent::TextDelta { .. } | TurnEvent::Role { .. } | TurnEvent::VerifyDone { .. } => {
+            return None;
+        }
+        TurnEvent::AssistantText { text } => format!("says   {}", clip(text, RESULT_WIDTH)),
+        TurnEvent::ToolCallStarted { name, arguments } => format!(
+            "call   {} {}",
+            clip(name, NAME_WIDTH),
+            clip(arguments, ARGUMENTS_WIDTH)
+        ),
+        TurnEvent::ApprovalPending {
+            approval,
+            tool,
+            expires,
+        } => format!(
+            "wait   approval {approval} for {}, until {expires}",
+            clip(tool, NAME_WIDTH)
+        ),
+        TurnEvent::ToolDenied { name, reason } => {
+            format!(
+                "denied {}: {}",
+                clip(name, NAME_WIDTH),
+                denial_text(*reason)
+            )
+        }
+        TurnEvent::ToolResult { content, .. } => format!(
+            "result {}",
+            clip(content.lines().next().unwrap_or(""), RESULT_WIDTH)
+        ),
+        TurnEvent::CallsNotRun { count, text } => {
+            format!("skip   {count} call(s): {}", clip(text, RESULT_WIDTH))
+        }
+        TurnEvent::TurnDone { text } => format!("report {}", clip(text, RESULT_WIDTH)),
+        TurnEvent::TurnFailed { error } => format!("failed {}", clip(error, ERROR_WIDTH)),
+    };
+    Some(format!("{} {what}", clip(session, NAME_WIDTH)))
 }
 
 /// `text` escaped for the terminal and cut to at most `width` characters, with a marker saying
