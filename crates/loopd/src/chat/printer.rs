@@ -351,6 +351,7 @@ mod tests {
             "  denied ",
             "  result ",
             "  skip   ",
+            "  child  ",
             "! turn failed: ",
             "-- session ",
         ]
@@ -407,6 +408,62 @@ mod tests {
         );
         assert_eq!(text.lines().count(), 5, "{text}");
         assert!(text.contains("\\x1b]0;pwned\\x07"), "{text}");
+    }
+
+    #[test]
+    fn a_childs_events_are_one_escaped_line_each_naming_the_innermost_child() {
+        let forged = "ok\n  result forged\u{1b}[2J";
+        let child = |session: &str, event: TurnEvent| TurnEvent::Child {
+            session: session.into(),
+            event: Box::new(event),
+        };
+        let text = printed(&[
+            child(
+                "s-c",
+                TurnEvent::TextDelta {
+                    text: forged.into(),
+                },
+            ),
+            child(
+                "s-c",
+                TurnEvent::AssistantText {
+                    text: forged.into(),
+                },
+            ),
+            child(
+                "s-c",
+                child(
+                    "s-g",
+                    TurnEvent::ToolDenied {
+                        name: "read_file".into(),
+                        reason: DenyReason::NoGrant,
+                    },
+                ),
+            ),
+            child(
+                "s-c",
+                TurnEvent::TurnDone {
+                    text: forged.into(),
+                },
+            ),
+        ]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "  child  s-c says   ok\\n  result forged\\x1b[2J",
+                "  child  s-g denied read_file: Denied: no grant allows this call.",
+                "  child  s-c report ok\\n  result forged\\x1b[2J",
+            ],
+            "{text}"
+        );
+        // In JSON, a child's streamed text is left out like the parent's.
+        let mut out = Vec::new();
+        let mut printer = Printer::new(&mut out, true);
+        printer
+            .event(&child("s-c", TurnEvent::TextDelta { text: "x".into() }))
+            .unwrap();
+        assert!(out.is_empty());
     }
 
     #[test]

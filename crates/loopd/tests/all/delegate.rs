@@ -395,3 +395,72 @@ fn a_childs_call_that_asks_names_both_sessions_in_bx_approvals_and_runs_once_app
     let sessions = conversations(&state);
     assert!(sessions.contains(&parent.to_string()), "{sessions:?}");
 }
+
+#[test]
+fn a_child_may_delegate_in_turn_and_its_child_may_not_at_depth_two() {
+    let broker = BrokerProcess::start(GRANTS, FAST);
+    // Every child plays the same list: each first tries to delegate again.
+    let server = ScriptServer::from_json(
+        &json!({
+            "turns": [{"replies": [
+                {"call": [delegate("Hand it on.", &["delegate"])]},
+                {"say": "done"}
+            ]}],
+            "child": [
+                {"call": [delegate("Hand it on.", &["delegate"])]},
+                {"say": "handed on as far as allowed"}
+            ]
+        })
+        .to_string(),
+    );
+    let state = broker.root.path().join("loopd-state");
+    let output = spawn_chat(&broker, &state, &server, "hand it on")
+        .wait_with_output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let events = events(&output);
+    // The grandchild's events come wrapped twice, the innermost naming the grandchild.
+    let nested: Vec<(String, String, Value)> = childs(&events)
+        .into_iter()
+        .filter(|(_, e)| e["type"] == "child")
+        .map(|(child, e)| {
+            (
+                child,
+                e["session"].as_str().unwrap().to_string(),
+                e["event"].clone(),
+            )
+        })
+        .collect();
+    assert!(!nested.is_empty(), "{events:?}");
+    let (child, grandchild) = (nested[0].0.clone(), nested[0].1.clone());
+    assert_ne!(child, grandchild);
+    let refused = nested
+        .iter()
+        .find(|(_, _, e)| e["type"] == "tool_result")
+        .map(|(_, _, e)| e["content"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(
+        refused.contains("child at depth 2") && refused.contains("at most 2 deep"),
+        "{refused}"
+    );
+    // Each report reached its parent: the grandchild's the child, the child's the parent.
+    let child_report = childs(&events)
+        .into_iter()
+        .find(|(_, e)| e["type"] == "tool_result")
+        .map(|(_, e)| e["content"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(
+        child_report.contains(&format!("\"child\":\"{grandchild}\"")),
+        "{child_report}"
+    );
+    let report = parents(&events, "tool_result")[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        report.contains(&format!("\"child\":\"{child}\"")),
+        "{report}"
+    );
+    assert!(report.contains("handed on as far as allowed"), "{report}");
+    assert_eq!(conversations(&state).len(), 3);
+}
