@@ -56,6 +56,7 @@ fn turn(c: &mut Criterion) {
             port: &fake,
             registry: &registry,
             limits: Limits::default(),
+            children: None,
         };
         let mut n = 0u64;
         let label = if stream {
@@ -164,6 +165,7 @@ fn turn_after_history(c: &mut Criterion) {
         port: &fake,
         registry: &registry,
         limits: Limits::default(),
+        children: None,
     };
     let dir = testkit::temp_dir();
     let mut group = c.benchmark_group("history");

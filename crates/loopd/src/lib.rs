@@ -7,7 +7,8 @@
 //! (the port over brokerd's agent socket), both re-exported from the `toolport` crate at the
 //! paths the seeds pin, [`turn`] (the turn loop), [`session`] (conversations on disk), [`script`] (scripted models), [`chat`]
 //! (the `loopd chat` command), [`criteria`] and [`verify`] (code mode: the owner's criteria and
-//! the verify loop).
+//! the verify loop), [`delegate`] (the child sessions a `delegate` call opens, run as second
+//! conversations).
 
 // A library says what it has to say through its callers (a returned text, an error) or
 // `tracing`; only binaries, tests, benches and examples write to standard output or error.
@@ -16,6 +17,7 @@
 pub mod broker;
 pub mod chat;
 pub mod criteria;
+pub mod delegate;
 pub mod llama;
 pub mod script;
 pub mod session;

@@ -22,6 +22,11 @@
 //! turn (a turn without `user` is one loopd drives), and the verifier's isolated requests are
 //! answered from `verifier`, a list of replies, one per verification pass.
 //!
+//! The child sessions loopd runs for `delegate` (their requests are told apart by their
+//! system prompt, [`CHILD_PROMPT`]) are answered from `child`, a list of replies picked, as a
+//! turn's are, by the number of assistant messages since the child's task: every child of a
+//! conversation plays the same list.
+//!
 //! A reply is one of: `say` (text) with optional `call` (tool calls); `http_status` with
 //! `body` (an HTTP error); `hang_ms` (no answer for that long); `raw_body` (a 200 whose body is
 //! this text). A call has `name` and either `arguments` (any JSON, sent as its text) or
@@ -34,6 +39,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::delegate::CHILD_PROMPT;
 use crate::llama::{ChatRequest, LlamaError, Model, Reply, ToolCall};
 use crate::verify::{PASS_PREFIX, VERIFIER_PROMPT};
 
@@ -51,6 +57,10 @@ pub struct Script {
     /// the number after [`PASS_PREFIX`] that starts their one message).
     #[serde(default)]
     pub verifier: Vec<ReplySpec>,
+    /// The replies of every child session loopd runs for `delegate`, in order within the
+    /// child's one turn (its requests are told apart by their system prompt, [`CHILD_PROMPT`]).
+    #[serde(default)]
+    pub child: Vec<ReplySpec>,
 }
 
 /// One turn: what the person says (when the script drives input) and the model's replies.
@@ -166,6 +176,11 @@ impl Script {
                 .kind(usize::MAX, p)
                 .map_err(|e| format!("verifier reply {}: {e}", p + 1))?;
         }
+        for (r, reply) in script.child.iter().enumerate() {
+            reply
+                .kind(CHILD_TURN, r)
+                .map_err(|e| format!("child reply {}: {e}", r + 1))?;
+        }
         Ok(script)
     }
 
@@ -201,6 +216,22 @@ impl Script {
                 })?;
             return reply.kind(usize::MAX, pass - 1);
         }
+        let since_user = messages
+            .iter()
+            .rev()
+            .take_while(|m| role(m).as_deref() != Some("user"))
+            .filter(|m| role(m).as_deref() == Some("assistant"))
+            .count();
+        if content(messages.first()) == CHILD_PROMPT {
+            let reply = self.child.get(since_user).ok_or_else(|| {
+                format!(
+                    "the child has no reply {} (the script has {})",
+                    since_user + 1,
+                    self.child.len()
+                )
+            })?;
+            return reply.kind(CHILD_TURN, since_user);
+        }
         let users = messages
             .iter()
             .filter(|m| role(m).as_deref() == Some("user"))
@@ -208,12 +239,6 @@ impl Script {
         let Some(turn_index) = users.checked_sub(1) else {
             return Err("the request has no user message".to_string());
         };
-        let since_user = messages
-            .iter()
-            .rev()
-            .take_while(|m| role(m).as_deref() != Some("user"))
-            .filter(|m| role(m).as_deref() == Some("assistant"))
-            .count();
         let turn = self.turns.get(turn_index).ok_or_else(|| {
             format!(
                 "user message {} has no turn (the script has {})",
@@ -295,6 +320,10 @@ impl ReplySpec {
         }))
     }
 }
+
+/// The turn number a child's replies give their call ids (`call_c_<reply>_<n>` would not be an
+/// id; a number no script's turns reach keeps them apart from the parent's).
+const CHILD_TURN: usize = 1_000_000 - 1;
 
 /// Replaces `{name}` by `values[name]` in every string of `value`; other braces stay.
 fn fill_placeholders(value: &mut Value, values: &BTreeMap<String, String>) {
@@ -437,6 +466,32 @@ mod tests {
         )
         .unwrap_err();
         assert!(error.starts_with("turn 1 reply 2:"), "{error}");
+    }
+
+    #[test]
+    fn a_childs_requests_are_answered_from_the_child_list() {
+        let script = Script::parse(
+            r#"{"turns":[{"replies":[{"say":"parent"}]}],"child":[{"say":"c1"},{"say":"c2"}]}"#,
+            &values(),
+        )
+        .unwrap();
+        let say = |messages: Vec<Value>| match script.reply_for(&messages) {
+            Ok(ReplyKind::Answer(reply)) => reply.content,
+            other => format!("{other:?}"),
+        };
+        let system = json!({"role":"system","content":CHILD_PROMPT});
+        let user = json!({"role":"user","content":"task"});
+        let assistant = json!({"role":"assistant","content":""});
+        let tool = json!({"role":"tool","content":"","tool_call_id":"1"});
+        assert_eq!(say(vec![system.clone(), user.clone()]), "c1");
+        assert_eq!(
+            say(vec![system.clone(), user.clone(), assistant.clone(), tool]),
+            "c2"
+        );
+        assert!(
+            say(vec![system, user.clone(), assistant.clone(), assistant]).contains("no reply 3")
+        );
+        assert_eq!(say(vec![user]), "parent");
     }
 
     #[test]

@@ -54,6 +54,22 @@ pub struct Runtime<'a> {
     pub registry: &'a Registry,
     /// The turn's limits.
     pub limits: Limits,
+    /// Where the child sessions a `delegate` call opens are run ([`crate::delegate`]); `None`:
+    /// the open's answer goes to the model as it is, and nobody runs the child.
+    pub children: Option<&'a dyn Children>,
+}
+
+/// Runs the child sessions a call opens (implemented by [`crate::delegate`]'s hosts).
+pub trait Children {
+    /// When `response`, the port's final answer to `request`, opened a child session: runs
+    /// it and returns what the model reads of the call instead. `None`: the call opened none.
+    fn opened(
+        &self,
+        rt: &Runtime<'_>,
+        request: &ToolRequest,
+        response: &ToolResponse,
+        on_event: &mut dyn FnMut(&TurnEvent),
+    ) -> Option<CallOutcome>;
 }
 
 /// What happens during a turn, for the person watching (terminal, log, owner).
@@ -142,6 +158,14 @@ pub enum TurnEvent {
         corrections: usize,
         /// Every criterion with its state and the verifier's last finding.
         criteria: Vec<Criterion>,
+    },
+    /// An event of a child session's turn, run by loopd for a `delegate` call of this one
+    /// ([`crate::delegate`]).
+    Child {
+        /// The child's session id.
+        session: String,
+        /// What happened in the child.
+        event: Box<TurnEvent>,
     },
 }
 
@@ -363,12 +387,19 @@ fn sorted(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
-fn local(text: String) -> CallOutcome {
-    CallOutcome {
-        text,
-        class: Class::Public,
-        untrusted: false,
+impl CallOutcome {
+    /// An answer of loopd's own: public, trusted.
+    pub fn local(text: String) -> CallOutcome {
+        CallOutcome {
+            text,
+            class: Class::Public,
+            untrusted: false,
+        }
     }
+}
+
+fn local(text: String) -> CallOutcome {
+    CallOutcome::local(text)
 }
 
 /// Arguments that are not JSON at all never reach [`dispatch`]: the model is told so. Empty
@@ -441,6 +472,21 @@ pub fn run_call(
             expires: pending.expires,
         });
     });
+    if let Some(children) = rt.children
+        && let Some(outcome) = children.opened(rt, &request, &response, on_event)
+    {
+        return outcome;
+    }
+    outcome_of(response, &request.tool, on_event)
+}
+
+/// What the port's final answer to a call of `tool` gives the model (seed M3a/16, rule 5): a
+/// denial is also said to `on_event`.
+pub(crate) fn outcome_of(
+    response: ToolResponse,
+    tool: &str,
+    on_event: &mut dyn FnMut(&TurnEvent),
+) -> CallOutcome {
     match response {
         ToolResponse::Result {
             content,
@@ -455,7 +501,7 @@ pub fn run_call(
         ToolResponse::Failed { message } => local(format!("The tool failed: {message}")),
         ToolResponse::Denied { reason } => {
             on_event(&TurnEvent::ToolDenied {
-                name: request.tool.clone(),
+                name: tool.to_string(),
                 reason,
             });
             local(denial_text(reason).to_string())

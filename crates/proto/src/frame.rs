@@ -48,7 +48,8 @@ pub enum AgentFrame {
         request: ToolRequest,
     },
     /// Ends the session for good: its answers are dropped and a later resume is refused.
-    /// (`loopd chat` never sends it, since a conversation can always go on.)
+    /// (`loopd chat` sends it only for a child session whose turn failed, since a
+    /// conversation can always go on.)
     Close {},
     /// Answers the call this connection waits on, in the client's own interface: allowed only
     /// for a client `brokerd.toml` names (`[mcp] approve_in_client`), recorded with that

@@ -160,6 +160,26 @@ impl BrokerPort {
         })
     }
 
+    /// Ends a child session (one `delegate` opened) with its report for its parent's
+    /// `collect`, and waits until the broker has kept it and ended the session.
+    pub fn report(&self, text: &str) -> Result<(), PortError> {
+        let frame = AgentFrame::Report {
+            text: text.to_string(),
+        };
+        self.exchange(&frame, |answer| match answer {
+            BrokerFrame::Closed {} => Step::Done(()),
+            other => Step::Unexpected(format!("answered report with {other:?}")),
+        })
+    }
+
+    /// Ends the session for good (`close`): a child session whose work ended without a report.
+    pub fn close(&self) -> Result<(), PortError> {
+        self.exchange(&AgentFrame::Close {}, |answer| match answer {
+            BrokerFrame::Closed {} => Step::Done(()),
+            other => Step::Unexpected(format!("answered close with {other:?}")),
+        })
+    }
+
     fn set_fatal(&self, error: PortError) {
         *self.fatal.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
     }

@@ -2,7 +2,8 @@
 //! ([`super::children`]), and collecting a child's report with its labels and values.
 //!
 //! Who runs the child's model turns is the caller's client: the open's answer names the child
-//! and carries its resume token in the header (`child`, `resume_token`, `depth`); the client
+//! and carries its resume token and task in the header (`child`, `resume_token`, `depth`,
+//! `grants`, `task`); the client (loopd: `loopd::delegate`)
 //! resumes the child on a connection of its own (`hello` with that resume), runs the task as a
 //! second conversation, and ends it with a `report` frame. The parent's `collect` waits for
 //! that end. The broker never runs a model.
@@ -88,8 +89,11 @@ async fn open(
     fields.insert("resume_token".into(), Value::from(token));
     fields.insert("depth".into(), Value::from(binding.depth));
     fields.insert("grants".into(), Value::from(binding.grants.clone()));
+    // The task as the broker read it, for the client that runs the child (loopd reads the
+    // answer, never the model's arguments).
+    fields.insert("task".into(), Value::from(task));
     let body = format!(
-        "Child session {child} is open for this task, with grants {}:\n{task}\n\
+        "Child session {child} is open for the task in this header, with grants {}. \
          Collect its report with delegate {{\"collect\": \"{child}\"}}.",
         binding.grants.join(", ")
     );

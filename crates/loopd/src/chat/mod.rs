@@ -18,6 +18,7 @@ use crate::session::{Session, SessionError};
 use crate::turn::{Limits, Runtime, TurnError, TurnEvent, run_turn};
 use crate::verify::{code_message, run_code_turn};
 
+mod children;
 mod ports;
 mod printer;
 mod state;
@@ -251,11 +252,22 @@ fn chat_in(
         None => Criteria::load(session.dir())?,
     };
     let registry = port.registry();
+    // Through the broker, the child sessions the model's `delegate` calls open are run here.
+    let children = match &options.port {
+        PortKind::Broker { socket } => Some(children::BrokerChildren {
+            socket: socket.clone(),
+            sessions: sessions.to_path_buf(),
+        }),
+        PortKind::Fake => None,
+    };
     let rt = Runtime {
         model: model.as_ref(),
         port: port.tool_port(),
         registry: &registry,
         limits: options.limits.clone(),
+        children: children
+            .as_ref()
+            .map(|host| host as &dyn crate::turn::Children),
     };
     let mut summary = ChatSummary {
         session: session.ids().id.clone(),

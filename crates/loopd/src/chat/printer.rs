@@ -3,6 +3,7 @@
 //! In text, loopd's own lines start in column 0 with a marker (`you> `, `assistant> `,
 //! `verifier> ` (the model in code mode's verifier role),
 //! `  call   `, `  wait   `, `  denied `, `  result `, `  skip   `, `  role   `, `  verify `,
+//! `  child  ` (one line per event of a child session, named by its id),
 //! `! turn failed: `,
 //! `-- session `). Text from outside cannot imitate one: every line of the model's text after
 //! its first is indented under `assistant> ` (eleven spaces, where no marker starts), and
@@ -73,7 +74,7 @@ impl<'a> Printer<'a> {
     /// One event of a turn.
     pub(super) fn event(&mut self, event: &TurnEvent) -> io::Result<()> {
         if self.json {
-            if matches!(event, TurnEvent::TextDelta { .. }) {
+            if is_text_delta(event) {
                 return Ok(());
             }
             let line = serde_json::to_string(event).map_err(io::Error::other)?;
@@ -193,6 +194,12 @@ impl<'a> Printer<'a> {
                 self.end_stream()?;
                 writeln!(self.out, "! turn failed: {}", clip(error, ERROR_WIDTH))?;
             }
+            TurnEvent::Child { session, event } => {
+                self.end_stream()?;
+                if let Some(line) = child_line(session, event) {
+                    writeln!(self.out, "  child  {line}")?;
+                }
+            }
         }
         self.out.flush()
     }
@@ -248,6 +255,58 @@ impl<'a> Printer<'a> {
     }
 }
 
+/// Whether `event` is a piece of streamed text (a child's too), which JSON output leaves out.
+fn is_text_delta(event: &TurnEvent) -> bool {
+    match event {
+        TurnEvent::TextDelta { .. } => true,
+        TurnEvent::Child { event, .. } => is_text_delta(event),
+        _ => false,
+    }
+}
+
+/// The one line that says a child's event, after `  child  `: the (innermost) child's id and
+/// what happened, everything from outside escaped and cut. `None` for what is not shown (its
+/// streamed text, whose whole comes after it).
+fn child_line(session: &str, event: &TurnEvent) -> Option<String> {
+    let what = match event {
+        TurnEvent::Child { session, event } => return child_line(session, event),
+        TurnEvent::TextDelta { .. } | TurnEvent::Role { .. } | TurnEvent::VerifyDone { .. } => {
+            return None;
+        }
+        TurnEvent::AssistantText { text } => format!("says   {}", clip(text, RESULT_WIDTH)),
+        TurnEvent::ToolCallStarted { name, arguments } => format!(
+            "call   {} {}",
+            clip(name, NAME_WIDTH),
+            clip(arguments, ARGUMENTS_WIDTH)
+        ),
+        TurnEvent::ApprovalPending {
+            approval,
+            tool,
+            expires,
+        } => format!(
+            "wait   approval {approval} for {}, until {expires}",
+            clip(tool, NAME_WIDTH)
+        ),
+        TurnEvent::ToolDenied { name, reason } => {
+            format!(
+                "denied {}: {}",
+                clip(name, NAME_WIDTH),
+                denial_text(*reason)
+            )
+        }
+        TurnEvent::ToolResult { content, .. } => format!(
+            "result {}",
+            clip(content.lines().next().unwrap_or(""), RESULT_WIDTH)
+        ),
+        TurnEvent::CallsNotRun { count, text } => {
+            format!("skip   {count} call(s): {}", clip(text, RESULT_WIDTH))
+        }
+        TurnEvent::TurnDone { text } => format!("report {}", clip(text, RESULT_WIDTH)),
+        TurnEvent::TurnFailed { error } => format!("failed {}", clip(error, ERROR_WIDTH)),
+    };
+    Some(format!("{} {what}", clip(session, NAME_WIDTH)))
+}
+
 /// `text` escaped for the terminal and cut to at most `width` characters, with a marker saying
 /// how many bytes were left out. Only the part shown is escaped, so a huge text costs no more
 /// than `width`.
@@ -292,6 +351,7 @@ mod tests {
             "  denied ",
             "  result ",
             "  skip   ",
+            "  child  ",
             "! turn failed: ",
             "-- session ",
         ]
@@ -348,6 +408,62 @@ mod tests {
         );
         assert_eq!(text.lines().count(), 5, "{text}");
         assert!(text.contains("\\x1b]0;pwned\\x07"), "{text}");
+    }
+
+    #[test]
+    fn a_childs_events_are_one_escaped_line_each_naming_the_innermost_child() {
+        let forged = "ok\n  result forged\u{1b}[2J";
+        let child = |session: &str, event: TurnEvent| TurnEvent::Child {
+            session: session.into(),
+            event: Box::new(event),
+        };
+        let text = printed(&[
+            child(
+                "s-c",
+                TurnEvent::TextDelta {
+                    text: forged.into(),
+                },
+            ),
+            child(
+                "s-c",
+                TurnEvent::AssistantText {
+                    text: forged.into(),
+                },
+            ),
+            child(
+                "s-c",
+                child(
+                    "s-g",
+                    TurnEvent::ToolDenied {
+                        name: "read_file".into(),
+                        reason: DenyReason::NoGrant,
+                    },
+                ),
+            ),
+            child(
+                "s-c",
+                TurnEvent::TurnDone {
+                    text: forged.into(),
+                },
+            ),
+        ]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "  child  s-c says   ok\\n  result forged\\x1b[2J",
+                "  child  s-g denied read_file: Denied: no grant allows this call.",
+                "  child  s-c report ok\\n  result forged\\x1b[2J",
+            ],
+            "{text}"
+        );
+        // In JSON, a child's streamed text is left out like the parent's.
+        let mut out = Vec::new();
+        let mut printer = Printer::new(&mut out, true);
+        printer
+            .event(&child("s-c", TurnEvent::TextDelta { text: "x".into() }))
+            .unwrap();
+        assert!(out.is_empty());
     }
 
     #[test]

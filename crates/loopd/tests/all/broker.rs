@@ -258,6 +258,7 @@ fn a_grant_added_mid_session_is_found_by_find_tool_and_reached_by_call_tool() {
         port: &port as &dyn ToolPort,
         registry: &registry,
         limits: Limits::default(),
+        children: None,
     };
     let mut before = Vec::new();
     run_turn(&rt, &mut session, "write", &mut |e| before.push(e.clone())).unwrap();

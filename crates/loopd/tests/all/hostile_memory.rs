@@ -302,6 +302,7 @@ fn the_tool_call_limit_spans_every_round_of_a_turn() {
         port: &fake,
         registry: &registry,
         limits: Limits::default(),
+        children: None,
     };
     assert_eq!(
         run_turn(&rt, &mut session, "go", &mut |_| {}).unwrap(),
@@ -383,6 +384,7 @@ fn calls_a_crash_left_without_results_are_sent_again_only_within_the_limit() {
         port: &fake,
         registry: &registry,
         limits: Limits::default(),
+        children: None,
     };
     let mut events = Vec::new();
     let writes = writes_so_far();

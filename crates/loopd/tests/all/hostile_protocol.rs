@@ -50,6 +50,7 @@ impl Talk {
             port: &fake,
             registry: &self.registry,
             limits: Limits::default(),
+            children: None,
         };
         run_turn(&rt, &mut self.session, user, &mut |_| {})
     }

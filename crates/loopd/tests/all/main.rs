@@ -7,6 +7,7 @@ mod broker_approvals;
 mod broker_idle;
 mod chat;
 mod cli;
+mod delegate;
 mod flags;
 mod hostile_memory;
 mod hostile_output;

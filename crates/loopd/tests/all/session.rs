@@ -28,6 +28,7 @@ fn run(server: &ScriptServer, registry: &Registry, session: &mut Session, user: 
         port: &fake,
         registry,
         limits: Limits::default(),
+        children: None,
     };
     run_turn(&rt, session, user, &mut |_| {}).unwrap()
 }
@@ -255,6 +256,7 @@ fn calls_left_without_a_result_by_a_crash_are_sent_again_with_their_numbers_firs
         port: &fake,
         registry: &registry,
         limits: Limits::default(),
+        children: None,
     };
     assert_eq!(
         run_turn(&rt, &mut session, "next", &mut |_| {}).unwrap(),

@@ -72,6 +72,8 @@ fn delegate(parent: &mut AgentClient, call_id: u64, grants: &[&str]) -> Resume {
         .call(call_id, "delegate", &open_args("look around", grants))
         .unwrap();
     let header = header(&answer);
+    // The task as the broker read it, for the client that runs the child.
+    assert_eq!(header["task"], "look around");
     Resume {
         session: SessionId(header["child"].as_str().unwrap().to_string()),
         token: header["resume_token"].as_str().unwrap().to_string(),

@@ -100,6 +100,7 @@ impl Fixture {
             port,
             registry: &self.registry,
             limits: self.limits.clone(),
+            children: None,
         };
         let mut events = Vec::new();
         let result = run_turn(&rt, &mut self.session, user, &mut |event| {
